@@ -1,0 +1,155 @@
+# decodelab - build, test and inspect. `make help` lists the targets.
+#
+# Knobs (override on the command line, e.g. `make GPU_ARCH=... CUDA=0`):
+#   CUDA      auto | 1 | 0   build gpu/ with nvcc (auto: when nvcc is found)
+#   GPU_ARCH  nvcc -gencode flags (default: Hopper sm_90a, needed for wgmma)
+#   OPT       -O2 | -O3 | -O0 ...   host optimisation level
+#   SAN       '' | asan | ubsan | asan,ubsan   sanitizer build of the host code
+#   STATIC    0 | 1          link HDF5/OpenBLAS/zlib statically (for the lent GPU machine)
+
+CC       ?= gcc
+CUDA     ?= auto
+GPU_ARCH ?= -gencode=arch=compute_90a,code=sm_90a
+OPT      ?= -O2
+SAN      ?=
+STATIC   ?= 0
+BUILD    ?= build
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC_FOUND := $(shell command -v nvcc 2>/dev/null || ( test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc ))
+NVCC ?= $(if $(NVCC_FOUND),$(NVCC_FOUND),nvcc)
+
+ifeq ($(filter $(CUDA),auto 0 1),)
+$(error CUDA must be auto, 0 or 1, not '$(CUDA)')
+endif
+ifeq ($(filter $(STATIC),0 1),)
+$(error STATIC must be 0 or 1, not '$(STATIC)')
+endif
+ifeq ($(CUDA),auto)
+  HAVE_CUDA := $(if $(NVCC_FOUND),1,0)
+else
+  HAVE_CUDA := $(CUDA)
+endif
+
+PKGS      := hdf5 openblas
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ifeq ($(STATIC),1)
+  LIBDIR  := /usr/lib/x86_64-linux-gnu
+  PKG_LIBS := $(LIBDIR)/hdf5/serial/libhdf5.a $(LIBDIR)/openblas-pthread/libopenblas.a \
+              $(LIBDIR)/libsz.a $(LIBDIR)/libaec.a $(LIBDIR)/libz.a -lpthread -ldl -lm
+else
+  PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+endif
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+
+SAN_FLAGS :=
+ifneq ($(findstring asan,$(SAN)),)
+  SAN_FLAGS += -fsanitize=address -fno-omit-frame-pointer
+endif
+ifneq ($(findstring ubsan,$(SAN)),)
+  SAN_FLAGS += -fsanitize=undefined -fno-sanitize-recover=undefined
+endif
+
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+
+CFLAGS  ?=
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp \
+           -D_DEFAULT_SOURCE -DDL_GIT_COMMIT='"$(GIT_COMMIT)"' -DDL_HAVE_CUDA=$(HAVE_CUDA) \
+           $(PKG_CFLAGS) $(SAN_FLAGS) -MMD -MP
+LDFLAGS ?=
+LDFLAGS += -fopenmp $(SAN_FLAGS)
+NVCCFLAGS ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall -lineinfo -DDL_HAVE_CUDA=1 \
+             --expt-relaxed-constexpr -Xptxas -v
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
+
+# ---- sources: every ref/*.c and harness/*.c except the CLI entry is the library
+REF_SRC     := $(wildcard ref/*.c)
+HARNESS_SRC := $(filter-out harness/main.c,$(wildcard harness/*.c))
+GPU_C_SRC   := $(wildcard gpu/*.c)
+GPU_CU_SRC  := $(wildcard gpu/*.cu)
+LIB_OBJ     := $(patsubst %.c,$(BUILD)/%.o,$(REF_SRC) $(HARNESS_SRC) $(GPU_C_SRC))
+ifeq ($(HAVE_CUDA),1)
+  CU_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(GPU_CU_SRC))
+  LINK_CUDA := $(CUDA_LIBS)
+else
+  CU_OBJ    :=
+  LINK_CUDA :=
+endif
+TEST_SRC    := $(wildcard tests/test_*.c)
+TEST_BIN    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+LIB := $(BUILD)/libdecodelab.a
+BIN := $(BUILD)/decodelab
+
+.PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static
+all: $(BIN)
+
+help:
+	@echo "make            build $(BIN) (CPU library + CLI; gpu/ too when nvcc is found: CUDA=$(HAVE_CUDA))"
+	@echo "make test       build and run every Check suite and the nvcc host-side format checker"
+	@echo "make demo       the main job: golden data for the seed's GQA case, verified and summarised"
+	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
+	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
+	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/gpu/%.o: gpu/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@ 2> $(BUILD)/gpu/$*.ptxas.txt || { cat $(BUILD)/gpu/$*.ptxas.txt; exit 1; }
+	@grep -iE 'warning|spill' $(BUILD)/gpu/$*.ptxas.txt | grep -v ' 0 bytes spill' || true
+
+$(LIB): $(LIB_OBJ) $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/harness/main.o $(LIB)
+	$(CC) $(LDFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/dl_test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(CHECK_LIBS) $(LDFLAGS) -o $@
+
+# The NVIDIA host-side conversion checker (no GPU needed): nvcc compiles host code only.
+$(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl_formats.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -x cu tests/nv_format_check.cu -x c ref/dl_formats.c -o $@
+
+test: test-unit test-nv
+
+test-unit: $(BIN) $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; DL_BIN=$(abspath $(BIN)) DL_ROOT=$(CURDIR) $$t || fail=1; done; \
+	  if [ $$fail -ne 0 ]; then echo "SOME TESTS FAILED"; exit 1; fi; echo "all Check suites passed"
+
+ifeq ($(NVCC_FOUND),)
+test-nv:
+	@echo "SKIP nv_format_check: nvcc not found (install the CUDA toolkit to compare against cuda_fp8.h)"
+else
+test-nv: $(BUILD)/tests/nv_format_check
+	$(BUILD)/tests/nv_format_check
+endif
+
+DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5
+demo: $(BIN)
+	$(BIN) golden --preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --out $(DEMO_OUT) --force
+	$(BIN) check $(DEMO_OUT)
+	$(BIN) inspect $(DEMO_OUT)
+	$(BIN) run $(DEMO_OUT) || true
+
+static:
+	$(MAKE) STATIC=1 BUILD=$(BUILD)-static $(BUILD)-static/decodelab
+
+sass: $(CU_OBJ)
+	@for o in $(CU_OBJ); do cuobjdump -sass $$o > $${o%.o}.sass && echo "wrote $${o%.o}.sass"; done
+ptx:
+	@mkdir -p $(BUILD)/gpu
+	@for f in $(GPU_CU_SRC); do b=$$(basename $$f .cu); $(NVCC) $(NVCCFLAGS) -ptx $$f -o $(BUILD)/gpu/$$b.ptx && echo "wrote $(BUILD)/gpu/$$b.ptx"; done
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-static
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,48 @@
+/* dl_gpu.h - the C interface between the harness and the CUDA kernels.
+ * Kernels are CUDA C exported through extern "C" launchers; the harness never
+ * includes CUDA headers. Every launcher validates nothing: the harness checks
+ * supports() and the case before calling it. */
+#ifndef DL_GPU_H
+#define DL_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../ref/dl_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device pointers and shape of one decode call. */
+typedef struct {
+    int batch_size, num_qo_heads, num_kv_heads, head_dim, page_size;
+    dl_layout kv_layout;
+    dl_dtype q_dtype, kv_dtype;
+    float sm_scale;
+    int64_t num_pages;
+    const void *q;                    /* [B, Hq, D] f16/bf16 bits */
+    const void *k_cache, *v_cache;    /* raw encoding of kv_dtype */
+    const float *k_scale, *v_scale;   /* [Hkv] */
+    const int32_t *kv_indptr, *kv_indices, *kv_last_page_len;
+    int max_seq_len;                  /* longest sequence in the batch (host-computed) */
+    float *o;                         /* [B, Hq, D] fp32 out */
+    float *lse;                       /* [B, Hq] natural-log lse out */
+    int num_splits;                   /* split-KV chunks per sequence; 1 = no split */
+    void *workspace;                  /* split-KV partials, dl_gpu_workspace_bytes() */
+    void *stream;                     /* cudaStream_t */
+} dl_gpu_args;
+
+/* Bytes of workspace needed for num_splits > 1. */
+size_t dl_gpu_workspace_bytes(const dl_gpu_args *a);
+
+/* A launcher enqueues the kernel(s) on a->stream; returns 0 or records an error. */
+typedef int (*dl_launch_fn)(const dl_gpu_args *a);
+
+/* Device discovery: number of CUDA devices (0 if none or no driver); the
+ * reason when 0 goes to dl_last_error(). */
+int dl_gpu_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

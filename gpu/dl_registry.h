@@ -1,0 +1,44 @@
+/* dl_registry.h - the static registry of decode variants: one row per variant.
+ * Names are <compute>-<dequant>-<unit>, the same string in the CLI, results
+ * and plots. Adding a variant is adding a row (gpu/registry.c) and a kernel. */
+#ifndef DL_REGISTRY_H
+#define DL_REGISTRY_H
+
+#include "dl_gpu.h"
+#include "../ref/dl_ref.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DL_COMPUTE_FP32 = 0, DL_COMPUTE_BF16, DL_COMPUTE_FP8 } dl_compute;
+typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST } dl_dequant;
+typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA } dl_unit;
+
+typedef struct dl_variant {
+    const char *name;        /* e.g. "fp32-cast-simt" */
+    dl_compute compute;
+    dl_dequant dequant;
+    dl_unit unit;
+    dl_model model;          /* the golden model it must match */
+    const char *file;        /* gpu/<file>.cu holding its kernel */
+    const char *summary;     /* one line: what it is */
+    dl_launch_fn launch;     /* NULL when built without CUDA */
+    /* Returns 1 if the variant can run cfg; else 0 and writes why into reason. */
+    int (*supports)(const struct dl_variant *v, const dl_config *cfg, char *reason, size_t n);
+} dl_variant;
+
+extern const dl_variant dl_variants[];
+extern const int dl_num_variants;
+
+const dl_variant *dl_variant_find(const char *name);
+/* Shell-style glob match (fnmatch) of a comma-separated list of patterns. */
+int dl_variant_matches(const dl_variant *v, const char *globs);
+const char *dl_compute_name(dl_compute c);
+const char *dl_dequant_name(dl_dequant d);
+const char *dl_unit_name(dl_unit u);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* dl_golden.h - the golden file (HDF5) contract, see data/SCHEMA.md.
+ * Writing is atomic: to "<path>.tmp.<pid>", flushed, then renamed; nothing
+ * half-written is left behind on error. Reading validates format, version,
+ * every dataset's presence, rank, shape and dtype attribute, config ranges and
+ * the page table before anything sized by the file is allocated. */
+#ifndef DL_GOLDEN_H
+#define DL_GOLDEN_H
+
+#include "../ref/dl_ref.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DL_GOLDEN_FORMAT "decodelab-golden"
+#define DL_GOLDEN_VERSION 1
+
+typedef struct {
+    dl_case c;
+    int have[DL_MODEL_COUNT];         /* which /golden/<model> groups are present */
+    dl_output out[DL_MODEL_COUNT];
+    dl_model_params params;           /* read from /golden attributes */
+    char generator[256];
+} dl_golden;
+
+/* Write case + the given model outputs (outs[i] for i < n) to path.
+ * Refuses to overwrite an existing file unless force. */
+int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, int n,
+                    const dl_model_params *p, int force);
+/* Read and validate a golden file. Caller frees with dl_golden_free. */
+int dl_golden_read(const char *path, dl_golden *g);
+void dl_golden_free(dl_golden *g);
+
+/* Program version and git commit, e.g. "decodelab 0.1.0 (git abc1234)". */
+const char *dl_generator_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* dl_ref.h - the CPU reference of paged decode attention and its arithmetic models.
+ *
+ * For request b, query head h, KV head h/group, tokens j of the sequence:
+ *   s_j = sm_scale * q.k_j,  lse = ln(sum_j exp(s_j)),  o = sum_j softmax(s)_j v_j
+ * Models (one name each, the same string in files, CLI and results):
+ *   exact - FP64 on the dequantized stored inputs, via OpenBLAS (dgemm/dgemv)
+ *   orig  - FP64 on the original values before storage rounding
+ *   fp32  - a CUDA-core kernel: FP32 dequant, FP32 dots, FP32 online softmax
+ *   bf16  - a BF16 tensor-core kernel: Q, K, V rounded to BF16, FP32 accumulation,
+ *           P rounded to BF16 before P*V
+ *   fp8   - an FP8 tensor-core kernel: Q quantized to e4m3 per head, K/V codes as
+ *           stored, QK accumulated in FP32 (or a reduced-precision accumulator),
+ *           P quantized to e4m3 with a static scale before P*V
+ * All are slow and plain on purpose: they are what fast kernels are judged by. */
+#ifndef DL_REF_H
+#define DL_REF_H
+
+#include "dl_paged.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_COUNT } dl_model;
+
+/* Parameters of the arithmetic models. */
+typedef struct {
+    int64_t kv_block;      /* fp32/bf16/fp8: tokens per online-softmax step (running max updated per block); default 64 */
+    /* fp8: reduced-precision accumulator. acc_mantissa_bits = 23 means true FP32.
+     * Otherwise each MMA partial sum is truncated (toward zero) to that many
+     * mantissa bits after every acc_block k-elements; 0 disables. */
+    int acc_mantissa_bits; /* default 23 */
+    int64_t acc_block;     /* default 32 (the k of one m16n8k32 MMA) */
+    float p_scale;         /* fp8: P is encoded as e4m3(p * p_scale), divided back after P*V; default 448 */
+} dl_model_params;
+
+void dl_model_params_default(dl_model_params *p);
+
+const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" */
+int dl_model_parse(const char *s, dl_model *out);
+const char *dl_model_description(dl_model m);   /* one sentence for the file attribute */
+
+/* Output of one model: o [B, Hq, D], lse [B, Hq] (natural log). */
+typedef struct {
+    dl_model model;
+    int64_t batch_size, num_qo_heads, head_dim;
+    double *o;
+    double *lse;
+} dl_output;
+
+/* Compute model m on case c into out (allocates out->o/lse; free with dl_output_free).
+ * orig needs c->k_orig/v_orig (else error). Deterministic whatever the number of
+ * threads: every (b, h) is computed independently in a fixed order. */
+int dl_reference(const dl_case *c, dl_model m, const dl_model_params *p, dl_output *out);
+void dl_output_free(dl_output *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
