@@ -1,0 +1,58 @@
+/* main.c - the decodelab CLI: dispatches to one subcommand (harness/cmd_*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../ref/dl_common.h"
+#include "dl_cli.h"
+#include "dl_golden.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} dl_subcommand;
+
+static const dl_subcommand subcommands[] = {
+    {"golden", dl_cmd_golden, "generate a golden dataset (inputs + reference outputs) as HDF5"},
+    {"inspect", dl_cmd_inspect, "print a golden file's config, shapes and the errors between its models"},
+    {"check", dl_cmd_check, "recompute the reference models from a golden file's inputs and compare"},
+    {"run", dl_cmd_run, "run GPU decode variants on a golden file: check, time, record results"},
+    {"list", dl_cmd_list, "print the variant registry (axes, golden model, thresholds)"},
+    {"info", dl_cmd_info, "print the GPU and its measured peak read bandwidth"},
+};
+static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);
+
+int dl_cli_error(const char *cmd)
+{
+    fprintf(stderr, "decodelab %s: %s\n", cmd, dl_last_error());
+    return 2;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: decodelab <command> [options]   (decodelab <command> --help for its options)\n\n"
+               "decode attention over a paged KV cache: CPU reference, golden files, GPU variants.\n\n"
+               "commands:\n");
+    for (int i = 0; i < num_subcommands; i++) fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(f, "\nexit status: 0 ok, 1 a check failed, 2 bad input or usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s\n", dl_generator_string());
+        return 0;
+    }
+    for (int i = 0; i < num_subcommands; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) return subcommands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "decodelab: unknown command '%s' (try decodelab --help)\n", argv[1]);
+    return 2;
+}
