@@ -11,7 +11,19 @@
  *   fp8   - an FP8 tensor-core kernel: Q quantized to e4m3 per head, K/V codes as
  *           stored, QK accumulated in FP32 (or a reduced-precision accumulator),
  *           P quantized to e4m3 with a static scale before P*V
- * All are slow and plain on purpose: they are what fast kernels are judged by. */
+ * All are slow and plain on purpose: they are what fast kernels are judged by.
+ *
+ * Details of the emulated models (fp32, bf16, fp8), see dl_ref.c for the exact rules:
+ *  - single binary32 operations, no FMA; dots in index order d = 0..D-1, then * sm_scale;
+ *  - online softmax per kv_block tokens: m_new = max(m, block max), sum and acc
+ *    rescaled by expf(m - m_new), then p_j = expf(s_j - m_new) added in token order;
+ *    o = acc / sum, lse = m + logf(sum);
+ *  - bf16/fp8: the normalizer sum adds the FP32 p_j; only the P that multiplies V
+ *    is rounded (bf16(p), or e4m3(p * p_scale) satfinite, divided back at the end);
+ *  - fp8: q_scale = absmax(q_h)/448 per query head (1 if zero); s = dot * q_scale *
+ *    k_scale * sm_scale; o = acc / sum * (v_scale / p_scale). The reduced-precision
+ *    accumulator applies to QK only; P*V accumulates in FP32. A 16-bit KV cache is
+ *    first quantized to e4m3 with one scale per (request, KV head) = absmax / 448. */
 #ifndef DL_REF_H
 #define DL_REF_H
 
@@ -27,8 +39,9 @@ typedef enum { DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, 
 typedef struct {
     int64_t kv_block;      /* fp32/bf16/fp8: tokens per online-softmax step (running max updated per block); default 64 */
     /* fp8: reduced-precision accumulator. acc_mantissa_bits = 23 means true FP32.
-     * Otherwise each MMA partial sum is truncated (toward zero) to that many
-     * mantissa bits after every acc_block k-elements; 0 disables. */
+     * Otherwise (1..22) the running QK partial sum is truncated toward zero to that
+     * many fraction bits (low 23-bits bits of the binary32 fraction cleared) after
+     * every acc_block products and after the last one; 0 also means true FP32. */
     int acc_mantissa_bits; /* default 23 */
     int64_t acc_block;     /* default 32 (the k of one m16n8k32 MMA) */
     float p_scale;         /* fp8: P is encoded as e4m3(p * p_scale), divided back after P*V; default 448 */

@@ -1,0 +1,379 @@
+/* dl_ref.c - the CPU reference of paged decode attention: the exact FP64 model
+ * (gather + OpenBLAS dgemm) and the emulated arithmetic of the fp32, bf16 and
+ * fp8 kernels. Slow and plain on purpose; every fast kernel is judged by it.
+ *
+ * Work is split over (request b, KV head g) pairs with OpenMP. Each pair owns
+ * its outputs (the query heads g*group .. g*group+group-1 of request b) and is
+ * computed by one thread in a fixed order, so results are bit-identical for any
+ * thread count. OpenBLAS runs single-threaded inside (the parallelism is ours).
+ *
+ * Floating-point conventions of the emulated models (fp32, bf16, fp8):
+ *  - every operation is a separate IEEE binary32 operation, no FMA contraction
+ *    (gcc with -std=c11 does not contract); a GPU kernel that fuses multiply-add
+ *    differs by float rounding only;
+ *  - dot products are accumulated in index order d = 0..D-1;
+ *  - softmax is online over blocks of kv_block tokens (see online_softmax);
+ *  - the normalizer (running sum) is accumulated from the float P, before P is
+ *    rounded for P*V, as a tensor-core kernel that sums its FP32 scores does. */
+#include "dl_ref.h"
+#include "dl_formats.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const model_names[DL_MODEL_COUNT] = {"exact", "orig", "fp32", "bf16", "fp8"};
+
+static const char *const model_descriptions[DL_MODEL_COUNT] = {
+    "FP64 attention on the dequantized stored inputs (decode(code)*scale), gathered pages, OpenBLAS dgemm",
+    "FP64 attention on the original values before storage rounding (q_orig, k_orig, v_orig)",
+    "CUDA-core kernel arithmetic: FP32 dequant, FP32 dots in index order, FP32 online softmax per kv_block",
+    "BF16 tensor-core kernel arithmetic: Q, K, V rounded to BF16, FP32 accumulation, online softmax per "
+    "kv_block, P rounded to BF16 before P*V, normalizer from FP32 P",
+    "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
+    "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
+    "before P*V, normalizer from FP32 P"};
+
+void dl_model_params_default(dl_model_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->kv_block = 64;
+    p->acc_mantissa_bits = 23;
+    p->acc_block = 32;
+    p->p_scale = 448.0f;
+}
+
+const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? model_names[m] : "?"; }
+
+const char *dl_model_description(dl_model m)
+{
+    return (unsigned)m < DL_MODEL_COUNT ? model_descriptions[m] : "?";
+}
+
+int dl_model_parse(const char *s, dl_model *out)
+{
+    for (int i = 0; i < DL_MODEL_COUNT; i++)
+        if (s && strcmp(s, model_names[i]) == 0) { *out = (dl_model)i; return 0; }
+    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16 or fp8)", s ? s : "(null)");
+}
+
+void dl_output_free(dl_output *o)
+{
+    if (!o) return;
+    free(o->o);
+    free(o->lse);
+    o->o = NULL;
+    o->lse = NULL;
+}
+
+/* ---------------------------------------------------------------- gathering */
+
+/* Decoded codes (no scale) of K (which = 0) or V (which = 1) for request b,
+ * KV head g, tokens 0..len-1, into out [len, D]. */
+static void gather_codes(const dl_case *c, int which, int64_t b, int64_t g, int64_t len, float *out)
+{
+    const int64_t D = c->cfg.head_dim;
+    for (int64_t t = 0; t < len; t++) {
+        int64_t off = dl_case_token_offset(c, b, t, g);
+        for (int64_t d = 0; d < D; d++)
+            out[t * D + d] = which == 0 ? dl_case_k_code(c, off + d) : dl_case_v_code(c, off + d);
+    }
+}
+
+/* Original (pre-quantization) values of src (k_orig or v_orig) as double. */
+static void gather_orig(const dl_case *c, const float *src, int64_t b, int64_t g, int64_t len, double *out)
+{
+    const int64_t D = c->cfg.head_dim;
+    for (int64_t t = 0; t < len; t++) {
+        int64_t off = dl_case_token_offset(c, b, t, g);
+        for (int64_t d = 0; d < D; d++) out[t * D + d] = (double)src[off + d];
+    }
+}
+
+/* ---------------------------------------------------------------- exact / orig */
+
+/* FP64 attention of G query rows Q [G, D] over K, V [len, D]: S = sm Q K^T,
+ * per row max, exp, sum, lse = max + log(sum), P = exp(s - max) / sum, O = P V.
+ * S is scratch [G, len]; O [G, D]; lse [G]. */
+static void exact_core(int64_t G, int64_t len, int64_t D, double sm, const double *Q, const double *K,
+                       const double *V, double *S, double *O, double *lse)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)G, (int)len, (int)D, sm, Q, (int)D, K, (int)D,
+                0.0, S, (int)len);
+    for (int64_t r = 0; r < G; r++) {
+        double *s = S + r * len;
+        double mx = s[0];
+        for (int64_t j = 1; j < len; j++)
+            if (s[j] > mx || isnan(s[j])) mx = s[j];
+        double sum = 0.0;
+        for (int64_t j = 0; j < len; j++) {
+            s[j] = exp(s[j] - mx);
+            sum += s[j];
+        }
+        lse[r] = mx + log(sum);
+        for (int64_t j = 0; j < len; j++) s[j] /= sum;
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)G, (int)D, (int)len, 1.0, S, (int)len, V, (int)D,
+                0.0, O, (int)D);
+}
+
+/* exact (orig = 0) or orig (orig = 1) for one (b, g); o/lse point at head g*G of request b. */
+static int task_fp64(const dl_case *c, int orig, int64_t b, int64_t g, double *o, double *lse)
+{
+    const dl_config *cfg = &c->cfg;
+    const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
+    double *K = malloc((size_t)(len * D) * sizeof(double));
+    double *V = malloc((size_t)(len * D) * sizeof(double));
+    double *Q = malloc((size_t)(G * D) * sizeof(double));
+    double *S = malloc((size_t)(G * len) * sizeof(double));
+    float *tmp = orig ? NULL : malloc((size_t)(len * D) * sizeof(float));
+    if (!K || !V || !Q || !S || (!orig && !tmp)) {
+        free(K); free(V); free(Q); free(S); free(tmp);
+        return -1;
+    }
+    const int64_t q0 = (b * cfg->num_qo_heads + g * G) * D;
+    if (orig) {
+        gather_orig(c, c->k_orig, b, g, len, K);
+        gather_orig(c, c->v_orig, b, g, len, V);
+        for (int64_t i = 0; i < G * D; i++) Q[i] = (double)c->q_orig[q0 + i];
+    } else {
+        const double ks = (double)c->k_scale[g], vs = (double)c->v_scale[g];
+        gather_codes(c, 0, b, g, len, tmp);
+        for (int64_t i = 0; i < len * D; i++) K[i] = (double)tmp[i] * ks;
+        gather_codes(c, 1, b, g, len, tmp);
+        for (int64_t i = 0; i < len * D; i++) V[i] = (double)tmp[i] * vs;
+        for (int64_t i = 0; i < G * D; i++) Q[i] = (double)dl_case_q(c, q0 + i);
+    }
+    exact_core(G, len, D, dl_sm_scale(cfg), Q, K, V, S, o, lse);
+    free(K); free(V); free(Q); free(S); free(tmp);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- emulated models */
+
+typedef enum { P_FLOAT, P_BF16, P_E4M3 } p_rounding;
+
+/* Max that propagates NaN (fmaxf would drop it). */
+static float max_nan(float a, float b) { return (b > a || isnan(b)) ? b : a; }
+
+/* Online softmax in float over scores s [len] and values V [len, D], in blocks
+ * of kv_block tokens. Per block: m_new = max(m, block max); the running sum
+ * and acc are scaled by f = expf(m - m_new) (f = 0 on the first block); then
+ * for each token j in order: p = expf(s_j - m_new); sum += p (float P);
+ * pr = p rounded (P_FLOAT: p; P_BF16: bf16(p); P_E4M3: e4m3(p * p_scale),
+ * satfinite); acc[d] += pr * V[j, d] for d in order. Returns m and sum. */
+static void online_softmax(const float *s, const float *V, int64_t len, int64_t D, int64_t kv_block,
+                           p_rounding pr_mode, float p_scale, float *acc, float *m_out, float *sum_out)
+{
+    float m = -INFINITY, sum = 0.0f;
+    for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
+    for (int64_t j0 = 0; j0 < len; j0 += kv_block) {
+        int64_t j1 = j0 + kv_block < len ? j0 + kv_block : len;
+        float bmax = -INFINITY;
+        for (int64_t j = j0; j < j1; j++) bmax = max_nan(bmax, s[j]);
+        float m_new = max_nan(m, bmax);
+        float f = m == -INFINITY ? 0.0f : expf(m - m_new);
+        sum *= f;
+        for (int64_t d = 0; d < D; d++) acc[d] *= f;
+        for (int64_t j = j0; j < j1; j++) {
+            float p = expf(s[j] - m_new);
+            sum += p;
+            float pr = p;
+            if (pr_mode == P_BF16) pr = dl_round_bf16(p);
+            else if (pr_mode == P_E4M3) pr = dl_e4m3_to_f32(dl_f32_to_e4m3(p * p_scale, DL_SATFINITE));
+            const float *v = V + j * D;
+            for (int64_t d = 0; d < D; d++) acc[d] += pr * v[d];
+        }
+        m = m_new;
+    }
+    *m_out = m;
+    *sum_out = sum;
+}
+
+/* Truncate x toward zero to `bits` fraction bits: clear the low (23 - bits)
+ * bits of its binary32 fraction field, keeping sign and exponent. For a normal
+ * x this keeps the leading 1 and the top `bits` fraction bits (magnitude rounds
+ * down); subnormals lose the same bit positions. inf and NaN pass unchanged. */
+static float truncate_mantissa(float x, int bits)
+{
+    if (!isfinite(x)) return x;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u &= ~((UINT32_C(1) << (23 - bits)) - 1u);
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+
+/* Dot product of q and k [D] in float, index order. If 0 < acc_bits < 23,
+ * the reduced-precision accumulator of an FP8 MMA: the running sum is
+ * truncated with truncate_mantissa(., acc_bits) after every acc_block products
+ * (d = acc_block-1, 2*acc_block-1, ...) and after the last product. */
+static float dot_f32(const float *q, const float *k, int64_t D, int acc_bits, int64_t acc_block)
+{
+    float acc = 0.0f;
+    if (acc_bits <= 0 || acc_bits >= 23) {
+        for (int64_t d = 0; d < D; d++) acc += q[d] * k[d];
+        return acc;
+    }
+    for (int64_t d = 0; d < D; d++) {
+        acc += q[d] * k[d];
+        if ((d + 1) % acc_block == 0 || d + 1 == D) acc = truncate_mantissa(acc, acc_bits);
+    }
+    return acc;
+}
+
+/* Quantize x [n] (float) to e4m3 with scale absmax/448 (1 when absmax is 0):
+ * out[i] = e4m3(x[i] / scale) decoded (exact in float). Returns the scale. */
+static float quantize_e4m3(const float *x, int64_t n, float *out)
+{
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i++) amax = max_nan(amax, fabsf(x[i]));
+    float scale = amax > 0.0f ? amax / DL_E4M3_MAX : 1.0f;
+    for (int64_t i = 0; i < n; i++) out[i] = dl_round_e4m3(x[i] / scale);
+    return scale;
+}
+
+/* fp32, bf16 or fp8 model for one (b, g). */
+static int task_emulated(const dl_case *c, dl_model model, const dl_model_params *p, int64_t b, int64_t g,
+                         double *o, double *lse)
+{
+    const dl_config *cfg = &c->cfg;
+    const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
+    float *K = malloc((size_t)(len * D) * sizeof(float));
+    float *V = malloc((size_t)(len * D) * sizeof(float));
+    float *s = malloc((size_t)len * sizeof(float));
+    float *qv = malloc((size_t)(2 * D) * sizeof(float));
+    float *acc = malloc((size_t)D * sizeof(float));
+    if (!K || !V || !s || !qv || !acc) {
+        free(K); free(V); free(s); free(qv); free(acc);
+        return -1;
+    }
+    float *q = qv, *qr = qv + D;
+    const float sm = (float)dl_sm_scale(cfg);
+    float ks = c->k_scale[g], vs = c->v_scale[g];
+    gather_codes(c, 0, b, g, len, K);
+    gather_codes(c, 1, b, g, len, V);
+
+    p_rounding pr_mode = P_FLOAT;
+    if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16) {
+        /* dequantize in float: code * scale, one element at a time */
+        for (int64_t i = 0; i < len * D; i++) K[i] = K[i] * ks;
+        for (int64_t i = 0; i < len * D; i++) V[i] = V[i] * vs;
+        if (model == DL_MODEL_BF16) {
+            for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
+            for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
+            pr_mode = P_BF16;
+        }
+    } else { /* fp8 */
+        if (cfg->kv_dtype != DL_E4M3 && cfg->kv_dtype != DL_E5M2) {
+            /* A 16-bit cache is first quantized to e4m3 with one scale per
+             * (request, KV head): absmax of the dequantized values / 448. */
+            for (int64_t i = 0; i < len * D; i++) K[i] = K[i] * ks;
+            for (int64_t i = 0; i < len * D; i++) V[i] = V[i] * vs;
+            ks = quantize_e4m3(K, len * D, K);
+            vs = quantize_e4m3(V, len * D, V);
+        }
+        pr_mode = P_E4M3;
+    }
+
+    for (int64_t r = 0; r < G; r++) {
+        const int64_t h = g * G + r;
+        const int64_t q0 = (b * cfg->num_qo_heads + h) * D;
+        for (int64_t d = 0; d < D; d++) q[d] = dl_case_q(c, q0 + d);
+        float m, sum;
+        if (model == DL_MODEL_FP32) {
+            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(q, K + j * D, D, 23, 1) * sm;
+            online_softmax(s, V, len, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
+            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum);
+        } else if (model == DL_MODEL_BF16) {
+            for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
+            /* bf16 x bf16 products are exact in float; the sum is rounded */
+            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sm;
+            online_softmax(s, V, len, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
+            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum);
+        } else {
+            const float qs = quantize_e4m3(q, D, qr);
+            /* e4m3 x e4m3 (or e5m2) products are exact in float */
+            for (int64_t j = 0; j < len; j++)
+                s[j] = dot_f32(qr, K + j * D, D, p->acc_mantissa_bits, p->acc_block) * qs * ks * sm;
+            online_softmax(s, V, len, D, p->kv_block, pr_mode, p->p_scale, acc, &m, &sum);
+            const float out_scale = vs / p->p_scale;
+            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * out_scale);
+        }
+        lse[r] = (double)(m + logf(sum));
+    }
+    free(K); free(V); free(s); free(qv); free(acc);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- entry point */
+
+static int check_params(const dl_model_params *p)
+{
+    if (p->kv_block < 1) return dl_fail("model params: kv_block = %lld must be >= 1", (long long)p->kv_block);
+    if (p->acc_block < 1) return dl_fail("model params: acc_block = %lld must be >= 1", (long long)p->acc_block);
+    if (p->acc_mantissa_bits < 0 || p->acc_mantissa_bits > 23)
+        return dl_fail("model params: acc_mantissa_bits = %d is outside 0..23", p->acc_mantissa_bits);
+    if (!(p->p_scale > 0.0f) || !isfinite(p->p_scale))
+        return dl_fail("model params: p_scale = %g must be finite and > 0", (double)p->p_scale);
+    return 0;
+}
+
+int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl_output *out)
+{
+    dl_model_params defaults;
+    if (!params) {
+        dl_model_params_default(&defaults);
+        params = &defaults;
+    }
+    if (!c || !out) return dl_fail("dl_reference: NULL case or output");
+    memset(out, 0, sizeof *out);
+    if ((unsigned)m >= DL_MODEL_COUNT) return dl_fail("dl_reference: model = %d is unknown", (int)m);
+    DL_TRY(check_params(params));
+    DL_TRY(dl_config_validate(&c->cfg));
+    if (!c->q || !c->k_cache || !c->v_cache || !c->k_scale || !c->v_scale || !c->kv_indptr || !c->kv_indices ||
+        !c->kv_last_page_len)
+        return dl_fail("dl_reference: the case has a NULL tensor (q, caches, scales or page table)");
+    if (m == DL_MODEL_ORIG && (!c->q_orig || !c->k_orig || !c->v_orig))
+        return dl_fail("dl_reference: model orig needs q_orig, k_orig and v_orig, and the case lacks %s",
+                       !c->q_orig ? "q_orig" : !c->k_orig ? "k_orig" : "v_orig");
+
+    const dl_config *cfg = &c->cfg;
+    const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
+    const int64_t G = dl_group_size(cfg);
+    out->model = m;
+    out->batch_size = B;
+    out->num_qo_heads = Hq;
+    out->head_dim = D;
+    out->o = dl_malloc((size_t)(B * Hq * D) * sizeof(double), "reference output o");
+    out->lse = dl_malloc((size_t)(B * Hq) * sizeof(double), "reference output lse");
+    if (!out->o || !out->lse) {
+        dl_output_free(out);
+        return -1;
+    }
+
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    int failed = 0;
+    const int64_t ntask = B * Hkv;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntask; t++) {
+        const int64_t b = t / Hkv, g = t % Hkv;
+        double *o = out->o + (b * Hq + g * G) * D;
+        double *lse = out->lse + b * Hq + g * G;
+        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG) ? task_fp64(c, m == DL_MODEL_ORIG, b, g, o, lse)
+                                                             : task_emulated(c, m, params, b, g, o, lse);
+        if (rc != 0) {
+#pragma omp atomic write
+            failed = 1;
+        }
+    }
+    openblas_set_num_threads(blas_threads);
+    if (failed) {
+        dl_output_free(out);
+        return dl_fail("dl_reference: out of memory for the per-(request, head) buffers of model %s "
+                       "(longest sequence x head_dim)", dl_model_name(m));
+    }
+    return 0;
+}

@@ -1,0 +1,637 @@
+/* test_ref.c - Check suite of the CPU reference (ref/dl_ref.c): closed-form
+ * cases (equal keys, one dominant key, length 1), invariances (GQA = MHA with
+ * duplicated heads, NHD = HND, page size and page permutation), lse against a
+ * naive double loop written here, every model near exact, the reduced FP8
+ * accumulator, determinism across thread counts, and error paths.
+ *
+ * Expected values are computed here from the stored inputs with this file's own
+ * page-table walk (test_offset), never taken from the output under test. */
+#include "../ref/dl_formats.h"
+#include "../ref/dl_paged.h"
+#include "../ref/dl_ref.h"
+#include "../ref/dl_rng.h"
+#include "dl_test.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static dl_config small_cfg(int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_t page, dl_layout layout,
+                           dl_dtype kv, const int64_t *lens, uint64_t seed)
+{
+    dl_config cfg;
+    dl_config_default(&cfg);
+    cfg.batch_size = B;
+    cfg.num_qo_heads = Hq;
+    cfg.num_kv_heads = Hkv;
+    cfg.head_dim = D;
+    cfg.page_size = page;
+    cfg.kv_layout = layout;
+    cfg.kv_dtype = kv;
+    cfg.seed = seed;
+    cfg.num_explicit_lens = B;
+    for (int64_t b = 0; b < B; b++) cfg.explicit_lens[b] = lens[b];
+    return cfg;
+}
+
+static void build(const dl_config *cfg, dl_case *c)
+{
+    int rc = dl_case_build(cfg, c);
+    ck_assert_msg(rc == 0, "dl_case_build: %s", dl_last_error());
+}
+
+static void run_model(const dl_case *c, dl_model m, const dl_model_params *p, dl_output *out)
+{
+    int rc = dl_reference(c, m, p, out);
+    ck_assert_msg(rc == 0, "dl_reference(%s): %s", dl_model_name(m), dl_last_error());
+}
+
+/* Sequence length and element offset of (b, t, kv head g, d=0), computed here
+ * from the page table and the layout definitions, independently of dl_paged.c. */
+static int64_t test_len(const dl_case *c, int64_t b)
+{
+    return (int64_t)(c->kv_indptr[b + 1] - c->kv_indptr[b] - 1) * c->cfg.page_size + c->kv_last_page_len[b];
+}
+
+static int64_t test_offset(const dl_case *c, int64_t b, int64_t t, int64_t g)
+{
+    const dl_config *f = &c->cfg;
+    int64_t ps = f->page_size, page = c->kv_indices[c->kv_indptr[b] + t / ps], slot = t % ps;
+    if (f->kv_layout == DL_NHD) return ((page * ps + slot) * f->num_kv_heads + g) * f->head_dim;
+    return ((page * f->num_kv_heads + g) * ps + slot) * f->head_dim;
+}
+
+static double kval(const dl_case *c, int64_t b, int64_t t, int64_t g, int64_t d)
+{
+    return (double)dl_decode_elem(c->cfg.kv_dtype, c->k_cache, test_offset(c, b, t, g) + d) * c->k_scale[g];
+}
+
+static double vval(const dl_case *c, int64_t b, int64_t t, int64_t g, int64_t d)
+{
+    return (double)dl_decode_elem(c->cfg.kv_dtype, c->v_cache, test_offset(c, b, t, g) + d) * c->v_scale[g];
+}
+
+static double qval(const dl_case *c, int64_t b, int64_t h, int64_t d)
+{
+    return (double)dl_decode_elem(c->cfg.q_dtype, c->q, (b * c->cfg.num_qo_heads + h) * c->cfg.head_dim + d);
+}
+
+/* score s_j = sm_scale * q.k_j in double */
+static double score(const dl_case *c, int64_t b, int64_t h, int64_t t)
+{
+    int64_t g = h / dl_group_size(&c->cfg);
+    double s = 0.0;
+    for (int64_t d = 0; d < c->cfg.head_dim; d++) s += qval(c, b, h, d) * kval(c, b, t, g, d);
+    return dl_sm_scale(&c->cfg) * s;
+}
+
+/* Attention by its definition, two passes in double: o [B,Hq,D], lse [B,Hq]. */
+static void naive(const dl_case *c, double *o, double *lse)
+{
+    const dl_config *f = &c->cfg;
+    int64_t D = f->head_dim, G = dl_group_size(f);
+    for (int64_t b = 0; b < f->batch_size; b++) {
+        int64_t len = test_len(c, b);
+        double *s = malloc((size_t)len * sizeof(double));
+        for (int64_t h = 0; h < f->num_qo_heads; h++) {
+            double mx = -INFINITY, sum = 0.0;
+            for (int64_t t = 0; t < len; t++) {
+                s[t] = score(c, b, h, t);
+                if (s[t] > mx) mx = s[t];
+            }
+            for (int64_t t = 0; t < len; t++) sum += exp(s[t] - mx);
+            lse[b * f->num_qo_heads + h] = mx + log(sum);
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0.0;
+                for (int64_t t = 0; t < len; t++) acc += exp(s[t] - mx) * vval(c, b, t, h / G, d);
+                o[(b * f->num_qo_heads + h) * D + d] = acc / sum;
+            }
+        }
+        free(s);
+    }
+}
+
+static double rel_l2(const double *a, const double *ref, int64_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (a[i] - ref[i]) * (a[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num / (den > 0.0 ? den : 1.0));
+}
+
+static double max_abs_diff(const double *a, const double *b, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]);
+        if (!(e <= m)) m = e; /* NaN wins */
+    }
+    return m;
+}
+
+static int all_finite(const dl_output *o)
+{
+    int64_t n = o->batch_size * o->num_qo_heads;
+    for (int64_t i = 0; i < n * o->head_dim; i++)
+        if (!isfinite(o->o[i])) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(o->lse[i])) return 0;
+    return 1;
+}
+
+static int outputs_identical(const dl_output *a, const dl_output *b)
+{
+    int64_t n = a->batch_size * a->num_qo_heads;
+    return a->batch_size == b->batch_size && a->num_qo_heads == b->num_qo_heads && a->head_dim == b->head_dim &&
+           memcmp(a->o, b->o, (size_t)(n * a->head_dim) * sizeof(double)) == 0 &&
+           memcmp(a->lse, b->lse, (size_t)n * sizeof(double)) == 0;
+}
+
+/* Assert |a - ref| <= tol * max(1, max|ref|) element-wise, for o and lse. */
+static void assert_close(const dl_output *a, const double *o_ref, const double *lse_ref, double tol, const char *what)
+{
+    int64_t n = a->batch_size * a->num_qo_heads, no = n * a->head_dim;
+    double so = 1.0, sl = 1.0;
+    for (int64_t i = 0; i < no; i++) so = fmax(so, fabs(o_ref[i]));
+    for (int64_t i = 0; i < n; i++) sl = fmax(sl, fabs(lse_ref[i]));
+    double eo = max_abs_diff(a->o, o_ref, no), el = max_abs_diff(a->lse, lse_ref, n);
+    ck_assert_msg(eo <= tol * so, "%s (%s): o max abs error %.3g > %.3g", what, dl_model_name(a->model), eo, tol * so);
+    ck_assert_msg(el <= tol * sl, "%s (%s): lse max abs error %.3g > %.3g", what, dl_model_name(a->model), el,
+                  tol * sl);
+}
+
+/* Deterministic test value in [-3, 3) for a logical position. */
+static double logical_value(uint64_t seed, uint64_t stream, int64_t b, int64_t t, int64_t g, int64_t d)
+{
+    uint64_t idx = ((((uint64_t)b * 4096 + (uint64_t)t) * 64 + (uint64_t)g) * 1024) + (uint64_t)d;
+    return 6.0 * dl_rng_uniform(seed, stream, idx) - 3.0;
+}
+
+/* Overwrite Q, K, V and the scales with values that depend only on the logical
+ * position (b, h, t, d), written through test_offset: two cases with the same
+ * lengths and heads then hold the same logical data whatever their layout,
+ * page size or page order. */
+static void fill_logical(dl_case *c, uint64_t seed)
+{
+    const dl_config *f = &c->cfg;
+    for (int64_t g = 0; g < f->num_kv_heads; g++) {
+        c->k_scale[g] = 0.5f + 0.25f * (float)g;
+        c->v_scale[g] = 1.0f - 0.125f * (float)(g % 4);
+    }
+    for (int64_t b = 0; b < f->batch_size; b++) {
+        for (int64_t h = 0; h < f->num_qo_heads; h++)
+            for (int64_t d = 0; d < f->head_dim; d++)
+                dl_encode_elem(f->q_dtype, c->q, (b * f->num_qo_heads + h) * f->head_dim + d,
+                               (float)logical_value(seed, 1, b, 0, h, d));
+        for (int64_t t = 0; t < test_len(c, b); t++)
+            for (int64_t g = 0; g < f->num_kv_heads; g++)
+                for (int64_t d = 0; d < f->head_dim; d++) {
+                    int64_t off = test_offset(c, b, t, g) + d;
+                    dl_encode_elem(f->kv_dtype, c->k_cache, off, (float)logical_value(seed, 2, b, t, g, d));
+                    dl_encode_elem(f->kv_dtype, c->v_cache, off, (float)logical_value(seed, 3, b, t, g, d));
+                }
+    }
+}
+
+static const dl_model emulated[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8};
+
+/* Compute exact and the emulated models of two cases that hold the same
+ * logical data: exact within rel_tol, emulated models bit-identical. */
+static void assert_same_outputs(const dl_case *a, const dl_case *b, double rel_tol, const char *what)
+{
+    dl_output oa, ob;
+    run_model(a, DL_MODEL_EXACT, NULL, &oa);
+    run_model(b, DL_MODEL_EXACT, NULL, &ob);
+    assert_close(&ob, oa.o, oa.lse, rel_tol, what);
+    dl_output_free(&oa);
+    dl_output_free(&ob);
+    for (size_t i = 0; i < sizeof emulated / sizeof *emulated; i++) {
+        run_model(a, emulated[i], NULL, &oa);
+        run_model(b, emulated[i], NULL, &ob);
+        ck_assert_msg(outputs_identical(&oa, &ob), "%s: model %s differs", what, dl_model_name(emulated[i]));
+        dl_output_free(&oa);
+        dl_output_free(&ob);
+    }
+}
+
+/* ---------------------------------------------------------------- tests */
+
+START_TEST(test_lse_definition)
+{
+    const int64_t lens[] = {1, 15, 16, 17, 100};
+    dl_config cfg = small_cfg(5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 11);
+    dl_case c;
+    build(&cfg, &c);
+    int64_t n = 5 * 8;
+    double *o = malloc((size_t)(n * 32) * sizeof(double)), *lse = malloc((size_t)n * sizeof(double));
+    naive(&c, o, lse);
+    dl_output out;
+    run_model(&c, DL_MODEL_EXACT, NULL, &out);
+    ck_assert_int_eq(out.model, DL_MODEL_EXACT);
+    ck_assert_int_eq(out.batch_size, 5);
+    ck_assert_int_eq(out.num_qo_heads, 8);
+    ck_assert_int_eq(out.head_dim, 32);
+    assert_close(&out, o, lse, 1e-12, "exact vs naive definition");
+    dl_output_free(&out);
+    free(o);
+    free(lse);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_all_keys_equal)
+{
+    const int64_t lens[] = {3, 16, 41};
+    dl_config cfg = small_cfg(3, 4, 2, 16, 8, DL_HND, DL_E4M3, lens, 5);
+    dl_case c;
+    build(&cfg, &c);
+    const int64_t B = 3, Hq = 4, D = 16, G = 2;
+    size_t esz = dl_dtype_size(cfg.kv_dtype);
+    /* every key of (b, g) := the key of token 0 (raw codes copied) */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t g = 0; g < 2; g++)
+            for (int64_t t = 1; t < test_len(&c, b); t++)
+                memcpy((char *)c.k_cache + (size_t)test_offset(&c, b, t, g) * esz,
+                       (char *)c.k_cache + (size_t)test_offset(&c, b, 0, g) * esz, (size_t)D * esz);
+    double o[3 * 4 * 16], lse[3 * 4];
+    for (int64_t b = 0; b < B; b++) {
+        int64_t len = test_len(&c, b);
+        for (int64_t h = 0; h < Hq; h++) {
+            lse[b * Hq + h] = log((double)len) + score(&c, b, h, 0);
+            for (int64_t d = 0; d < D; d++) {
+                double m = 0.0;
+                for (int64_t t = 0; t < len; t++) m += vval(&c, b, t, h / G, d);
+                o[(b * Hq + h) * D + d] = m / (double)len;
+            }
+        }
+    }
+    dl_output out;
+    run_model(&c, DL_MODEL_EXACT, NULL, &out);
+    assert_close(&out, o, lse, 1e-12, "all keys equal");
+    dl_output_free(&out);
+    run_model(&c, DL_MODEL_FP32, NULL, &out);
+    assert_close(&out, o, lse, 1e-5, "all keys equal");
+    dl_output_free(&out);
+    /* fp8: all P equal 1 -> e4m3(448) = 448 exactly, so o is the float mean of V */
+    run_model(&c, DL_MODEL_FP8, NULL, &out);
+    ck_assert_msg(max_abs_diff(out.o, o, B * Hq * D) < 1e-5, "fp8 all keys equal: o is not the mean of V");
+    dl_output_free(&out);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_dominant_key)
+{
+    const int64_t lens[] = {50, 40, 64};
+    dl_config cfg = small_cfg(3, 2, 2, 32, 16, DL_NHD, DL_F16, lens, 7);
+    cfg.q_dtype = DL_F32;
+    dl_case c;
+    build(&cfg, &c);
+    const int64_t B = 3, H = 2, D = 32;
+    double sm = dl_sm_scale(&cfg);
+    double o[3 * 2 * 32], lse[3 * 2];
+    for (int64_t g = 0; g < H; g++) c.k_scale[g] = 1.0f;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t len = test_len(&c, b), js = len - 3;
+        for (int64_t h = 0; h < H; h++) {
+            double qq = 0.0;
+            for (int64_t d = 0; d < D; d++) qq += qval(&c, b, h, d) * qval(&c, b, h, d);
+            double alpha = 80.0 / (sm * qq); /* k_js = alpha q: score about 80, others 0 */
+            for (int64_t t = 0; t < len; t++)
+                for (int64_t d = 0; d < D; d++)
+                    dl_encode_elem(cfg.kv_dtype, c.k_cache, test_offset(&c, b, t, h) + d,
+                                   t == js ? (float)(alpha * qval(&c, b, h, d)) : 0.0f);
+            double s = score(&c, b, h, js);
+            ck_assert_msg(s > 70.0, "dominant score %.3g too small", s);
+            lse[b * H + h] = s;
+            for (int64_t d = 0; d < D; d++) o[(b * H + h) * D + d] = vval(&c, b, js, h, d);
+        }
+    }
+    dl_output out;
+    run_model(&c, DL_MODEL_EXACT, NULL, &out);
+    assert_close(&out, o, lse, 1e-12, "dominant key");
+    dl_output_free(&out);
+    run_model(&c, DL_MODEL_FP32, NULL, &out);
+    assert_close(&out, o, lse, 1e-5, "dominant key");
+    dl_output_free(&out);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_length_one)
+{
+    const int64_t lens[] = {1, 1, 1};
+    dl_config cfg = small_cfg(3, 6, 2, 24, 4, DL_NHD, DL_E5M2, lens, 3);
+    dl_case c;
+    build(&cfg, &c);
+    const int64_t B = 3, Hq = 6, D = 24, G = 3;
+    double o[3 * 6 * 24], lse[3 * 6];
+    double o32[3 * 6 * 24];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++) {
+            lse[b * Hq + h] = score(&c, b, h, 0);
+            for (int64_t d = 0; d < D; d++) {
+                int64_t off = test_offset(&c, b, 0, h / G) + d;
+                o[(b * Hq + h) * D + d] = vval(&c, b, 0, h / G, d);
+                /* the fp32 model dequantizes in float: code * scale, rounded once */
+                o32[(b * Hq + h) * D + d] = (double)(dl_decode_elem(cfg.kv_dtype, c.v_cache, off) * c.v_scale[h / G]);
+            }
+        }
+    dl_output out;
+    run_model(&c, DL_MODEL_EXACT, NULL, &out);
+    assert_close(&out, o, lse, 1e-12, "length 1");
+    dl_output_free(&out);
+    run_model(&c, DL_MODEL_FP32, NULL, &out);
+    ck_assert_msg(memcmp(out.o, o32, sizeof o32) == 0, "fp32 length 1: o is not exactly v_0");
+    ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 1e-4, "fp32 length 1: lse is not s_0");
+    dl_output_free(&out);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_gqa_equals_mha)
+{
+    const int64_t lens[] = {5, 33, 70};
+    const int64_t B = 3, Hq = 8, D = 16, G = 4;
+    dl_config cg = small_cfg(B, Hq, 2, D, 8, DL_NHD, DL_E4M3, lens, 21);
+    dl_config cm = small_cfg(B, Hq, Hq, D, 8, DL_NHD, DL_E4M3, lens, 22);
+    dl_case gq, mh;
+    build(&cg, &gq);
+    build(&cm, &mh);
+    size_t esz = dl_dtype_size(cg.kv_dtype);
+    memcpy(mh.q, gq.q, (size_t)(B * Hq * D) * dl_dtype_size(cg.q_dtype));
+    for (int64_t h = 0; h < Hq; h++) {
+        mh.k_scale[h] = gq.k_scale[h / G];
+        mh.v_scale[h] = gq.v_scale[h / G];
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < test_len(&gq, b); t++)
+            for (int64_t h = 0; h < Hq; h++) {
+                memcpy((char *)mh.k_cache + (size_t)test_offset(&mh, b, t, h) * esz,
+                       (char *)gq.k_cache + (size_t)test_offset(&gq, b, t, h / G) * esz, (size_t)D * esz);
+                memcpy((char *)mh.v_cache + (size_t)test_offset(&mh, b, t, h) * esz,
+                       (char *)gq.v_cache + (size_t)test_offset(&gq, b, t, h / G) * esz, (size_t)D * esz);
+            }
+    assert_same_outputs(&gq, &mh, 1e-12, "GQA vs MHA with duplicated KV heads");
+    dl_case_free(&gq);
+    dl_case_free(&mh);
+}
+END_TEST
+
+START_TEST(test_nhd_equals_hnd)
+{
+    const int64_t lens[] = {9, 32, 1, 47};
+    dl_config cn = small_cfg(4, 10, 2, 16, 16, DL_NHD, DL_E4M3, lens, 31);
+    dl_config ch = small_cfg(4, 10, 2, 16, 16, DL_HND, DL_E4M3, lens, 31);
+    dl_case a, b;
+    build(&cn, &a);
+    build(&ch, &b);
+    fill_logical(&a, 99);
+    fill_logical(&b, 99);
+    assert_same_outputs(&a, &b, 1e-12, "NHD vs HND");
+    dl_case_free(&a);
+    dl_case_free(&b);
+}
+END_TEST
+
+START_TEST(test_page_size_and_order)
+{
+    const int64_t lens[] = {1, 16, 17, 63, 130};
+    const int64_t pages[] = {16, 1, 5, 64};
+    dl_case base;
+    dl_config c0 = small_cfg(5, 4, 1, 32, pages[0], DL_NHD, DL_BF16, lens, 41);
+    build(&c0, &base);
+    fill_logical(&base, 7);
+    for (size_t i = 1; i < sizeof pages / sizeof *pages; i++) {
+        dl_config ci = small_cfg(5, 4, 1, 32, pages[i], i % 2 ? DL_HND : DL_NHD, DL_BF16, lens, 41 + i);
+        dl_case other;
+        build(&ci, &other);
+        fill_logical(&other, 7);
+        char what[64];
+        snprintf(what, sizeof what, "page size 16 vs %lld", (long long)pages[i]);
+        assert_same_outputs(&base, &other, 1e-12, what);
+        dl_case_free(&other);
+    }
+    /* permute the physical pages: page p moves to P-1-p, the page table follows */
+    dl_case perm;
+    build(&c0, &perm);
+    fill_logical(&perm, 7);
+    int64_t P = perm.num_pages, page_elems = c0.page_size * c0.num_kv_heads * c0.head_dim;
+    size_t pb = (size_t)page_elems * dl_dtype_size(c0.kv_dtype);
+    char *k2 = malloc((size_t)P * pb), *v2 = malloc((size_t)P * pb);
+    for (int64_t p = 0; p < P; p++) {
+        memcpy(k2 + (size_t)(P - 1 - p) * pb, (char *)perm.k_cache + (size_t)p * pb, pb);
+        memcpy(v2 + (size_t)(P - 1 - p) * pb, (char *)perm.v_cache + (size_t)p * pb, pb);
+    }
+    memcpy(perm.k_cache, k2, (size_t)P * pb);
+    memcpy(perm.v_cache, v2, (size_t)P * pb);
+    for (int64_t i = 0; i < perm.kv_indptr[c0.batch_size]; i++) perm.kv_indices[i] = (int32_t)(P - 1 - perm.kv_indices[i]);
+    free(k2);
+    free(v2);
+    assert_same_outputs(&base, &perm, 1e-12, "page permutation");
+    dl_case_free(&perm);
+    dl_case_free(&base);
+}
+END_TEST
+
+/* Every model near exact on normal inputs, with the ordering of their errors. */
+static void models_near_exact(dl_dtype kv, double tol_fp8)
+{
+    dl_config cfg;
+    dl_config_default(&cfg);
+    cfg.batch_size = 4;
+    cfg.num_qo_heads = 8;
+    cfg.num_kv_heads = 2;
+    cfg.head_dim = 64;
+    cfg.page_size = 16;
+    cfg.kv_dtype = kv;
+    cfg.seq_len_min = 1;
+    cfg.seq_len_max = 300;
+    cfg.seed = 1234;
+    dl_case c;
+    build(&cfg, &c);
+    dl_output ex, out;
+    run_model(&c, DL_MODEL_EXACT, NULL, &ex);
+    ck_assert(all_finite(&ex));
+    int64_t no = 4 * 8 * 64, nl = 4 * 8;
+    const dl_model ms[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_ORIG};
+    const double tol_o[] = {1e-5, 2e-2, tol_fp8, 1e-1};
+    const double tol_lse[] = {1e-5, 5e-2, 2e-1, 2e-1};
+    double err[4];
+    for (int i = 0; i < 4; i++) {
+        run_model(&c, ms[i], NULL, &out);
+        ck_assert_msg(all_finite(&out), "%s: non-finite output (poison read?)", dl_model_name(ms[i]));
+        err[i] = rel_l2(out.o, ex.o, no);
+        double el = max_abs_diff(out.lse, ex.lse, nl);
+        ck_assert_msg(err[i] < tol_o[i], "kv=%s %s: rel L2 of o vs exact %.3g >= %.3g", dl_dtype_name(kv),
+                      dl_model_name(ms[i]), err[i], tol_o[i]);
+        ck_assert_msg(el < tol_lse[i], "kv=%s %s: lse max abs error vs exact %.3g >= %.3g", dl_dtype_name(kv),
+                      dl_model_name(ms[i]), el, tol_lse[i]);
+        dl_output_free(&out);
+    }
+    /* the models really compute differently: error grows with coarser arithmetic */
+    ck_assert_msg(err[0] > 0.0 && err[0] < err[1] && err[1] < err[2], "errors fp32 %.3g bf16 %.3g fp8 %.3g not ordered",
+                  err[0], err[1], err[2]);
+    dl_output_free(&ex);
+    dl_case_free(&c);
+}
+
+START_TEST(test_models_near_exact_e4m3) { models_near_exact(DL_E4M3, 1e-1); }
+END_TEST
+
+START_TEST(test_models_near_exact_bf16_cache) { models_near_exact(DL_BF16, 1e-1); }
+END_TEST
+
+START_TEST(test_fp8_reduced_accumulator)
+{
+    const int64_t lens[] = {200, 77, 128};
+    dl_config cfg = small_cfg(3, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 77);
+    dl_case c;
+    build(&cfg, &c);
+    dl_model_params p;
+    dl_model_params_default(&p);
+    dl_output ex, full, red;
+    run_model(&c, DL_MODEL_EXACT, NULL, &ex);
+    run_model(&c, DL_MODEL_FP8, &p, &full);
+    p.acc_mantissa_bits = 13;
+    run_model(&c, DL_MODEL_FP8, &p, &red);
+    int64_t no = 3 * 8 * 128;
+    ck_assert_msg(!outputs_identical(&full, &red), "acc_mantissa_bits 13 gives the same output as 23");
+    double d = rel_l2(red.o, full.o, no), e = rel_l2(red.o, ex.o, no);
+    ck_assert_msg(d > 0.0 && d < 1e-2, "13-bit accumulator vs 23: rel L2 %.3g", d);
+    ck_assert_msg(e < 1e-1, "13-bit accumulator vs exact: rel L2 %.3g", e);
+    /* 0 means true FP32 too */
+    dl_output zero;
+    p.acc_mantissa_bits = 0;
+    run_model(&c, DL_MODEL_FP8, &p, &zero);
+    ck_assert(outputs_identical(&zero, &full));
+    dl_output_free(&zero);
+    dl_output_free(&ex);
+    dl_output_free(&full);
+    dl_output_free(&red);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_kv_block_changes_little)
+{
+    const int64_t lens[] = {300, 65};
+    dl_config cfg = small_cfg(2, 4, 1, 64, 16, DL_NHD, DL_E4M3, lens, 5);
+    dl_case c;
+    build(&cfg, &c);
+    dl_model_params p;
+    dl_model_params_default(&p);
+    for (size_t i = 0; i < sizeof emulated / sizeof *emulated; i++) {
+        dl_output a, b;
+        p.kv_block = 64;
+        run_model(&c, emulated[i], &p, &a);
+        p.kv_block = 1;
+        run_model(&c, emulated[i], &p, &b);
+        double tol = emulated[i] == DL_MODEL_FP32 ? 1e-5 : 5e-2;
+        ck_assert_msg(rel_l2(b.o, a.o, 2 * 4 * 64) < tol, "%s: kv_block 1 vs 64 too far", dl_model_name(emulated[i]));
+        dl_output_free(&a);
+        dl_output_free(&b);
+    }
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_deterministic_threads)
+{
+    dl_config cfg;
+    dl_config_default(&cfg);
+    cfg.batch_size = 6;
+    cfg.num_qo_heads = 8;
+    cfg.num_kv_heads = 4;
+    cfg.head_dim = 32;
+    cfg.seq_len_min = 1;
+    cfg.seq_len_max = 200;
+    cfg.seed = 8;
+    dl_case c;
+    build(&cfg, &c);
+    int saved = omp_get_max_threads();
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        dl_output one, four;
+        omp_set_num_threads(1);
+        run_model(&c, (dl_model)m, NULL, &one);
+        omp_set_num_threads(4);
+        run_model(&c, (dl_model)m, NULL, &four);
+        ck_assert_msg(outputs_identical(&one, &four), "%s differs between 1 and 4 threads", dl_model_name((dl_model)m));
+        dl_output_free(&one);
+        dl_output_free(&four);
+    }
+    omp_set_num_threads(saved);
+    dl_case_free(&c);
+}
+END_TEST
+
+START_TEST(test_names_and_errors)
+{
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        dl_model back;
+        ck_assert_int_eq(dl_model_parse(dl_model_name((dl_model)m), &back), 0);
+        ck_assert_int_eq(back, m);
+        ck_assert(strlen(dl_model_description((dl_model)m)) > 10);
+    }
+    dl_model x;
+    ck_assert_int_ne(dl_model_parse("fp16", &x), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "fp16"));
+
+    dl_model_params p;
+    dl_model_params_default(&p);
+    ck_assert_int_eq(p.kv_block, 64);
+    ck_assert_int_eq(p.acc_mantissa_bits, 23);
+    ck_assert_int_eq(p.acc_block, 32);
+    ck_assert(p.p_scale == 448.0f);
+
+    const int64_t lens[] = {4};
+    dl_config cfg = small_cfg(1, 2, 1, 8, 4, DL_NHD, DL_E4M3, lens, 1);
+    dl_case c;
+    build(&cfg, &c);
+    dl_output out;
+    float *keep = c.v_orig;
+    c.v_orig = NULL;
+    ck_assert_int_ne(dl_reference(&c, DL_MODEL_ORIG, NULL, &out), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "v_orig"));
+    ck_assert_ptr_null(out.o);
+    c.v_orig = keep;
+    p.kv_block = 0;
+    ck_assert_int_ne(dl_reference(&c, DL_MODEL_FP32, &p, &out), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "kv_block"));
+    dl_model_params_default(&p);
+    p.acc_mantissa_bits = 24;
+    ck_assert_int_ne(dl_reference(&c, DL_MODEL_FP8, &p, &out), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "acc_mantissa_bits"));
+    ck_assert_int_ne(dl_reference(&c, DL_MODEL_COUNT, NULL, &out), 0);
+    dl_case_free(&c);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("ref");
+    TCase *tc = tcase_create("reference");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_lse_definition);
+    tcase_add_test(tc, test_all_keys_equal);
+    tcase_add_test(tc, test_dominant_key);
+    tcase_add_test(tc, test_length_one);
+    tcase_add_test(tc, test_gqa_equals_mha);
+    tcase_add_test(tc, test_nhd_equals_hnd);
+    tcase_add_test(tc, test_page_size_and_order);
+    tcase_add_test(tc, test_models_near_exact_e4m3);
+    tcase_add_test(tc, test_models_near_exact_bf16_cache);
+    tcase_add_test(tc, test_fp8_reduced_accumulator);
+    tcase_add_test(tc, test_kv_block_changes_little);
+    tcase_add_test(tc, test_deterministic_threads);
+    tcase_add_test(tc, test_names_and_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
