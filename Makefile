@@ -114,9 +114,12 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/dl_test.h
 	$(CC) $(CFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(CHECK_LIBS) $(LDFLAGS) -o $@
 
 # The NVIDIA host-side conversion checker (no GPU needed): nvcc compiles host code only.
-$(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl_formats.h
+# (nvcc applies its last -x to every input, so the C file is compiled on its own, without
+# the sanitizer/OpenMP flags of the library build.)
+$(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl_formats.h ref/dl_rng.h
 	@mkdir -p $(dir $@)
-	$(NVCC) -O2 -std=c++17 -x cu tests/nv_format_check.cu -x c ref/dl_formats.c -o $@
+	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
+	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
 test: test-unit test-nv
 
