@@ -54,8 +54,10 @@ float dl_round_e4m3(float x);
  * in:  four FP8 codes packed little-endian in a uint32 (byte i = element i).
  * out: four 16-bit patterns, element i in out[i].
  * e4m3->f16: scale 2^8; e4m3->bf16: scale 2^120; e5m2->f16: pure byte move;
- * e5m2->bf16: scale 2^112. Exact on normals, subnormals and zero; e4m3 NaN
- * (S.1111.111) comes out as +-480, not NaN. */
+ * e5m2->bf16: scale 2^112. Exact on normals, subnormals and zero. Differs from
+ * the exact decode only on: e4m3 NaN (S.1111.111) -> +-480 (both targets);
+ * e5m2->bf16 inf -> +-65536 and NaN -> +-81920/98304/114688 (finite). e5m2->f16
+ * keeps inf and NaN. See dl_formats.c for the bit steps and why the multiply is exact. */
 void dl_fast_dequant_e4m3_f16x4(uint32_t packed, uint16_t out[4]);
 void dl_fast_dequant_e4m3_bf16x4(uint32_t packed, uint16_t out[4]);
 void dl_fast_dequant_e5m2_f16x4(uint32_t packed, uint16_t out[4]);
