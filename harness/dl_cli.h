@@ -5,12 +5,18 @@
 #ifndef DL_CLI_H
 #define DL_CLI_H
 
+#include <stdio.h>
+
 int dl_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c */
 int dl_cmd_inspect(int argc, char **argv);  /* harness/cmd_inspect.c */
 int dl_cmd_check(int argc, char **argv);    /* harness/cmd_check.c */
 int dl_cmd_run(int argc, char **argv);      /* harness/cmd_run.c */
 int dl_cmd_list(int argc, char **argv);     /* harness/cmd_run.c */
 int dl_cmd_info(int argc, char **argv);     /* harness/cmd_run.c */
+
+/* For subcommands that take one FILE and --help (harness/cmd_inspect.c):
+ * returns 0 with *file set, 1 after printing help(stdout), -1 on error (recorded). */
+int dl_cli_one_file(const char *cmd, int argc, char **argv, const char **file, void (*help)(FILE *));
 
 /* Print "decodelab <cmd>: <dl_last_error()>" to stderr and return 2. */
 int dl_cli_error(const char *cmd);

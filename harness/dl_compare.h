@@ -31,6 +31,13 @@ typedef struct {
     double lse_pass, lse_marginal;  /* on max abs error of lse */
 } dl_threshold;
 
+/* The poison an output buffer is filled with before a kernel runs (all bytes
+ * 0xFF: a NaN in float32 and float64, what cudaMemset(p, 0xFF, n) writes).
+ * Candidate elements with exactly this bit pattern count as unwritten, not as
+ * non-finite. */
+#define DL_POISON_F32_BITS 0xFFFFFFFFu
+#define DL_POISON_F64_BITS 0xFFFFFFFFFFFFFFFFull
+
 /* Floor for max relative error: |x-r| / max(|r|, DL_REL_FLOOR * rms(r)). */
 #define DL_REL_FLOOR 1e-3
 
@@ -42,6 +49,7 @@ void dl_compare_f64(const double *x, const double *r, int64_t n, dl_metrics *m);
  * error: tiny); and for comparing model m against exact (arithmetic error). */
 const dl_threshold *dl_threshold_impl(dl_model m);
 const dl_threshold *dl_threshold_vs_exact(dl_model m, dl_dtype kv_dtype);
+/* Verdict from o's metrics and lse's (lse may be NULL: judge o alone). */
 dl_verdict dl_verdict_of(const dl_metrics *o, const dl_metrics *lse, const dl_threshold *t);
 const char *dl_verdict_name(dl_verdict v);  /* "PASS" "MARGINAL" "FAIL" */
 

@@ -1,0 +1,89 @@
+/* cli_util.c - flag parsing, model lists, clock, file size, ulp distance for the CLI. */
+#include "cli_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return dl_fail("%s: '%s' is not an integer in %lld..%lld", flag, s, (long long)lo, (long long)hi);
+    *out = v;
+    return 0;
+}
+
+int dl_parse_u64(const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (s[0] == '-') return dl_fail("%s: '%s' is not an unsigned 64-bit integer", flag, s);
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end) return dl_fail("%s: '%s' is not an unsigned 64-bit integer", flag, s);
+    *out = v;
+    return 0;
+}
+
+int dl_parse_f64(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) return dl_fail("%s: '%s' is not a finite number", flag, s);
+    *out = v;
+    return 0;
+}
+
+int dl_parse_models(const char *flag, const char *s, int want[DL_MODEL_COUNT])
+{
+    char buf[256];
+    memset(want, 0, DL_MODEL_COUNT * sizeof *want);
+    if (strcmp(s, "all") == 0) {
+        for (int m = 0; m < DL_MODEL_COUNT; m++) want[m] = 1;
+        return 0;
+    }
+    if (strlen(s) >= sizeof buf || !s[0]) return dl_fail("%s: '%s' is not a list of models", flag, s);
+    strcpy(buf, s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        dl_model m;
+        if (dl_model_parse(tok, &m))
+            return dl_fail("%s: model '%s' is unknown (expected exact, orig, fp32, bf16, fp8 or all)", flag, tok);
+        want[m] = 1;
+    }
+    return 0;
+}
+
+double dl_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int64_t dl_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Map a float's bits onto a line where adjacent floats are adjacent integers. */
+static int64_t ordered(float x)
+{
+    int32_t i;
+    memcpy(&i, &x, 4);
+    return i >= 0 ? (int64_t)i : -(int64_t)(i & 0x7FFFFFFF);
+}
+
+int64_t dl_ulp_distance(float a, float b)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT64_MAX;
+    int64_t d = ordered(a) - ordered(b);
+    return d < 0 ? -d : d;
+}

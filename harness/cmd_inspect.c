@@ -1,0 +1,130 @@
+/* cmd_inspect.c - `decodelab inspect FILE`: a golden file's config, dataset
+ * shapes, and the errors between its models, judged by the shared comparison
+ * routine: storage (orig vs exact), arithmetic (fp32/bf16/fp8 vs exact), and
+ * total (each model vs orig, no verdict). Exit 0, or 2 for a bad file. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "dl_cli.h"
+#include "dl_compare.h"
+#include "dl_golden.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: decodelab inspect FILE\n\n"
+               "Print a golden file's config, dataset shapes and the errors between its models:\n"
+               "  storage     orig vs exact  (the inputs rounded to q_dtype / kv_dtype)\n"
+               "  arithmetic  fp32, bf16, fp8 vs exact  (the same stored inputs, computed in lower precision)\n"
+               "  total       fp32, bf16, fp8, exact vs orig  (storage and arithmetic together)\n"
+               "o: relative L2, max abs, max rel (floor %g x rms); lse: max abs error (natural log).\n"
+               "The verdict uses the vs-exact table of harness/compare.c (the expected size of each error).\n\n"
+               "exit status: 0 printed, 2 bad input (one line naming the file, dataset and value).\n",
+            DL_REL_FLOOR);
+}
+
+/* Parse "FILE [--help]"; returns 0 with *file set, 1 after --help, -1 on error. */
+int dl_cli_one_file(const char *cmd, int argc, char **argv, const char **file, void (*help)(FILE *))
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    opterr = 0;
+    optind = 0;
+    for (;;) {
+        int code = getopt_long(argc, argv, ":h", opts, NULL);
+        if (code == -1) break;
+        if (code == 'h') {
+            help(stdout);
+            return 1;
+        }
+        return dl_fail("unknown option '%s' (see decodelab %s --help)", argv[optind - 1], cmd);
+    }
+    if (optind >= argc) return dl_fail("FILE: missing (usage: decodelab %s FILE)", cmd);
+    if (optind + 1 < argc) return dl_fail("unexpected argument '%s' (usage: decodelab %s FILE)", argv[optind + 1], cmd);
+    *file = argv[optind];
+    return 0;
+}
+
+static void row(const char *kind, const dl_golden *g, dl_model m, dl_model ref, int verdict)
+{
+    const int64_t no = g->c.cfg.batch_size * g->c.cfg.num_qo_heads * g->c.cfg.head_dim;
+    const int64_t nl = g->c.cfg.batch_size * g->c.cfg.num_qo_heads;
+    dl_metrics mo, ml;
+    dl_compare_f64(g->out[m].o, g->out[ref].o, no, &mo);
+    dl_compare_f64(g->out[m].lse, g->out[ref].lse, nl, &ml);
+    char v[48] = "-";
+    if (verdict) {
+        const dl_threshold *t = dl_threshold_vs_exact(m, g->c.cfg.kv_dtype);
+        snprintf(v, sizeof v, "%-8s (pass <= %.0e)", dl_verdict_name(dl_verdict_of(&mo, &ml, t)), t->o_pass);
+    }
+    printf("  %-10s  %-5s  %-5s  %10.3e  %10.3e  %10.3e  %11.3e  %s\n", kind, dl_model_name(m), dl_model_name(ref),
+           mo.rel_l2, mo.max_abs, mo.max_rel, ml.max_abs, v);
+}
+
+int dl_cmd_inspect(int argc, char **argv)
+{
+    const char *file;
+    int rc = dl_cli_one_file("inspect", argc, argv, &file, usage);
+    if (rc == 1) return 0;
+    if (rc) return dl_cli_error("inspect");
+    dl_golden g;
+    if (dl_golden_read(file, &g)) return dl_cli_error("inspect");
+    const dl_config *c = &g.c.cfg;
+    char name[512];
+    dl_config_name(c, name, sizeof name);
+    int64_t tokens = 0, lmin = INT64_MAX, lmax = 0;
+    for (int64_t b = 0; b < c->batch_size; b++) {
+        int64_t l = dl_case_seq_len(&g.c, b);
+        tokens += l;
+        if (l < lmin) lmin = l;
+        if (l > lmax) lmax = l;
+    }
+    printf("file:      %s (%lld bytes)\n", file, (long long)dl_file_size(file));
+    printf("generator: %s\n", g.generator);
+    printf("case:      %s\n", name);
+    printf("config:    batch_size=%lld num_qo_heads=%lld num_kv_heads=%lld (group %lld) head_dim=%lld page_size=%lld\n"
+           "           kv_layout=%s q_dtype=%s kv_dtype=%s sm_scale=%.17g seed=%llu distribution=%s\n"
+           "           seq lens %lld..%lld (%lld tokens), kv_scale_mode=%s\n",
+           (long long)c->batch_size, (long long)c->num_qo_heads, (long long)c->num_kv_heads,
+           (long long)dl_group_size(c), (long long)c->head_dim, (long long)c->page_size, dl_layout_name(c->kv_layout),
+           dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), c->sm_scale, (unsigned long long)c->seed,
+           dl_dist_name(c->dist.kind), (long long)lmin, (long long)lmax, (long long)tokens,
+           c->kv_scale_mode == DL_SCALE_ABSMAX_HEAD ? "absmax" : c->kv_scale_mode == DL_SCALE_ABSMAX_TENSOR ? "absmax-tensor" : "given");
+    printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g\n", (long long)g.params.kv_block,
+           g.params.acc_mantissa_bits, (long long)g.params.acc_block, (double)g.params.p_scale);
+    const int nhd = c->kv_layout == DL_NHD;
+    long long B = c->batch_size, Hq = c->num_qo_heads, Hkv = c->num_kv_heads, D = c->head_dim, P = g.c.num_pages;
+    long long a1 = nhd ? c->page_size : Hkv, a2 = nhd ? Hkv : c->page_size;
+    printf("datasets:\n");
+    printf("  /inputs/q                 [%lld, %lld, %lld] %s\n", B, Hq, D, dl_dtype_name(c->q_dtype));
+    if (g.c.q_orig) printf("  /inputs/q_orig            [%lld, %lld, %lld] f32\n", B, Hq, D);
+    printf("  /inputs/k_cache, v_cache  [%lld, %lld, %lld, %lld] %s (%s)\n", P, a1, a2, D, dl_dtype_name(c->kv_dtype),
+           dl_layout_name(c->kv_layout));
+    if (g.c.k_orig) printf("  /inputs/k_orig, v_orig    [%lld, %lld, %lld, %lld] f32\n", P, a1, a2, D);
+    printf("  /inputs/k_scale, v_scale  [%lld] f32\n", Hkv);
+    printf("  /inputs/kv_indptr         [%lld] i32\n", B + 1);
+    printf("  /inputs/kv_indices        [%d] i32\n", g.c.kv_indptr[B]);
+    printf("  /inputs/kv_last_page_len  [%lld] i32\n", B);
+    for (int m = 0; m < DL_MODEL_COUNT; m++)
+        if (g.have[m])
+            printf("  /golden/%-5s o [%lld, %lld, %lld], lse [%lld, %lld] %s\n", dl_model_name((dl_model)m), B, Hq, D,
+                   B, Hq, m == DL_MODEL_EXACT || m == DL_MODEL_ORIG ? "f64" : "f32");
+    if (!g.have[DL_MODEL_EXACT]) {
+        printf("errors:    no /golden/exact in this file: nothing to compare against\n");
+        dl_golden_free(&g);
+        return 0;
+    }
+    printf("errors between the golden models:\n");
+    printf("  %-10s  %-5s  %-5s  %10s  %10s  %10s  %11s  %s\n", "kind", "model", "vs", "o rel_l2", "o max_abs",
+           "o max_rel", "lse max_abs", "verdict (expected size)");
+    if (g.have[DL_MODEL_ORIG]) row("storage", &g, DL_MODEL_ORIG, DL_MODEL_EXACT, 1);
+    for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++)
+        if (g.have[m]) row("arithmetic", &g, (dl_model)m, DL_MODEL_EXACT, 1);
+    if (g.have[DL_MODEL_ORIG]) {
+        row("total", &g, DL_MODEL_EXACT, DL_MODEL_ORIG, 0);
+        for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++)
+            if (g.have[m]) row("total", &g, (dl_model)m, DL_MODEL_ORIG, 0);
+    }
+    dl_golden_free(&g);
+    return 0;
+}

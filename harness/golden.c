@@ -1,0 +1,932 @@
+/* golden.c - write and read the golden file (HDF5), the contract in data/SCHEMA.md.
+ *
+ * Writing: every dataset chunked (about 256 KiB per chunk) with the Fletcher32
+ * checksum filter, no object timestamps (identical inputs give identical
+ * files), to "<path>.tmp.<pid>", flushed, fsync'ed and renamed; the temp file
+ * is removed on any error. Reading: validates the format, version, config,
+ * every dataset's presence, rank, shape, HDF5 type and `dtype` attribute, and
+ * the element count before allocating anything sized by the file; then the
+ * page table, non-finite values (refused, except the poison slots, which must
+ * hold NaN). HDF5 verifies the checksums on read. Every refusal is one line
+ * naming the file, the object and the value (dl_fail). */
+#include "dl_golden.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef DL_GIT_COMMIT
+#define DL_GIT_COMMIT "unknown"
+#endif
+
+#define CHUNK_BYTES (256 * 1024)
+
+/* ---- the one error macro of this module ----
+ * H5_CHECK(call, obj): run an HDF5 call; if it returns a negative value, record
+ * "<path>: <H5 function> failed on <obj> (<HDF5's innermost message>)" and jump
+ * to `fail`. Needs `path` (the file) and a `fail:` label in scope. */
+#define H5_CHECK(call, obj)                                  \
+    do {                                                     \
+        if ((call) < 0) {                                    \
+            h5_fail(path, #call, (obj));                     \
+            goto fail;                                       \
+        }                                                    \
+    } while (0)
+
+static herr_t h5_err_walk(unsigned n, const H5E_error2_t *e, void *data)
+{
+    if (n == 0 && e->desc) snprintf((char *)data, 200, "%s", e->desc);
+    return 0;
+}
+
+/* Record the failure of an HDF5 call: the function name is the identifier
+ * before '(' in the stringified call (after any "x = "). */
+static void h5_fail(const char *path, const char *call, const char *obj)
+{
+    char fn[64] = "HDF5 call", detail[200] = "";
+    const char *s = strstr(call, "H5");
+    if (s) {
+        size_t k = 0;
+        while (s[k] && s[k] != '(' && k + 1 < sizeof fn) k++;
+        memcpy(fn, s, k);
+        fn[k] = 0;
+    }
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_err_walk, detail);
+    H5Eclear2(H5E_DEFAULT);
+    dl_fail("%s: %s failed on %s%s%s%s", path, fn, obj, detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+}
+
+/* HDF5 prints its own error stack by default; we report one line instead. */
+static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+const char *dl_generator_string(void) { return "decodelab " DL_VERSION " (git " DL_GIT_COMMIT ")"; }
+
+static const char *const model_dirs[DL_MODEL_COUNT] = {"/golden/exact", "/golden/orig", "/golden/fp32",
+                                                       "/golden/bf16", "/golden/fp8"};
+
+static int model_is_f64(dl_model m) { return m == DL_MODEL_EXACT || m == DL_MODEL_ORIG; }
+
+static const char *scale_mode_name(dl_scale_mode m)
+{
+    return m == DL_SCALE_ABSMAX_HEAD ? "absmax" : m == DL_SCALE_ABSMAX_TENSOR ? "absmax-tensor" : "given";
+}
+
+/* ================================ writing ================================ */
+
+typedef struct {
+    const char *path; /* for messages: the final path */
+    hid_t file;
+} wctx;
+
+static int attr_write(const wctx *w, hid_t obj, const char *objname, const char *name, hid_t ftype, hid_t mtype,
+                      const void *val)
+{
+    const char *path = w->path;
+    char where[160];
+    hid_t s = -1, a = -1;
+    int rc = -1;
+    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
+    H5_CHECK(s = H5Screate(H5S_SCALAR), where);
+    H5_CHECK(a = H5Acreate2(obj, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT), where);
+    H5_CHECK(H5Awrite(a, mtype, val), where);
+    rc = 0;
+fail:
+    if (a >= 0) H5Aclose(a);
+    if (s >= 0) H5Sclose(s);
+    return rc;
+}
+
+static int attr_i64(const wctx *w, hid_t obj, const char *objname, const char *name, int64_t v)
+{
+    return attr_write(w, obj, objname, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+static int attr_u64(const wctx *w, hid_t obj, const char *objname, const char *name, uint64_t v)
+{
+    return attr_write(w, obj, objname, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+static int attr_f64(const wctx *w, hid_t obj, const char *objname, const char *name, double v)
+{
+    return attr_write(w, obj, objname, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+/* Variable-length UTF-8 string (h5py reads it as str). */
+static int attr_str(const wctx *w, hid_t obj, const char *objname, const char *name, const char *v)
+{
+    const char *path = w->path;
+    char where[160];
+    hid_t t = -1;
+    int rc = -1;
+    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
+    H5_CHECK(t = H5Tcopy(H5T_C_S1), where);
+    H5_CHECK(H5Tset_size(t, H5T_VARIABLE), where);
+    H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8), where);
+    rc = attr_write(w, obj, objname, name, t, t, &v);
+fail:
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+static hid_t group_create(const wctx *w, const char *name)
+{
+    const char *path = w->path;
+    hid_t gcpl = -1, g = -1;
+    H5_CHECK(gcpl = H5Pcreate(H5P_GROUP_CREATE), name);
+    H5_CHECK(H5Pset_obj_track_times(gcpl, 0), name);
+    H5_CHECK(g = H5Gcreate2(w->file, name, H5P_DEFAULT, gcpl, H5P_DEFAULT), name);
+fail:
+    if (gcpl >= 0) H5Pclose(gcpl);
+    return g;
+}
+
+/* Chunk shape: full inner dimensions, outer dimensions cut so that a chunk
+ * holds about CHUNK_BYTES (at least one element). */
+static void chunk_dims(int rank, const hsize_t *dims, size_t elem, hsize_t *chunk)
+{
+    hsize_t target = CHUNK_BYTES / elem;
+    for (int i = 0; i < rank; i++) {
+        hsize_t inner = 1;
+        for (int j = i + 1; j < rank; j++) inner *= dims[j];
+        hsize_t c = target / inner;
+        chunk[i] = c < 1 ? 1 : c > dims[i] ? dims[i] : c;
+    }
+}
+
+/* Create a chunked, checksummed dataset, write it and its `dtype` attribute. */
+static int ds_write(const wctx *w, const char *name, hid_t ftype, hid_t mtype, int rank, const hsize_t *dims,
+                    const void *data, const char *dtype_attr)
+{
+    const char *path = w->path;
+    hid_t s = -1, dcpl = -1, d = -1;
+    hsize_t chunk[4];
+    int rc = -1;
+    chunk_dims(rank, dims, H5Tget_size(ftype), chunk);
+    H5_CHECK(s = H5Screate_simple(rank, dims, NULL), name);
+    H5_CHECK(dcpl = H5Pcreate(H5P_DATASET_CREATE), name);
+    H5_CHECK(H5Pset_chunk(dcpl, rank, chunk), name);
+    H5_CHECK(H5Pset_fletcher32(dcpl), name);
+    H5_CHECK(H5Pset_obj_track_times(dcpl, 0), name);
+    H5_CHECK(d = H5Dcreate2(w->file, name, ftype, s, H5P_DEFAULT, dcpl, H5P_DEFAULT), name);
+    H5_CHECK(H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), name);
+    if (dtype_attr && attr_str(w, d, name, "dtype", dtype_attr)) goto fail;
+    rc = 0;
+fail:
+    if (d >= 0) H5Dclose(d);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (s >= 0) H5Sclose(s);
+    return rc;
+}
+
+/* File and memory HDF5 types of a stored encoding. */
+static void dtype_h5(dl_dtype t, hid_t *ftype, hid_t *mtype)
+{
+    switch (t) {
+    case DL_F32: *ftype = H5T_IEEE_F32LE; *mtype = H5T_NATIVE_FLOAT; break;
+    case DL_F16:
+    case DL_BF16: *ftype = H5T_STD_U16LE; *mtype = H5T_NATIVE_UINT16; break;
+    default: *ftype = H5T_STD_U8LE; *mtype = H5T_NATIVE_UINT8; break;
+    }
+}
+
+static void cache_dims(const dl_config *cfg, int64_t num_pages, hsize_t *dims)
+{
+    dims[0] = (hsize_t)num_pages;
+    dims[1] = (hsize_t)(cfg->kv_layout == DL_NHD ? cfg->page_size : cfg->num_kv_heads);
+    dims[2] = (hsize_t)(cfg->kv_layout == DL_NHD ? cfg->num_kv_heads : cfg->page_size);
+    dims[3] = (hsize_t)cfg->head_dim;
+}
+
+static int write_config(const wctx *w, const dl_config *c)
+{
+    hid_t g = group_create(w, "/config");
+    int rc = -1;
+    if (g < 0) return -1;
+    int64_t lmin = c->seq_len_min, lmax = c->seq_len_max;
+    if (c->num_explicit_lens > 0) {
+        lmin = lmax = c->explicit_lens[0];
+        for (int64_t i = 1; i < c->num_explicit_lens; i++) {
+            if (c->explicit_lens[i] < lmin) lmin = c->explicit_lens[i];
+            if (c->explicit_lens[i] > lmax) lmax = c->explicit_lens[i];
+        }
+    }
+    const char *o = "/config";
+    if (attr_i64(w, g, o, "batch_size", c->batch_size) || attr_i64(w, g, o, "num_qo_heads", c->num_qo_heads) ||
+        attr_i64(w, g, o, "num_kv_heads", c->num_kv_heads) || attr_i64(w, g, o, "head_dim", c->head_dim) ||
+        attr_i64(w, g, o, "page_size", c->page_size) ||
+        attr_str(w, g, o, "kv_layout", dl_layout_name(c->kv_layout)) ||
+        attr_str(w, g, o, "q_dtype", dl_dtype_name(c->q_dtype)) ||
+        attr_str(w, g, o, "kv_dtype", dl_dtype_name(c->kv_dtype)) ||
+        attr_f64(w, g, o, "sm_scale", dl_sm_scale(c)) || attr_u64(w, g, o, "seed", c->seed) ||
+        attr_str(w, g, o, "distribution", dl_dist_name(c->dist.kind)) ||
+        attr_f64(w, g, o, "dist_mean", c->dist.mean) || attr_f64(w, g, o, "dist_std", c->dist.std) ||
+        attr_f64(w, g, o, "dist_lo", c->dist.lo) || attr_f64(w, g, o, "dist_hi", c->dist.hi) ||
+        attr_f64(w, g, o, "outlier_prob", c->dist.outlier_prob) ||
+        attr_f64(w, g, o, "outlier_var", c->dist.outlier_var) ||
+        attr_i64(w, g, o, "num_outlier_channels", c->dist.num_outlier_channels) ||
+        attr_f64(w, g, o, "channel_scale", c->dist.channel_scale) ||
+        attr_str(w, g, o, "seq_len_mode", c->num_explicit_lens > 0 ? "list" : "range") ||
+        attr_i64(w, g, o, "seq_len_min", lmin) || attr_i64(w, g, o, "seq_len_max", lmax) ||
+        attr_str(w, g, o, "kv_scale_mode", scale_mode_name(c->kv_scale_mode)) ||
+        attr_f64(w, g, o, "kv_scale_value", c->kv_scale_value))
+        goto fail;
+    rc = 0;
+fail:
+    H5Gclose(g);
+    return rc;
+}
+
+static int write_inputs(const wctx *w, const dl_case *c)
+{
+    const dl_config *cfg = &c->cfg;
+    hid_t ft, mt, g = group_create(w, "/inputs");
+    if (g < 0) return -1;
+    H5Gclose(g);
+    hsize_t qd[3] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads, (hsize_t)cfg->head_dim};
+    hsize_t cd[4];
+    cache_dims(cfg, c->num_pages, cd);
+    hsize_t hd[1] = {(hsize_t)cfg->num_kv_heads};
+    hsize_t ipd[1] = {(hsize_t)cfg->batch_size + 1};
+    hsize_t ind[1] = {(hsize_t)c->kv_indptr[cfg->batch_size]};
+    hsize_t lpd[1] = {(hsize_t)cfg->batch_size};
+    dtype_h5(cfg->q_dtype, &ft, &mt);
+    DL_TRY(ds_write(w, "/inputs/q", ft, mt, 3, qd, c->q, dl_dtype_name(cfg->q_dtype)));
+    dtype_h5(cfg->kv_dtype, &ft, &mt);
+    DL_TRY(ds_write(w, "/inputs/k_cache", ft, mt, 4, cd, c->k_cache, dl_dtype_name(cfg->kv_dtype)));
+    DL_TRY(ds_write(w, "/inputs/v_cache", ft, mt, 4, cd, c->v_cache, dl_dtype_name(cfg->kv_dtype)));
+    DL_TRY(ds_write(w, "/inputs/k_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, hd, c->k_scale, "f32"));
+    DL_TRY(ds_write(w, "/inputs/v_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, hd, c->v_scale, "f32"));
+    DL_TRY(ds_write(w, "/inputs/kv_indptr", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, ipd, c->kv_indptr, "i32"));
+    DL_TRY(ds_write(w, "/inputs/kv_indices", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, ind, c->kv_indices, "i32"));
+    DL_TRY(ds_write(w, "/inputs/kv_last_page_len", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, lpd, c->kv_last_page_len,
+                    "i32"));
+    if (c->q_orig) DL_TRY(ds_write(w, "/inputs/q_orig", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, qd, c->q_orig, "f32"));
+    if (c->k_orig) DL_TRY(ds_write(w, "/inputs/k_orig", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, cd, c->k_orig, "f32"));
+    if (c->v_orig) DL_TRY(ds_write(w, "/inputs/v_orig", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4, cd, c->v_orig, "f32"));
+    return 0;
+}
+
+static int write_model(const wctx *w, const dl_case *c, const dl_output *out)
+{
+    const dl_config *cfg = &c->cfg;
+    const char *path = w->path;
+    if ((unsigned)out->model >= DL_MODEL_COUNT)
+        return dl_fail("%s: model = %d is unknown", path, (int)out->model);
+    if (out->batch_size != cfg->batch_size || out->num_qo_heads != cfg->num_qo_heads ||
+        out->head_dim != cfg->head_dim)
+        return dl_fail("%s: output of model %s has shape [%lld, %lld, %lld], the case [%lld, %lld, %lld]", path,
+                       dl_model_name(out->model), (long long)out->batch_size, (long long)out->num_qo_heads,
+                       (long long)out->head_dim, (long long)cfg->batch_size, (long long)cfg->num_qo_heads,
+                       (long long)cfg->head_dim);
+    const char *dir = model_dirs[out->model];
+    char name[64];
+    hid_t g = group_create(w, dir);
+    if (g < 0) return -1;
+    int rc = attr_str(w, g, dir, "description", dl_model_description(out->model));
+    H5Gclose(g);
+    if (rc) return rc;
+    hsize_t od[3] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads, (hsize_t)cfg->head_dim};
+    hsize_t ld[2] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads};
+    int64_t no = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, nl = cfg->batch_size * cfg->num_qo_heads;
+    if (model_is_f64(out->model)) {
+        snprintf(name, sizeof name, "%s/o", dir);
+        DL_TRY(ds_write(w, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, od, out->o, "f64"));
+        snprintf(name, sizeof name, "%s/lse", dir);
+        DL_TRY(ds_write(w, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, ld, out->lse, "f64"));
+        return 0;
+    }
+    /* float models: their values are float32 held in double; store float32 */
+    float *buf = dl_malloc((size_t)no * sizeof(float), "float model output");
+    if (!buf) return -1;
+    for (int64_t i = 0; i < no; i++) buf[i] = (float)out->o[i];
+    snprintf(name, sizeof name, "%s/o", dir);
+    rc = ds_write(w, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, od, buf, "f32");
+    if (!rc) {
+        for (int64_t i = 0; i < nl; i++) buf[i] = (float)out->lse[i];
+        snprintf(name, sizeof name, "%s/lse", dir);
+        rc = ds_write(w, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ld, buf, "f32");
+    }
+    free(buf);
+    return rc;
+}
+
+static int write_params(const wctx *w, const dl_model_params *p)
+{
+    const char *path = w->path;
+    hid_t g = -1;
+    int rc = -1;
+    H5_CHECK(g = H5Gopen2(w->file, "/golden", H5P_DEFAULT), "/golden");
+    if (attr_i64(w, g, "/golden", "kv_block", p->kv_block) ||
+        attr_i64(w, g, "/golden", "acc_mantissa_bits", p->acc_mantissa_bits) ||
+        attr_i64(w, g, "/golden", "acc_block", p->acc_block) ||
+        attr_f64(w, g, "/golden", "p_scale", (double)p->p_scale))
+        goto fail;
+    rc = 0;
+fail:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+static int write_all(const wctx *w, const dl_case *c, const dl_output *outs, int n, const dl_model_params *p)
+{
+    hid_t root = w->file;
+    DL_TRY(attr_str(w, root, "/", "format", DL_GOLDEN_FORMAT));
+    DL_TRY(attr_i64(w, root, "/", "format_version", DL_GOLDEN_VERSION));
+    DL_TRY(attr_str(w, root, "/", "generator", dl_generator_string()));
+    DL_TRY(write_config(w, &c->cfg));
+    DL_TRY(write_inputs(w, c));
+    hid_t g = group_create(w, "/golden");
+    if (g < 0) return -1;
+    H5Gclose(g);
+    DL_TRY(write_params(w, p));
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            if (outs[j].model == outs[i].model)
+                return dl_fail("%s: model %s given twice", w->path, dl_model_name(outs[i].model));
+        DL_TRY(write_model(w, c, &outs[i]));
+    }
+    return 0;
+}
+
+static int fsync_path(const char *p, int dir)
+{
+    int fd = open(p, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0) return dl_fail("%s: open for fsync failed: %s", p, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && !dir) return dl_fail("%s: fsync failed: %s", p, strerror(e));
+    return 0;
+}
+
+int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, int n, const dl_model_params *p,
+                    int force)
+{
+    char tmp[4096];
+    struct stat st;
+    h5_quiet();
+    if (!force && stat(path, &st) == 0)
+        return dl_fail("%s: file exists (use --force to overwrite)", path);
+    if (dl_config_validate(&c->cfg)) {
+        char e[1024];
+        snprintf(e, sizeof e, "%s", dl_last_error());
+        return dl_fail("%s: refusing to write: %s", path, e);
+    }
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return dl_fail("%s: path too long", path);
+
+    hid_t fcpl = -1;
+    wctx w = {path, -1};
+    int rc = -1;
+    H5_CHECK(fcpl = H5Pcreate(H5P_FILE_CREATE), tmp);
+    H5_CHECK(H5Pset_obj_track_times(fcpl, 0), tmp);
+    H5_CHECK(w.file = H5Fcreate(tmp, H5F_ACC_EXCL, fcpl, H5P_DEFAULT), tmp);
+    if (write_all(&w, c, outs, n, p)) goto fail;
+    H5_CHECK(H5Fflush(w.file, H5F_SCOPE_GLOBAL), tmp);
+    hid_t f = w.file;
+    w.file = -1;
+    H5_CHECK(H5Fclose(f), tmp);
+    if (fsync_path(tmp, 0)) goto fail;
+    if (rename(tmp, path) != 0) {
+        dl_fail("%s: rename from %s failed: %s", path, tmp, strerror(errno));
+        goto fail;
+    }
+    {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", path);
+        fsync_path(dirname(dir), 1); /* best effort: the rename is durable once the directory is */
+    }
+    rc = 0;
+fail:
+    if (fcpl >= 0) H5Pclose(fcpl);
+    if (rc != 0) {
+        if (w.file >= 0) H5Fclose(w.file);
+        unlink(tmp);
+    }
+    return rc;
+}
+
+/* ================================ reading ================================ */
+
+typedef struct {
+    const char *path;
+    hid_t file;
+} rctx;
+
+/* Open attribute objname@name; checks it is scalar (one element) and of class cls. */
+static hid_t attr_open(const rctx *r, const char *objname, const char *name, H5T_class_t cls)
+{
+    const char *path = r->path;
+    char where[160];
+    hid_t a = -1, t = -1, s = -1;
+    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
+    htri_t ex = H5Aexists_by_name(r->file, objname, name, H5P_DEFAULT);
+    if (ex <= 0) {
+        dl_fail("%s: attribute %s@%s is missing", path, objname, name);
+        return -1;
+    }
+    H5_CHECK(a = H5Aopen_by_name(r->file, objname, name, H5P_DEFAULT, H5P_DEFAULT), where);
+    H5_CHECK(t = H5Aget_type(a), where);
+    H5_CHECK(s = H5Aget_space(a), where);
+    if (H5Tget_class(t) != cls || H5Sget_simple_extent_npoints(s) != 1) {
+        dl_fail("%s: attribute %s@%s must be a single %s", path, objname, name,
+                cls == H5T_STRING ? "string" : cls == H5T_INTEGER ? "integer" : "float");
+        goto fail;
+    }
+    H5Tclose(t);
+    H5Sclose(s);
+    return a;
+fail:
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    if (a >= 0) H5Aclose(a);
+    return -1;
+}
+
+static int attr_read_num(const rctx *r, const char *objname, const char *name, H5T_class_t cls, hid_t mtype,
+                         void *out)
+{
+    const char *path = r->path;
+    char where[160];
+    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
+    hid_t a = attr_open(r, objname, name, cls);
+    int rc = -1;
+    if (a < 0) return -1;
+    H5_CHECK(H5Aread(a, mtype, out), where);
+    rc = 0;
+fail:
+    H5Aclose(a);
+    return rc;
+}
+static int rattr_i64(const rctx *r, const char *o, const char *name, int64_t *v)
+{
+    return attr_read_num(r, o, name, H5T_INTEGER, H5T_NATIVE_INT64, v);
+}
+static int rattr_f64(const rctx *r, const char *o, const char *name, double *v)
+{
+    return attr_read_num(r, o, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, v);
+}
+
+/* Read a string attribute (variable or fixed length) into buf. */
+static int rattr_str(const rctx *r, const char *objname, const char *name, char *buf, size_t n)
+{
+    const char *path = r->path;
+    char where[160];
+    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
+    hid_t a = attr_open(r, objname, name, H5T_STRING), ft = -1, mt = -1;
+    int rc = -1;
+    if (a < 0) return -1;
+    H5_CHECK(ft = H5Aget_type(a), where);
+    H5_CHECK(mt = H5Tcopy(H5T_C_S1), where);
+    H5_CHECK(H5Tset_cset(mt, H5Tget_cset(ft)), where);
+    if (H5Tis_variable_str(ft) > 0) {
+        char *s = NULL;
+        H5_CHECK(H5Tset_size(mt, H5T_VARIABLE), where);
+        H5_CHECK(H5Aread(a, mt, &s), where);
+        if (!s || strlen(s) >= n) {
+            dl_fail("%s: attribute %s@%s is empty or longer than %zu characters", path, objname, name, n - 1);
+            if (s) H5free_memory(s);
+            goto fail;
+        }
+        snprintf(buf, n, "%s", s);
+        H5free_memory(s);
+    } else {
+        size_t sz = H5Tget_size(ft);
+        if (sz + 1 > n) {
+            dl_fail("%s: attribute %s@%s is %zu characters, over %zu", path, objname, name, sz, n - 1);
+            goto fail;
+        }
+        H5_CHECK(H5Tset_size(mt, sz + 1), where);
+        H5_CHECK(H5Aread(a, mt, buf), where);
+        buf[sz] = 0;
+    }
+    rc = 0;
+fail:
+    if (mt >= 0) H5Tclose(mt);
+    if (ft >= 0) H5Tclose(ft);
+    H5Aclose(a);
+    return rc;
+}
+
+static int read_config(const rctx *r, dl_config *c)
+{
+    const char *o = "/config", *path = r->path;
+    char s[64];
+    dl_config_default(c);
+    if (H5Lexists(r->file, o, H5P_DEFAULT) <= 0) return dl_fail("%s: group /config is missing", path);
+    DL_TRY(rattr_i64(r, o, "batch_size", &c->batch_size));
+    DL_TRY(rattr_i64(r, o, "num_qo_heads", &c->num_qo_heads));
+    DL_TRY(rattr_i64(r, o, "num_kv_heads", &c->num_kv_heads));
+    DL_TRY(rattr_i64(r, o, "head_dim", &c->head_dim));
+    DL_TRY(rattr_i64(r, o, "page_size", &c->page_size));
+    DL_TRY(rattr_str(r, o, "kv_layout", s, sizeof s));
+    if (dl_layout_parse(s, &c->kv_layout)) return dl_fail("%s: /config@kv_layout = '%s' is not NHD or HND", path, s);
+    DL_TRY(rattr_str(r, o, "q_dtype", s, sizeof s));
+    if (dl_dtype_parse(s, &c->q_dtype)) return dl_fail("%s: /config@q_dtype = '%s' is unknown", path, s);
+    DL_TRY(rattr_str(r, o, "kv_dtype", s, sizeof s));
+    if (dl_dtype_parse(s, &c->kv_dtype)) return dl_fail("%s: /config@kv_dtype = '%s' is unknown", path, s);
+    DL_TRY(rattr_f64(r, o, "sm_scale", &c->sm_scale));
+    DL_TRY(attr_read_num(r, o, "seed", H5T_INTEGER, H5T_NATIVE_UINT64, &c->seed));
+    DL_TRY(rattr_str(r, o, "distribution", s, sizeof s));
+    if (dl_dist_parse(s, &c->dist.kind)) return dl_fail("%s: /config@distribution = '%s' is unknown", path, s);
+    DL_TRY(rattr_f64(r, o, "dist_mean", &c->dist.mean));
+    DL_TRY(rattr_f64(r, o, "dist_std", &c->dist.std));
+    DL_TRY(rattr_f64(r, o, "dist_lo", &c->dist.lo));
+    DL_TRY(rattr_f64(r, o, "dist_hi", &c->dist.hi));
+    DL_TRY(rattr_f64(r, o, "outlier_prob", &c->dist.outlier_prob));
+    DL_TRY(rattr_f64(r, o, "outlier_var", &c->dist.outlier_var));
+    DL_TRY(rattr_i64(r, o, "num_outlier_channels", &c->dist.num_outlier_channels));
+    DL_TRY(rattr_f64(r, o, "channel_scale", &c->dist.channel_scale));
+    DL_TRY(rattr_str(r, o, "seq_len_mode", s, sizeof s));
+    if (strcmp(s, "list") == 0) {
+        if (c->batch_size < 1 || c->batch_size > DL_MAX_EXPLICIT_LENS)
+            return dl_fail("%s: /config@seq_len_mode = 'list' with batch_size = %lld, outside 1..%d", path,
+                           (long long)c->batch_size, DL_MAX_EXPLICIT_LENS);
+        c->num_explicit_lens = c->batch_size; /* the lengths themselves come from the page table */
+        for (int64_t i = 0; i < c->batch_size; i++) c->explicit_lens[i] = 1;
+    } else if (strcmp(s, "range") != 0) {
+        return dl_fail("%s: /config@seq_len_mode = '%s' is not 'range' or 'list'", path, s);
+    }
+    DL_TRY(rattr_i64(r, o, "seq_len_min", &c->seq_len_min));
+    DL_TRY(rattr_i64(r, o, "seq_len_max", &c->seq_len_max));
+    DL_TRY(rattr_str(r, o, "kv_scale_mode", s, sizeof s));
+    if (strcmp(s, "absmax") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
+    else if (strcmp(s, "absmax-tensor") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_TENSOR;
+    else if (strcmp(s, "given") == 0) c->kv_scale_mode = DL_SCALE_GIVEN;
+    else return dl_fail("%s: /config@kv_scale_mode = '%s' is not absmax, absmax-tensor or given", path, s);
+    DL_TRY(rattr_f64(r, o, "kv_scale_value", &c->kv_scale_value));
+    if (dl_config_validate(c)) {
+        char e[1024];
+        snprintf(e, sizeof e, "%s", dl_last_error());
+        return dl_fail("%s: /%s", path, e);
+    }
+    if (!(c->sm_scale > 0.0)) return dl_fail("%s: /config@sm_scale = %g must be > 0", path, c->sm_scale);
+    return 0;
+}
+
+/* Expected layout of one dataset. dims[i] < 0 means "any (>= 1)". */
+typedef struct {
+    const char *name;
+    int rank;
+    int64_t dims[4];
+    dl_dtype enc;       /* for dtype attr and HDF5 type; DL_DTYPE_COUNT + k for the extra kinds below */
+} ds_spec;
+enum { ENC_I32 = DL_DTYPE_COUNT, ENC_F64 };
+
+static const char *enc_name(int e)
+{
+    return e == ENC_I32 ? "i32" : e == ENC_F64 ? "f64" : dl_dtype_name((dl_dtype)e);
+}
+
+/* Open a dataset and check rank, shape, HDF5 type and the dtype attribute;
+ * fills dims_out. Returns the dataset id or -1. */
+static hid_t ds_open(const rctx *r, const ds_spec *sp, hsize_t *dims_out)
+{
+    const char *path = r->path, *name = sp->name;
+    hid_t d = -1, s = -1, t = -1;
+    char attr[64];
+    if (H5Lexists(r->file, name, H5P_DEFAULT) <= 0) {
+        dl_fail("%s: dataset %s is missing", path, name);
+        return -1;
+    }
+    H5_CHECK(d = H5Dopen2(r->file, name, H5P_DEFAULT), name);
+    H5_CHECK(s = H5Dget_space(d), name);
+    int rank = H5Sget_simple_extent_ndims(s);
+    if (rank != sp->rank) {
+        dl_fail("%s: dataset %s has rank %d, expected %d", path, name, rank, sp->rank);
+        goto fail;
+    }
+    H5_CHECK(H5Sget_simple_extent_dims(s, dims_out, NULL), name);
+    double elems = 1;
+    for (int i = 0; i < rank; i++) {
+        elems *= (double)dims_out[i];
+        if ((sp->dims[i] >= 0 && dims_out[i] != (hsize_t)sp->dims[i]) || dims_out[i] < 1) {
+            dl_fail("%s: dataset %s has dimension %d = %llu, expected %lld (from /config)", path, name, i,
+                    (unsigned long long)dims_out[i], (long long)sp->dims[i]);
+            goto fail;
+        }
+    }
+    if (elems > (double)DL_MAX_ELEMS) {
+        dl_fail("%s: dataset %s has %.3g elements, over the limit %.3g", path, name, elems, (double)DL_MAX_ELEMS);
+        goto fail;
+    }
+    H5_CHECK(t = H5Dget_type(d), name);
+    H5T_class_t cls = H5Tget_class(t);
+    size_t sz = H5Tget_size(t);
+    int ok;
+    switch ((int)sp->enc) {
+    case DL_F32: ok = cls == H5T_FLOAT && sz == 4; break;
+    case ENC_F64: ok = cls == H5T_FLOAT && sz == 8; break;
+    case ENC_I32: ok = cls == H5T_INTEGER && sz == 4 && H5Tget_sign(t) == H5T_SGN_2; break;
+    case DL_F16:
+    case DL_BF16: ok = cls == H5T_INTEGER && sz == 2 && H5Tget_sign(t) == H5T_SGN_NONE; break;
+    default: ok = cls == H5T_INTEGER && sz == 1 && H5Tget_sign(t) == H5T_SGN_NONE; break;
+    }
+    if (!ok) {
+        dl_fail("%s: dataset %s has HDF5 type class %d of %zu bytes, expected the storage of %s", path, name,
+                (int)cls, sz, enc_name(sp->enc));
+        goto fail;
+    }
+    H5Tclose(t);
+    t = -1;
+    H5Sclose(s);
+    s = -1;
+    if (H5Aexists(d, "dtype") <= 0) {
+        dl_fail("%s: dataset %s has no dtype attribute (expected '%s')", path, name, enc_name(sp->enc));
+        goto fail;
+    }
+    if (rattr_str(r, name, "dtype", attr, sizeof attr)) goto fail;
+    if (strcmp(attr, enc_name(sp->enc)) != 0) {
+        dl_fail("%s: dataset %s@dtype = '%s', expected '%s'", path, name, attr, enc_name(sp->enc));
+        goto fail;
+    }
+    return d;
+fail:
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    if (d >= 0) H5Dclose(d);
+    return -1;
+}
+
+/* Memory type for reading an encoding. */
+static hid_t enc_mtype(int e)
+{
+    switch (e) {
+    case DL_F32: return H5T_NATIVE_FLOAT;
+    case ENC_F64: return H5T_NATIVE_DOUBLE;
+    case ENC_I32: return H5T_NATIVE_INT32;
+    case DL_F16:
+    case DL_BF16: return H5T_NATIVE_UINT16;
+    default: return H5T_NATIVE_UINT8;
+    }
+}
+static size_t enc_size(int e)
+{
+    return e == ENC_F64 ? 8 : e == ENC_I32 ? 4 : dl_dtype_size((dl_dtype)e);
+}
+
+/* Open, check, allocate and read a dataset. *out is malloc'ed (caller frees). */
+static int ds_read(const rctx *r, const ds_spec *sp, hsize_t *dims, void **out)
+{
+    const char *path = r->path, *name = sp->name;
+    hid_t d = ds_open(r, sp, dims);
+    int rc = -1;
+    *out = NULL;
+    if (d < 0) return -1;
+    size_t n = 1;
+    for (int i = 0; i < sp->rank; i++) n *= (size_t)dims[i];
+    void *buf = dl_malloc(n * enc_size(sp->enc), name);
+    if (!buf) goto fail;
+    H5_CHECK(H5Dread(d, enc_mtype(sp->enc), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), name);
+    *out = buf;
+    buf = NULL;
+    rc = 0;
+fail:
+    free(buf);
+    H5Dclose(d);
+    return rc;
+}
+
+/* Non-finite values: q, scales, orig values of used slots refused; poison
+ * slots of the caches must hold NaN and used slots must be finite. */
+static int check_values(const char *path, const dl_case *c)
+{
+    const dl_config *cfg = &c->cfg;
+    int64_t nq = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, D = cfg->head_dim;
+    for (int64_t i = 0; i < nq; i++) {
+        float x = dl_decode_elem(cfg->q_dtype, c->q, i);
+        if (!isfinite(x)) return dl_fail("%s: /inputs/q[%lld] = %g is not finite", path, (long long)i, x);
+        if (c->q_orig && !isfinite(c->q_orig[i]))
+            return dl_fail("%s: /inputs/q_orig[%lld] = %g is not finite", path, (long long)i, c->q_orig[i]);
+    }
+    for (int64_t h = 0; h < cfg->num_kv_heads; h++) {
+        if (!(c->k_scale[h] > 0.0f) || !isfinite(c->k_scale[h]))
+            return dl_fail("%s: /inputs/k_scale[%lld] = %g must be finite and > 0", path, (long long)h, c->k_scale[h]);
+        if (!(c->v_scale[h] > 0.0f) || !isfinite(c->v_scale[h]))
+            return dl_fail("%s: /inputs/v_scale[%lld] = %g must be finite and > 0", path, (long long)h, c->v_scale[h]);
+    }
+    struct { const char *name; const void *codes; const float *orig; const char *oname; } t[2] = {
+        {"/inputs/k_cache", c->k_cache, c->k_orig, "/inputs/k_orig"},
+        {"/inputs/v_cache", c->v_cache, c->v_orig, "/inputs/v_orig"}};
+    for (int64_t b = 0; b < cfg->batch_size; b++) {
+        int64_t first = c->kv_indptr[b], last = c->kv_indptr[b + 1] - 1;
+        for (int64_t pi = first; pi <= last; pi++) {
+            int64_t page = c->kv_indices[pi];
+            int64_t used = pi == last ? c->kv_last_page_len[b] : cfg->page_size;
+            for (int64_t slot = 0; slot < cfg->page_size; slot++)
+                for (int64_t h = 0; h < cfg->num_kv_heads; h++) {
+                    int64_t off = dl_kv_offset(cfg, page, slot, h);
+                    for (int k = 0; k < 2; k++)
+                        for (int64_t d = 0; d < D; d++) {
+                            float x = dl_decode_elem(cfg->kv_dtype, t[k].codes, off + d);
+                            if (slot < used && !isfinite(x))
+                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite "
+                                               "(request %lld)", path, t[k].name, (long long)page, (long long)slot,
+                                               (long long)h, (long long)d, x, (long long)b);
+                            if (slot >= used && !isnan(x))
+                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is a poison slot "
+                                               "(past the end of request %lld) and must hold NaN", path, t[k].name,
+                                               (long long)page, (long long)slot, (long long)h, (long long)d, x,
+                                               (long long)b);
+                            if (slot < used && t[k].orig && !isfinite(t[k].orig[off + d]))
+                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite", path,
+                                               t[k].oname, (long long)page, (long long)slot, (long long)h,
+                                               (long long)d, t[k].orig[off + d]);
+                        }
+                }
+        }
+    }
+    return 0;
+}
+
+static int read_params(const rctx *r, dl_model_params *p)
+{
+    int64_t v;
+    double x;
+    const char *path = r->path;
+    dl_model_params_default(p);
+    DL_TRY(rattr_i64(r, "/golden", "kv_block", &v));
+    if (v < 1 || v > DL_MAX_SEQ_LEN) return dl_fail("%s: /golden@kv_block = %lld is outside 1..%d", path, (long long)v, DL_MAX_SEQ_LEN);
+    p->kv_block = v;
+    DL_TRY(rattr_i64(r, "/golden", "acc_mantissa_bits", &v));
+    if (v < 0 || v > 23) return dl_fail("%s: /golden@acc_mantissa_bits = %lld is outside 0..23", path, (long long)v);
+    p->acc_mantissa_bits = (int)v;
+    DL_TRY(rattr_i64(r, "/golden", "acc_block", &v));
+    if (v < 1 || v > DL_MAX_HEAD_DIM * 64) return dl_fail("%s: /golden@acc_block = %lld is outside 1..%d", path, (long long)v, DL_MAX_HEAD_DIM * 64);
+    p->acc_block = v;
+    DL_TRY(rattr_f64(r, "/golden", "p_scale", &x));
+    if (!(x > 0.0) || !isfinite(x) || x > 1e30) return dl_fail("%s: /golden@p_scale = %g must be finite and > 0", path, x);
+    p->p_scale = (float)x;
+    return 0;
+}
+
+static int read_model(const rctx *r, dl_golden *g, dl_model m)
+{
+    const dl_config *cfg = &g->c.cfg;
+    const char *path = r->path;
+    char on[64], ln[64];
+    snprintf(on, sizeof on, "%s/o", model_dirs[m]);
+    snprintf(ln, sizeof ln, "%s/lse", model_dirs[m]);
+    int enc = model_is_f64(m) ? ENC_F64 : DL_F32;
+    ds_spec so = {on, 3, {cfg->batch_size, cfg->num_qo_heads, cfg->head_dim, 0}, (dl_dtype)enc};
+    ds_spec sl = {ln, 2, {cfg->batch_size, cfg->num_qo_heads, 0, 0}, (dl_dtype)enc};
+    hsize_t dims[4];
+    void *o = NULL, *l = NULL;
+    dl_output *out = &g->out[m];
+    memset(out, 0, sizeof *out);
+    out->model = m;
+    out->batch_size = cfg->batch_size;
+    out->num_qo_heads = cfg->num_qo_heads;
+    out->head_dim = cfg->head_dim;
+    if (ds_read(r, &so, dims, &o) || ds_read(r, &sl, dims, &l)) goto fail;
+    int64_t no = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, nl = cfg->batch_size * cfg->num_qo_heads;
+    if (enc == ENC_F64) {
+        out->o = o;
+        out->lse = l;
+        o = l = NULL;
+    } else {
+        out->o = dl_malloc((size_t)no * sizeof(double), on);
+        out->lse = dl_malloc((size_t)nl * sizeof(double), ln);
+        if (!out->o || !out->lse) goto fail;
+        for (int64_t i = 0; i < no; i++) out->o[i] = ((float *)o)[i];
+        for (int64_t i = 0; i < nl; i++) out->lse[i] = ((float *)l)[i];
+    }
+    for (int64_t i = 0; i < no; i++)
+        if (!isfinite(out->o[i])) {
+            dl_fail("%s: %s[%lld] = %g is not finite", path, on, (long long)i, out->o[i]);
+            goto fail;
+        }
+    for (int64_t i = 0; i < nl; i++)
+        if (!isfinite(out->lse[i])) {
+            dl_fail("%s: %s[%lld] = %g is not finite", path, ln, (long long)i, out->lse[i]);
+            goto fail;
+        }
+    free(o);
+    free(l);
+    g->have[m] = 1;
+    return 0;
+fail:
+    free(o);
+    free(l);
+    return -1;
+}
+
+static int read_all(const rctx *r, dl_golden *g)
+{
+    const char *path = r->path;
+    char s[256];
+    int64_t v;
+    dl_case *c = &g->c;
+    dl_config *cfg = &c->cfg;
+
+    DL_TRY(rattr_str(r, "/", "format", s, sizeof s));
+    if (strcmp(s, DL_GOLDEN_FORMAT) != 0)
+        return dl_fail("%s: attribute /@format = '%s', expected '%s'", path, s, DL_GOLDEN_FORMAT);
+    DL_TRY(rattr_i64(r, "/", "format_version", &v));
+    if (v != DL_GOLDEN_VERSION)
+        return dl_fail("%s: attribute /@format_version = %lld, this program reads version %d", path, (long long)v,
+                       DL_GOLDEN_VERSION);
+    DL_TRY(rattr_str(r, "/", "generator", g->generator, sizeof g->generator));
+    DL_TRY(read_config(r, cfg));
+
+    const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
+    const int64_t d1 = cfg->kv_layout == DL_NHD ? cfg->page_size : Hkv, d2 = cfg->kv_layout == DL_NHD ? Hkv : cfg->page_size;
+    hsize_t dims[4];
+    void *p;
+
+    /* page table first: it fixes the remaining shapes */
+    ds_spec sip = {"/inputs/kv_indptr", 1, {B + 1}, (dl_dtype)ENC_I32};
+    DL_TRY(ds_read(r, &sip, dims, &p));
+    c->kv_indptr = p;
+    if (c->kv_indptr[0] != 0)
+        return dl_fail("%s: /inputs/kv_indptr[0] = %d, expected 0", path, c->kv_indptr[0]);
+    for (int64_t b = 0; b < B; b++)
+        if (c->kv_indptr[b + 1] <= c->kv_indptr[b])
+            return dl_fail("%s: /inputs/kv_indptr[%lld] = %d is not greater than kv_indptr[%lld] = %d (not "
+                           "increasing: every request needs >= 1 page)", path, (long long)b + 1, c->kv_indptr[b + 1],
+                           (long long)b, c->kv_indptr[b]);
+    ds_spec sin = {"/inputs/kv_indices", 1, {c->kv_indptr[B]}, (dl_dtype)ENC_I32};
+    DL_TRY(ds_read(r, &sin, dims, &p));
+    c->kv_indices = p;
+    ds_spec slp = {"/inputs/kv_last_page_len", 1, {B}, (dl_dtype)ENC_I32};
+    DL_TRY(ds_read(r, &slp, dims, &p));
+    c->kv_last_page_len = p;
+
+    ds_spec sq = {"/inputs/q", 3, {B, Hq, D}, cfg->q_dtype};
+    DL_TRY(ds_read(r, &sq, dims, &c->q));
+    ds_spec sk = {"/inputs/k_cache", 4, {-1, d1, d2, D}, cfg->kv_dtype};
+    DL_TRY(ds_read(r, &sk, dims, &c->k_cache));
+    c->num_pages = (int64_t)dims[0];
+    ds_spec sv = {"/inputs/v_cache", 4, {c->num_pages, d1, d2, D}, cfg->kv_dtype};
+    DL_TRY(ds_read(r, &sv, dims, &c->v_cache));
+    ds_spec sks = {"/inputs/k_scale", 1, {Hkv}, DL_F32}, svs = {"/inputs/v_scale", 1, {Hkv}, DL_F32};
+    DL_TRY(ds_read(r, &sks, dims, &p));
+    c->k_scale = p;
+    DL_TRY(ds_read(r, &svs, dims, &p));
+    c->v_scale = p;
+    /* optional originals */
+    ds_spec sqo = {"/inputs/q_orig", 3, {B, Hq, D}, DL_F32};
+    ds_spec sko = {"/inputs/k_orig", 4, {c->num_pages, d1, d2, D}, DL_F32};
+    ds_spec svo = {"/inputs/v_orig", 4, {c->num_pages, d1, d2, D}, DL_F32};
+    if (H5Lexists(r->file, sqo.name, H5P_DEFAULT) > 0) {
+        DL_TRY(ds_read(r, &sqo, dims, &p));
+        c->q_orig = p;
+    }
+    int hk = H5Lexists(r->file, sko.name, H5P_DEFAULT) > 0, hv = H5Lexists(r->file, svo.name, H5P_DEFAULT) > 0;
+    if (hk != hv) return dl_fail("%s: dataset %s is missing (the other original is present)", path, hk ? svo.name : sko.name);
+    if (hk) {
+        DL_TRY(ds_read(r, &sko, dims, &p));
+        c->k_orig = p;
+        DL_TRY(ds_read(r, &svo, dims, &p));
+        c->v_orig = p;
+    }
+
+    DL_TRY(dl_case_validate(c, path));
+    /* explicit lengths are recovered from the page table */
+    if (cfg->num_explicit_lens > 0)
+        for (int64_t b = 0; b < B; b++) cfg->explicit_lens[b] = dl_case_seq_len(c, b);
+    DL_TRY(check_values(path, c));
+
+    if (H5Lexists(r->file, "/golden", H5P_DEFAULT) <= 0) return dl_fail("%s: group /golden is missing", path);
+    DL_TRY(read_params(r, &g->params));
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        htri_t ex = H5Lexists(r->file, model_dirs[m], H5P_DEFAULT);
+        if (ex > 0) DL_TRY(read_model(r, g, (dl_model)m));
+    }
+    if (g->have[DL_MODEL_ORIG] && !c->k_orig)
+        return dl_fail("%s: /golden/orig is present but /inputs/k_orig and v_orig are missing", path);
+    return 0;
+}
+
+int dl_golden_read(const char *path, dl_golden *g)
+{
+    struct stat st;
+    memset(g, 0, sizeof *g);
+    h5_quiet();
+    if (stat(path, &st) != 0) return dl_fail("%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path);
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return dl_fail("%s: not an HDF5 file", path);
+    }
+    rctx r = {path, -1};
+    int rc = -1;
+    H5_CHECK(r.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+    rc = read_all(&r, g);
+fail:
+    if (r.file >= 0) H5Fclose(r.file);
+    if (rc != 0) dl_golden_free(g);
+    return rc;
+}
+
+void dl_golden_free(dl_golden *g)
+{
+    dl_case_free(&g->c);
+    for (int m = 0; m < DL_MODEL_COUNT; m++)
+        if (g->have[m] || g->out[m].o || g->out[m].lse) dl_output_free(&g->out[m]);
+    memset(g, 0, sizeof *g);
+}
