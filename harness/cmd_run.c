@@ -1,7 +1,771 @@
-/* cmd_run.c - placeholder: `run`, `list`, `info` are being written (issue 3). */
-#include "../ref/dl_common.h"
-#include "dl_cli.h"
+/* cmd_run.c - `decodelab run` (check every selected GPU variant against a
+ * golden file, optionally time it the NVBench way, record results), `decodelab
+ * list` (the variant registry) and `decodelab info` (the device and its
+ * measured peak read bandwidth). The CUDA side lives in gpu/dl_bench.cu and
+ * the kernels; this file is plain C and builds without CUDA (DL_HAVE_CUDA=0),
+ * in which case `run` and `info` report that no device is usable. */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int dl_cmd_run(int argc, char **argv) { dl_fail("run: not implemented yet"); return dl_cli_error("run"); }
-int dl_cmd_list(int argc, char **argv) { dl_fail("list: not implemented yet"); return dl_cli_error("list"); }
-int dl_cmd_info(int argc, char **argv) { dl_fail("info: not implemented yet"); return dl_cli_error("info"); }
+#include "../gpu/dl_bench.h"
+#include "../gpu/dl_registry.h"
+#include "cli_util.h"
+#include "dl_cli.h"
+#include "dl_compare.h"
+#include "dl_golden.h"
+#include "dl_results.h"
+#include "dl_run.h"
+#include "dl_timing.h"
+
+#ifndef DL_HAVE_CUDA
+#define DL_HAVE_CUDA 0
+#endif
+/* helpers only the GPU path calls are unused in a CUDA=0 build */
+#define GPU_ONLY __attribute__((unused))
+
+/* ================================================================ pure helpers */
+
+int dl_run_select(const char *globs, const dl_variant **out, int *n)
+{
+    *n = 0;
+    if (globs && *globs) {
+        /* every pattern must match something */
+        char buf[1024];
+        if (strlen(globs) >= sizeof buf) return dl_fail("--variants: list too long (%zu chars)", strlen(globs));
+        strcpy(buf, globs);
+        char *save = NULL;
+        for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            int hit = 0;
+            for (int i = 0; i < dl_num_variants && !hit; i++) hit = fnmatch(p, dl_variants[i].name, 0) == 0;
+            if (!hit) return dl_fail("--variants: pattern '%s' matches no variant (see decodelab list)", p);
+        }
+    }
+    for (int i = 0; i < dl_num_variants; i++)
+        if (!globs || !*globs || dl_variant_matches(&dl_variants[i], globs)) out[(*n)++] = &dl_variants[i];
+    if (*n == 0) return dl_fail("--variants: '%s' selects no variant", globs ? globs : "");
+    return 0;
+}
+
+void dl_run_bytes(const dl_case *c, dl_bytes *b)
+{
+    const dl_config *g = &c->cfg;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < g->batch_size; i++) tokens += dl_case_seq_len(c, i);
+    int64_t nnz = c->kv_indptr[g->batch_size];
+    int64_t kvsz = (int64_t)dl_dtype_size(g->kv_dtype), row = g->num_kv_heads * g->head_dim * kvsz;
+    memset(b, 0, sizeof *b);
+    b->q = g->batch_size * g->num_qo_heads * g->head_dim * (int64_t)dl_dtype_size(g->q_dtype);
+    b->kv = 2 * tokens * row;
+    b->kv_pages = 2 * nnz * g->page_size * row;
+    b->scales = 2 * g->num_kv_heads * (int64_t)sizeof(float);
+    b->page_table = (int64_t)sizeof(int32_t) * ((g->batch_size + 1) + nnz + g->batch_size);
+    b->o = g->batch_size * g->num_qo_heads * g->head_dim * (int64_t)sizeof(float);
+    b->lse = g->batch_size * g->num_qo_heads * (int64_t)sizeof(float);
+    b->total = b->q + b->kv + b->scales + b->page_table + b->o + b->lse;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t fnv_block(uint64_t h, const void *p, size_t n)
+{
+    uint64_t len = n;
+    h = fnv(h, &len, sizeof len);
+    return p ? fnv(h, p, n) : h;
+}
+
+uint64_t dl_run_inputs_hash(const dl_case *c)
+{
+    const dl_config *g = &c->cfg;
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t qn = (size_t)(g->batch_size * g->num_qo_heads * g->head_dim) * dl_dtype_size(g->q_dtype);
+    size_t kvn = (size_t)dl_case_cache_elems(c) * dl_dtype_size(g->kv_dtype);
+    size_t nnz = (size_t)c->kv_indptr[g->batch_size];
+    h = fnv_block(h, c->q, qn);
+    h = fnv_block(h, c->k_cache, kvn);
+    h = fnv_block(h, c->v_cache, kvn);
+    h = fnv_block(h, c->k_scale, (size_t)g->num_kv_heads * sizeof(float));
+    h = fnv_block(h, c->v_scale, (size_t)g->num_kv_heads * sizeof(float));
+    h = fnv_block(h, c->kv_indptr, (size_t)(g->batch_size + 1) * sizeof(int32_t));
+    h = fnv_block(h, c->kv_indices, nnz * sizeof(int32_t));
+    h = fnv_block(h, c->kv_last_page_len, (size_t)g->batch_size * sizeof(int32_t));
+    return h;
+}
+
+void dl_run_hash_string(uint64_t h, char *buf, size_t n) { snprintf(buf, n, "fnv1a64:%016llx", (unsigned long long)h); }
+
+static const char *scale_mode_name(dl_scale_mode m)
+{
+    switch (m) {
+    case DL_SCALE_ABSMAX_HEAD: return "absmax-head";
+    case DL_SCALE_ABSMAX_TENSOR: return "absmax-tensor";
+    case DL_SCALE_GIVEN: return "given";
+    }
+    return "?";
+}
+
+void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c)
+{
+    const dl_config *g = &c->cfg;
+    snprintf(r->golden_path, sizeof r->golden_path, "%s", golden_path);
+    dl_run_hash_string(dl_run_inputs_hash(c), r->golden_hash, sizeof r->golden_hash);
+    dl_config_name(g, r->config_name, sizeof r->config_name);
+    r->batch_size = g->batch_size;
+    r->num_qo_heads = g->num_qo_heads;
+    r->num_kv_heads = g->num_kv_heads;
+    r->head_dim = g->head_dim;
+    r->page_size = g->page_size;
+    snprintf(r->kv_layout, sizeof r->kv_layout, "%s", dl_layout_name(g->kv_layout));
+    snprintf(r->q_dtype, sizeof r->q_dtype, "%s", dl_dtype_name(g->q_dtype));
+    snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", dl_dtype_name(g->kv_dtype));
+    r->sm_scale = dl_sm_scale(g);
+    r->seed = g->seed;
+    snprintf(r->distribution, sizeof r->distribution, "%s", dl_dist_name(g->dist.kind));
+    r->dist_mean = g->dist.mean;
+    r->dist_std = g->dist.std;
+    r->dist_lo = g->dist.lo;
+    r->dist_hi = g->dist.hi;
+    r->dist_outlier_prob = g->dist.outlier_prob;
+    r->dist_outlier_var = g->dist.outlier_var;
+    r->dist_num_outlier_channels = g->dist.num_outlier_channels;
+    r->dist_channel_scale = g->dist.channel_scale;
+    r->seq_len_min = g->seq_len_min;
+    r->seq_len_max = g->seq_len_max;
+    r->num_explicit_lens = g->num_explicit_lens;
+    /* the actual length of every request, whatever produced it */
+    size_t used = 0, cap = sizeof r->seq_lens;
+    r->seq_lens[0] = 0;
+    int64_t tokens = 0, maxlen = 0;
+    for (int64_t b = 0; b < g->batch_size; b++) {
+        int64_t len = dl_case_seq_len(c, b);
+        tokens += len;
+        if (len > maxlen) maxlen = len;
+        char item[32];
+        int k = snprintf(item, sizeof item, "%s%lld", b ? "," : "", (long long)len);
+        if (used + (size_t)k + 4 >= cap) {
+            if (used + 4 < cap) strcpy(r->seq_lens + used, "...");
+            used = cap;
+        } else if (used < cap) {
+            memcpy(r->seq_lens + used, item, (size_t)k + 1);
+            used += (size_t)k;
+        }
+    }
+    snprintf(r->kv_scale_mode, sizeof r->kv_scale_mode, "%s", scale_mode_name(g->kv_scale_mode));
+    r->kv_scale_value = g->kv_scale_value;
+    r->num_pages = c->num_pages;
+    r->total_tokens = tokens;
+    r->max_seq_len = maxlen;
+}
+
+GPU_ONLY static void fill_variant(dl_result_row *r, const dl_variant *v)
+{
+    snprintf(r->variant, sizeof r->variant, "%s", v->name);
+    snprintf(r->compute, sizeof r->compute, "%s", dl_compute_name(v->compute));
+    snprintf(r->dequant, sizeof r->dequant, "%s", dl_dequant_name(v->dequant));
+    snprintf(r->unit, sizeof r->unit, "%s", dl_unit_name(v->unit));
+    snprintf(r->model, sizeof r->model, "%s", dl_model_name(v->model));
+    snprintf(r->kernel_file, sizeof r->kernel_file, "%s", v->file ? v->file : "");
+    const dl_threshold *t = dl_threshold_impl(v->model);
+    if (t) {
+        r->thr_o_pass = t->o_pass;
+        r->thr_o_marginal = t->o_marginal;
+        r->thr_lse_pass = t->lse_pass;
+        r->thr_lse_marginal = t->lse_marginal;
+    }
+}
+
+GPU_ONLY static void put_metrics(dl_result_metrics *d, const dl_metrics *m)
+{
+    d->n = m->n;
+    d->nonfinite = m->nonfinite;
+    d->unwritten = m->unwritten;
+    d->rel_l2 = m->rel_l2;
+    d->nmse = m->nmse;
+    d->max_abs = m->max_abs;
+    d->max_rel = m->max_rel;
+}
+
+GPU_ONLY static void version_string(int v, char *buf, size_t n) { snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10); }
+
+/* ================================================================ options */
+
+typedef struct {
+    const char *golden, *variants, *out;
+    int time, hot_l2, graph, graph_launches, peak_runs;
+    int splits; /* 0 = auto */
+    dl_timing_opts topt;
+} run_opts;
+
+static void run_help(FILE *f)
+{
+    fprintf(f,
+            "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--hot-l2] [--graph]\n"
+            "                     [--out RESULTS.h5] [--max-time-s S] [--min-samples N] [--splits N|auto]\n\n"
+            "Checks every selected GPU variant on the golden file: the outputs are poisoned (NaN) before\n"
+            "each launch, every element must be written; o and lse are scored against the variant's own\n"
+            "golden model (implementation thresholds) and against exact; verdict PASS / MARGINAL / FAIL.\n"
+            "A variant that cannot run the case is a SKIP row with its reason.\n\n"
+            "  --variants GLOB[,GLOB]  select variants by shell glob (default: all; see decodelab list)\n"
+            "  --splits N|auto         split-KV chunks per sequence (default auto: dl_gpu_choose_splits)\n"
+            "  --time                  time each variant that passed its check: warm-up, then per sample an\n"
+            "                          L2 flush (memset of 2x L2) and one launch between CUDA events, until\n"
+            "                          stdrel < --max-stdrel with >= --min-samples samples, or --max-time-s\n"
+            "  --hot-l2                no flush between samples (timing_mode hot-l2)\n"
+            "  --graph                 time replays of a CUDA graph of --graph-launches launches (default\n"
+            "                          20); per-launch time = replay / launches\n"
+            "  --max-time-s S          time cap per variant (default 5)\n"
+            "  --min-samples N         (default 10)      --max-stdrel X   (default 0.005)\n"
+            "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
+            "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
+            "                          (atomically; schema: data/SCHEMA-results.md). Without it nothing is written.\n\n"
+            "Without a CUDA device: says so, lists the variants that would have run, exits 0.\n"
+            "exit status: 0 all checks PASS/MARGINAL/SKIP, 1 a variant FAILed, 2 bad input or setup error.\n");
+}
+
+static int parse_run(int argc, char **argv, run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    dl_timing_opts_default(&o->topt);
+    o->graph_launches = 20;
+    o->peak_runs = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = (i + 1 < argc) ? argv[i + 1] : NULL;
+        int64_t iv;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            run_help(stdout);
+            return 1;
+        } else if (!strcmp(a, "--time")) {
+            o->time = 1;
+        } else if (!strcmp(a, "--hot-l2")) {
+            o->hot_l2 = 1;
+        } else if (!strcmp(a, "--graph")) {
+            o->graph = 1;
+        } else if (a[0] == '-' && a[1] == '-' && !val) {
+            return dl_fail("%s: missing value (or unknown flag; see decodelab run --help)", a);
+        } else if (!strcmp(a, "--variants")) {
+            o->variants = argv[++i];
+        } else if (!strcmp(a, "--out")) {
+            o->out = argv[++i];
+        } else if (!strcmp(a, "--max-time-s")) {
+            DL_TRY(dl_parse_f64(a, argv[++i], &o->topt.max_time_s));
+            if (!(o->topt.max_time_s > 0)) return dl_fail("%s: '%s' must be > 0", a, argv[i]);
+        } else if (!strcmp(a, "--max-stdrel")) {
+            DL_TRY(dl_parse_f64(a, argv[++i], &o->topt.max_stdrel));
+            if (!(o->topt.max_stdrel > 0)) return dl_fail("%s: '%s' must be > 0", a, argv[i]);
+        } else if (!strcmp(a, "--min-samples")) {
+            DL_TRY(dl_parse_i64(a, argv[++i], 1, 1000000, &o->topt.min_samples));
+            if (o->topt.max_samples < o->topt.min_samples) o->topt.max_samples = o->topt.min_samples;
+        } else if (!strcmp(a, "--graph-launches")) {
+            DL_TRY(dl_parse_i64(a, argv[++i], 1, 100000, &iv));
+            o->graph_launches = (int)iv;
+        } else if (!strcmp(a, "--peak-runs")) {
+            DL_TRY(dl_parse_i64(a, argv[++i], 1, 10000, &iv));
+            o->peak_runs = (int)iv;
+        } else if (!strcmp(a, "--splits")) {
+            if (!strcmp(argv[++i], "auto")) o->splits = 0;
+            else {
+                DL_TRY(dl_parse_i64(a, argv[i], 1, 4096, &iv));
+                o->splits = (int)iv;
+            }
+        } else if (a[0] == '-') {
+            return dl_fail("unknown flag '%s' (see decodelab run --help)", a);
+        } else if (!o->golden) {
+            o->golden = a;
+        } else {
+            return dl_fail("one golden file expected, got '%s' and '%s'", o->golden, a);
+        }
+    }
+    if (!o->golden) return dl_fail("missing GOLDEN.h5 (see decodelab run --help)");
+    if ((o->hot_l2 || o->graph) && !o->time) o->time = 1;
+    return 0;
+}
+
+GPU_ONLY static const char *timing_mode(const run_opts *o)
+{
+    if (o->graph) return o->hot_l2 ? "graph-hot-l2" : "graph-cold-l2";
+    return o->hot_l2 ? "hot-l2" : "cold-l2";
+}
+
+/* ================================================================ table */
+
+GPU_ONLY static void print_header(int timed)
+{
+    printf("%-18s %-8s %6s %12s %12s %12s %12s %4s", "variant", "verdict", "splits", "o_relL2/mod", "lse_abs/mod",
+           "o_relL2/ex", "lse_abs/ex", "det");
+    if (timed) printf(" | %10s %10s %10s %7s %6s %8s %6s", "median_us", "min_us", "max_us", "stdrel%", "n", "GB/s",
+                      "%peak");
+    printf("\n");
+}
+
+GPU_ONLY static void print_row(const dl_result_row *r, int timed)
+{
+    if (!strcmp(r->verdict, "SKIP")) {
+        printf("%-18s %-8s %s\n", r->variant, r->verdict, r->reason);
+        return;
+    }
+    printf("%-18s %-8s %6lld %12.3e %12.3e %12.3e %12.3e %4s", r->variant, r->verdict, (long long)r->num_splits,
+           r->model_o.rel_l2, r->model_lse.max_abs, r->exact_o.rel_l2, r->exact_lse.max_abs,
+           r->deterministic == 1 ? "yes" : r->deterministic == 0 ? "NO" : "-");
+    if (timed && r->time_samples > 0)
+        printf(" | %10.2f %10.2f %10.2f %7.3f %6lld %8.1f %6.1f", 1e6 * r->time_median_s, 1e6 * r->time_min_s,
+               1e6 * r->time_max_s, 100 * r->time_stdrel, (long long)r->time_samples, r->gbps, 100 * r->frac_peak);
+    printf("\n");
+    if (r->reason[0]) printf("%-18s   %s\n", "", r->reason);
+    if (r->model_o.unwritten > 0 || r->model_lse.unwritten > 0 || r->model_o.nonfinite > 0 || r->model_lse.nonfinite > 0)
+        printf("%-18s   o: %lld unwritten, %lld non-finite; lse: %lld unwritten, %lld non-finite\n", "",
+               (long long)r->model_o.unwritten, (long long)r->model_o.nonfinite, (long long)r->model_lse.unwritten,
+               (long long)r->model_lse.nonfinite);
+}
+
+/* ================================================================ GPU part */
+
+#if DL_HAVE_CUDA
+typedef struct {
+    void *q, *k, *v, *ks, *vs, *indptr, *indices, *last, *o, *lse, *ws;
+    size_t ws_bytes;
+} dev_bufs;
+
+static void dev_free_all(dev_bufs *d)
+{
+    void *p[] = {d->q, d->k, d->v, d->ks, d->vs, d->indptr, d->indices, d->last, d->o, d->lse, d->ws};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) dl_dev_free(p[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static int upload(void **dst, const void *src, size_t bytes, const char *what)
+{
+    DL_TRY(dl_dev_malloc(dst, bytes, what));
+    return dl_dev_upload(*dst, src, bytes, what);
+}
+
+static int upload_case(const dl_case *c, dev_bufs *d)
+{
+    const dl_config *g = &c->cfg;
+    size_t qn = (size_t)(g->batch_size * g->num_qo_heads * g->head_dim);
+    size_t kvb = (size_t)dl_case_cache_elems(c) * dl_dtype_size(g->kv_dtype);
+    size_t nnz = (size_t)c->kv_indptr[g->batch_size];
+    DL_TRY(upload(&d->q, c->q, qn * dl_dtype_size(g->q_dtype), "q"));
+    DL_TRY(upload(&d->k, c->k_cache, kvb, "k_cache"));
+    DL_TRY(upload(&d->v, c->v_cache, kvb, "v_cache"));
+    DL_TRY(upload(&d->ks, c->k_scale, (size_t)g->num_kv_heads * 4, "k_scale"));
+    DL_TRY(upload(&d->vs, c->v_scale, (size_t)g->num_kv_heads * 4, "v_scale"));
+    DL_TRY(upload(&d->indptr, c->kv_indptr, (size_t)(g->batch_size + 1) * 4, "kv_indptr"));
+    DL_TRY(upload(&d->indices, c->kv_indices, (nnz ? nnz : 1) * 4, "kv_indices"));
+    DL_TRY(upload(&d->last, c->kv_last_page_len, (size_t)g->batch_size * 4, "kv_last_page_len"));
+    DL_TRY(dl_dev_malloc(&d->o, qn * sizeof(float), "o"));
+    DL_TRY(dl_dev_malloc(&d->lse, (size_t)(g->batch_size * g->num_qo_heads) * sizeof(float), "lse"));
+    return 0;
+}
+
+typedef struct {
+    dl_bench *b;
+    dl_launch_fn fn;
+    const dl_gpu_args *a;
+    int flush, graph;
+} sampler;
+
+static int sample(void *ctx, double *sec)
+{
+    sampler *s = ctx;
+    return s->graph ? dl_bench_time_graph(s->b, s->flush, sec) : dl_bench_time_launch(s->b, s->fn, s->a, s->flush, sec);
+}
+
+/* One checked launch: poison, launch, wait, download. */
+static int checked_launch(const dl_variant *v, const dl_gpu_args *a, const dev_bufs *d, float *o, float *lse,
+                          size_t no, size_t nl)
+{
+    DL_TRY(dl_dev_poison(d->o, no * sizeof(float), a->stream));
+    DL_TRY(dl_dev_poison(d->lse, nl * sizeof(float), a->stream));
+    DL_TRY(v->launch(a));
+    DL_TRY(dl_dev_check_launch(v->name, a->stream));
+    DL_TRY(dl_dev_download(o, d->o, no * sizeof(float), "o"));
+    return dl_dev_download(lse, d->lse, nl * sizeof(float), "lse");
+}
+
+/* Check (and time) one variant into row r. Returns 0, or nonzero on a CUDA
+ * error (recorded into r as a FAIL with the reason). */
+static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench, dev_bufs *d,
+                       const dl_device_info *info, const dl_peak_read *peak, dl_result_row *r, float *ho[2],
+                       float *hl[2])
+{
+    const dl_case *c = &g->c;
+    const dl_config *cfg = &c->cfg;
+    size_t no = (size_t)(cfg->batch_size * cfg->num_qo_heads * cfg->head_dim);
+    size_t nl = (size_t)(cfg->batch_size * cfg->num_qo_heads);
+    dl_gpu_args a;
+    memset(&a, 0, sizeof a);
+    a.batch_size = (int)cfg->batch_size;
+    a.num_qo_heads = (int)cfg->num_qo_heads;
+    a.num_kv_heads = (int)cfg->num_kv_heads;
+    a.head_dim = (int)cfg->head_dim;
+    a.page_size = (int)cfg->page_size;
+    a.kv_layout = cfg->kv_layout;
+    a.q_dtype = cfg->q_dtype;
+    a.kv_dtype = cfg->kv_dtype;
+    a.sm_scale = (float)dl_sm_scale(cfg);
+    a.num_pages = c->num_pages;
+    a.q = d->q;
+    a.k_cache = d->k;
+    a.v_cache = d->v;
+    a.k_scale = d->ks;
+    a.v_scale = d->vs;
+    a.kv_indptr = d->indptr;
+    a.kv_indices = d->indices;
+    a.kv_last_page_len = d->last;
+    a.max_seq_len = (int)r->max_seq_len;
+    a.o = d->o;
+    a.lse = d->lse;
+    a.stream = dl_bench_stream(bench);
+    a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a);
+    if (a.num_splits < 1) a.num_splits = 1;
+    r->num_splits = a.num_splits;
+    size_t ws = dl_gpu_workspace_bytes(&a);
+    if (ws > d->ws_bytes) {
+        dl_dev_free(d->ws);
+        d->ws = NULL;
+        d->ws_bytes = 0;
+        DL_TRY(dl_dev_malloc(&d->ws, ws, "split-KV workspace"));
+        d->ws_bytes = ws;
+    }
+    a.workspace = d->ws;
+
+    /* check: two launches, each on poisoned outputs; the second must repeat the first bit for bit */
+    DL_TRY(checked_launch(v, &a, d, ho[0], hl[0], no, nl));
+    DL_TRY(checked_launch(v, &a, d, ho[1], hl[1], no, nl));
+    r->deterministic = !memcmp(ho[0], ho[1], no * sizeof(float)) && !memcmp(hl[0], hl[1], nl * sizeof(float));
+
+    dl_metrics mo, ml, eo, el;
+    const dl_output *mod = &g->out[v->model];
+    dl_compare_f32(ho[0], mod->o, (int64_t)no, &mo);
+    dl_compare_f32(hl[0], mod->lse, (int64_t)nl, &ml);
+    put_metrics(&r->model_o, &mo);
+    put_metrics(&r->model_lse, &ml);
+    dl_verdict vm = dl_verdict_of(&mo, &ml, dl_threshold_impl(v->model)), ve = DL_PASS;
+    snprintf(r->verdict_model, sizeof r->verdict_model, "%s", dl_verdict_name(vm));
+    if (g->have[DL_MODEL_EXACT]) {
+        const dl_output *ex = &g->out[DL_MODEL_EXACT];
+        dl_compare_f32(ho[0], ex->o, (int64_t)no, &eo);
+        dl_compare_f32(hl[0], ex->lse, (int64_t)nl, &el);
+        put_metrics(&r->exact_o, &eo);
+        put_metrics(&r->exact_lse, &el);
+        ve = dl_verdict_of(&eo, &el, dl_threshold_vs_exact(v->model, cfg->kv_dtype));
+        snprintf(r->verdict_exact, sizeof r->verdict_exact, "%s", dl_verdict_name(ve));
+    } else {
+        snprintf(r->verdict_exact, sizeof r->verdict_exact, "-");
+    }
+    dl_verdict worst = vm > ve ? vm : ve;
+    snprintf(r->verdict, sizeof r->verdict, "%s", dl_verdict_name(worst));
+    if (!r->deterministic) snprintf(r->reason, sizeof r->reason, "two launches on the same inputs differ bitwise");
+
+    if (!o->time) return 0;
+    if (worst == DL_FAIL) {
+        snprintf(r->reason, sizeof r->reason, "not timed: the check failed");
+        return 0;
+    }
+    /* time */
+    sampler s = {bench, v->launch, &a, !o->hot_l2, o->graph};
+    double warm;
+    for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_launch(bench, v->launch, &a, 0, &warm));
+    if (o->graph) DL_TRY(dl_bench_graph_capture(bench, v->launch, &a, o->graph_launches));
+    dl_timing_stats st;
+    DL_TRY(dl_timing_collect(sample, &s, &o->topt, &st));
+    snprintf(r->timing_mode, sizeof r->timing_mode, "%s", timing_mode(o));
+    r->graph_launches = o->graph ? o->graph_launches : 1;
+    r->time_samples = st.n;
+    r->time_converged = st.converged;
+    r->time_median_s = st.median;
+    r->time_min_s = st.min;
+    r->time_max_s = st.max;
+    r->time_mean_s = st.mean;
+    r->time_stdrel = st.stdrel;
+    r->time_elapsed_s = st.elapsed_s;
+    r->gbps = (double)r->bytes_total / st.median / 1e9;
+    r->peak_read_gbps = peak->gbps;
+    r->frac_peak = peak->gbps > 0 ? r->gbps / peak->gbps : NAN;
+    if (!st.converged)
+        snprintf(r->reason, sizeof r->reason, "timing hit the %.3g s cap before stdrel < %.3g%% (%.3f%% after %lld samples)",
+                 o->topt.max_time_s, 100 * o->topt.max_stdrel, 100 * st.stdrel, (long long)st.n);
+    return 0;
+}
+
+static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel, int nsel, dl_result_row *rows,
+                   int *any_fail)
+{
+    const dl_case *c = &g->c;
+    dl_bench *bench = NULL;
+    dev_bufs d;
+    memset(&d, 0, sizeof d);
+    dl_device_info info;
+    dl_peak_read peak;
+    memset(&peak, 0, sizeof peak);
+    peak.gbps = NAN;
+    DL_TRY(dl_bench_device_info(&info));
+    DL_TRY(dl_bench_create(&bench));
+    size_t no = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads * c->cfg.head_dim);
+    size_t nl = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads);
+    float *ho[2] = {dl_malloc(no * 4, "o download"), dl_malloc(no * 4, "o download")};
+    float *hl[2] = {dl_malloc(nl * 4, "lse download"), dl_malloc(nl * 4, "lse download")};
+    int rc = (ho[0] && ho[1] && hl[0] && hl[1]) ? 0 : -1;
+    if (!rc && o->time) rc = dl_bench_peak_read(bench, 0, o->peak_runs, &peak);
+    if (!rc) rc = upload_case(c, &d);
+    char drv[16], rt[16];
+    version_string(info.driver_version, drv, sizeof drv);
+    version_string(info.runtime_version, rt, sizeof rt);
+    printf("device: %s (%d SMs, L2 %.1f MiB, %.1f GiB), driver %s, runtime %s\n", info.name, info.sm_count,
+           info.l2_bytes / 1048576.0, info.total_mem / 1073741824.0, drv, rt);
+    if (o->time && !rc)
+        printf("peak read bandwidth: %.1f GB/s (median of %d runs over %.2f GiB, 16-byte loads, L2 flushed; best %.1f)\n",
+               peak.gbps, peak.runs, peak.bytes / 1073741824.0, peak.gbps_best);
+    dl_bytes bytes;
+    dl_run_bytes(c, &bytes);
+    for (int i = 0; !rc && i < nsel; i++) {
+        const dl_variant *v = sel[i];
+        dl_result_row *r = &rows[i];
+        r->bytes_q = bytes.q;
+        r->bytes_kv = bytes.kv;
+        r->bytes_kv_pages = bytes.kv_pages;
+        r->bytes_scales = bytes.scales;
+        r->bytes_page_table = bytes.page_table;
+        r->bytes_o = bytes.o;
+        r->bytes_lse = bytes.lse;
+        r->bytes_total = bytes.total;
+        r->peak_read_gbps = peak.gbps;
+        snprintf(r->device_name, sizeof r->device_name, "%s", info.name);
+        r->device_sm_count = info.sm_count;
+        r->device_l2_bytes = info.l2_bytes;
+        snprintf(r->driver_version, sizeof r->driver_version, "%s", drv);
+        snprintf(r->runtime_version, sizeof r->runtime_version, "%s", rt);
+        char why[sizeof r->reason];
+        if (!v->supports(v, &c->cfg, why, sizeof why)) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "%s", why);
+            continue;
+        }
+        if (!v->launch) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "no launcher (built without this kernel)");
+            continue;
+        }
+        if (!g->have[v->model]) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "the golden file has no /golden/%s to judge it by",
+                     dl_model_name(v->model));
+            continue;
+        }
+        r->sm_clock_mhz_before = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
+        dl_clear_error();
+        if (run_variant(o, g, v, bench, &d, &info, &peak, r, ho, hl)) {
+            snprintf(r->verdict, sizeof r->verdict, "FAIL");
+            snprintf(r->reason, sizeof r->reason, "error: %s", dl_last_error());
+        }
+        r->sm_clock_mhz_after = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
+    }
+    for (int i = 0; i < nsel; i++)
+        if (!strcmp(rows[i].verdict, "FAIL")) *any_fail = 1;
+    free(ho[0]);
+    free(ho[1]);
+    free(hl[0]);
+    free(hl[1]);
+    dev_free_all(&d);
+    dl_bench_destroy(bench);
+    return rc;
+}
+#endif /* DL_HAVE_CUDA */
+
+/* ================================================================ run */
+
+int dl_cmd_run(int argc, char **argv)
+{
+    run_opts o;
+    int prc = parse_run(argc, argv, &o);
+    if (prc == 1) return 0;
+    if (prc) return dl_cli_error("run");
+    const dl_variant **sel = calloc((size_t)dl_num_variants + 1, sizeof *sel);
+    int nsel = 0;
+    if (!sel) return dl_cli_error("run");
+    if (dl_run_select(o.variants, sel, &nsel)) {
+        free(sel);
+        return dl_cli_error("run");
+    }
+    dl_golden g;
+    memset(&g, 0, sizeof g);
+    if (dl_golden_read(o.golden, &g)) {
+        free(sel);
+        return dl_cli_error("run");
+    }
+    char name[512];
+    dl_config_name(&g.c.cfg, name, sizeof name);
+    printf("golden: %s\ncase:   %s\n", o.golden, name);
+
+    dl_clear_error();
+    int ndev = dl_gpu_device_count();
+    if (ndev <= 0) {
+        const char *why = dl_last_error();
+        printf("no CUDA device (%s): GPU variants skipped\n", why && *why ? why : "no reason given");
+        printf("variants that would have run:\n");
+        for (int i = 0; i < nsel; i++) {
+            char reason[512] = "";
+            int ok = sel[i]->supports(sel[i], &g.c.cfg, reason, sizeof reason);
+            printf("  %-18s %s%s\n", sel[i]->name, ok ? "would run" : "would SKIP: ", ok ? "" : reason);
+        }
+        dl_golden_free(&g);
+        free(sel);
+        return 0;
+    }
+
+    int rc = 0, any_fail = 0;
+#if DL_HAVE_CUDA
+    dl_result_row *rows = calloc((size_t)nsel, sizeof *rows);
+    if (!rows) {
+        dl_golden_free(&g);
+        free(sel);
+        return dl_cli_error("run");
+    }
+    for (int i = 0; i < nsel; i++) {
+        dl_result_row_init(&rows[i]);
+        dl_result_row_stamp(&rows[i]);
+        dl_run_fill_config(&rows[i], o.golden, &g.c);
+        fill_variant(&rows[i], sel[i]);
+        snprintf(rows[i].generator, sizeof rows[i].generator, "%s", dl_generator_string());
+        snprintf(rows[i].clock_source, sizeof rows[i].clock_source, "not read");
+    }
+    if (run_gpu(&o, &g, sel, nsel, rows, &any_fail)) {
+        rc = dl_cli_error("run");
+    } else {
+        printf("\n");
+        print_header(o.time);
+        for (int i = 0; i < nsel; i++) print_row(&rows[i], o.time);
+        if (o.time) {
+            printf("timing: %s; bytes = Q + K/V of the exact tokens (%lld B) + scales + page table + O + LSE = %lld B\n",
+                   timing_mode(&o), (long long)rows[0].bytes_kv, (long long)rows[0].bytes_total);
+        }
+        if (o.out) {
+            if (dl_results_append(o.out, rows, nsel)) rc = dl_cli_error("run");
+            else {
+                char csv[4200];
+                dl_results_csv_path(o.out, csv, sizeof csv);
+                printf("results: %d rows appended to %s and %s\n", nsel, o.out, csv);
+            }
+        }
+    }
+    free(rows);
+#else
+    rc = 2;
+    fprintf(stderr, "decodelab run: %d CUDA devices reported, but this binary was built without CUDA\n", ndev);
+#endif
+    dl_golden_free(&g);
+    free(sel);
+    if (rc) return rc;
+    return any_fail ? 1 : 0;
+}
+
+/* ================================================================ list */
+
+int dl_cmd_list(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: decodelab list\n\nPrints the variant registry: name, axes (compute, dequant, unit), the golden\n"
+                   "model each must match, its kernel file, its implementation thresholds (relative L2 of o,\n"
+                   "max abs error of lse: PASS at or under the first, MARGINAL at or under the second) and a summary.\n");
+            return 0;
+        }
+        dl_fail("unknown argument '%s' (see decodelab list --help)", argv[i]);
+        return dl_cli_error("list");
+    }
+    printf("%-18s %-7s %-7s %-6s %-6s %-22s %-19s %-19s %s\n", "variant", "compute", "dequant", "unit", "model",
+           "kernel file", "o relL2 pass/marg", "lse abs pass/marg", "summary");
+    for (int i = 0; i < dl_num_variants; i++) {
+        const dl_variant *v = &dl_variants[i];
+        const dl_threshold *t = dl_threshold_impl(v->model);
+        char thr_o[32] = "-", thr_l[32] = "-";
+        if (t) {
+            snprintf(thr_o, sizeof thr_o, "%.0e/%.0e", t->o_pass, t->o_marginal);
+            snprintf(thr_l, sizeof thr_l, "%.0e/%.0e", t->lse_pass, t->lse_marginal);
+        }
+        printf("%-18s %-7s %-7s %-6s %-6s %-22s %-19s %-19s %s%s\n", v->name, dl_compute_name(v->compute),
+               dl_dequant_name(v->dequant), dl_unit_name(v->unit), dl_model_name(v->model), v->file ? v->file : "-",
+               thr_o, thr_l, v->summary ? v->summary : "", v->launch ? "" : " [not built]");
+    }
+    return 0;
+}
+
+/* ================================================================ info */
+
+int dl_cmd_info(int argc, char **argv)
+{
+    int runs = 20;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: decodelab info [--peak-runs N]\n\nPrints the CUDA device (name, SMs, L2, memory, clocks,\n"
+                   "driver and runtime versions) and its peak read bandwidth measured here: a streaming read\n"
+                   "of a buffer much larger than L2 with 16-byte loads, L2 flushed before each run, median of N\n"
+                   "runs (default 20). Without a CUDA device it says so and exits 0.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--peak-runs") && i + 1 < argc) {
+            int64_t v;
+            if (dl_parse_i64("--peak-runs", argv[++i], 1, 10000, &v)) return dl_cli_error("info");
+            runs = (int)v;
+        } else {
+            dl_fail("unknown argument '%s' (see decodelab info --help)", argv[i]);
+            return dl_cli_error("info");
+        }
+    }
+    dl_clear_error();
+    int ndev = dl_gpu_device_count();
+    if (ndev <= 0) {
+        const char *why = dl_last_error();
+        printf("no CUDA device (%s)\n", why && *why ? why : "no reason given");
+        return 0;
+    }
+#if DL_HAVE_CUDA
+    dl_device_info info;
+    if (dl_bench_device_info(&info)) return dl_cli_error("info");
+    char drv[16], rt[16], why[160];
+    version_string(info.driver_version, drv, sizeof drv);
+    version_string(info.runtime_version, rt, sizeof rt);
+    printf("devices:            %d (using ordinal %d)\n", ndev, info.device);
+    printf("name:               %s (compute capability %d.%d, PCI %s)\n", info.name, info.cc_major, info.cc_minor,
+           info.pci_bus_id);
+    printf("SMs:                %d\n", info.sm_count);
+    printf("L2:                 %.1f MiB (%lld bytes)\n", info.l2_bytes / 1048576.0, (long long)info.l2_bytes);
+    printf("memory:             %.1f GiB total, %.1f GiB free\n", info.total_mem / 1073741824.0,
+           info.free_mem / 1073741824.0);
+    printf("SM clock (max):     %d MHz (static attribute)\n", info.sm_clock_khz_max / 1000);
+    int sm = dl_bench_sm_clock_mhz(why, sizeof why);
+    if (sm >= 0) printf("SM clock (now):     %d MHz (NVML)\n", sm);
+    else printf("SM clock (now):     unknown (%s)\n", why);
+    int mem = dl_bench_mem_clock_mhz(why, sizeof why);
+    printf("memory clock (max): %d MHz, bus %d bits: datasheet-style %.0f GB/s\n", info.mem_clock_khz_max / 1000,
+           info.mem_bus_bits, info.theoretical_gbps);
+    if (mem >= 0) printf("memory clock (now): %d MHz (NVML)\n", mem);
+    printf("driver / runtime:   %s / %s\n", drv, rt);
+    dl_bench *b = NULL;
+    dl_peak_read pk;
+    if (dl_bench_create(&b) || dl_bench_peak_read(b, 0, runs, &pk)) {
+        dl_bench_destroy(b);
+        return dl_cli_error("info");
+    }
+    printf("L2 flush buffer:    %.1f MiB (2x L2)\n", dl_bench_flush_bytes(b) / 1048576.0);
+    printf("peak read (measured): %.1f GB/s median, %.1f best, %.1f worst (%d runs over %.2f GiB, 16-byte loads, L2 "
+           "flushed)\n",
+           pk.gbps, pk.gbps_best, pk.bytes / pk.max_s / 1e9, pk.runs, pk.bytes / 1073741824.0);
+    dl_bench_destroy(b);
+    return 0;
+#else
+    (void)runs;
+    printf("%d CUDA devices reported, but this binary was built without CUDA\n", ndev);
+    return 0;
+#endif
+}

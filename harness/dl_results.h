@@ -1,0 +1,108 @@
+/* dl_results.h - the results table of `decodelab run`: one row per (golden
+ * file, variant), appended atomically to an HDF5 file and rewritten in full to
+ * its CSV twin. Schema: data/SCHEMA-results.md (one 1-D dataset per column
+ * under the group /results; the column table in results.c is the source).
+ *
+ * Atomic append: take an exclusive flock on "<path>.lock", read every row of
+ * the existing file (if any), write old rows + new rows to "<path>.tmp.<pid>"
+ * and "<csv>.tmp.<pid>", fsync both, rename over the originals, fsync the
+ * directory. Any failure before the renames leaves the old files untouched
+ * and removes the temporaries. */
+#ifndef DL_RESULTS_H
+#define DL_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DL_RESULTS_FORMAT "decodelab-results"
+#define DL_RESULTS_VERSION 1
+
+/* Error metrics of one tensor against one reference (mirrors dl_metrics). */
+typedef struct {
+    int64_t n, nonfinite, unwritten;
+    double rel_l2, nmse, max_abs, max_rel;
+} dl_result_metrics;
+
+/* One row. Strings are owned by the row (fixed buffers); unknown numbers are
+ * NaN (double) or -1 (integer). */
+typedef struct {
+    /* golden file */
+    char golden_path[1024];
+    char golden_hash[32];       /* "fnv1a64:<16 hex>" of the input datasets (dl_run_inputs_hash) */
+    /* variant */
+    char variant[64], compute[16], dequant[16], unit[16], model[16], kernel_file[64];
+    /* config: every field of dl_config */
+    char config_name[512];
+    int64_t batch_size, num_qo_heads, num_kv_heads, head_dim, page_size;
+    char kv_layout[8], q_dtype[8], kv_dtype[8];
+    double sm_scale;
+    uint64_t seed;
+    char distribution[32];
+    double dist_mean, dist_std, dist_lo, dist_hi, dist_outlier_prob, dist_outlier_var;
+    int64_t dist_num_outlier_channels;
+    double dist_channel_scale;
+    int64_t seq_len_min, seq_len_max, num_explicit_lens;
+    char seq_lens[8192];        /* the actual per-request lengths, comma-separated (truncated with "..." if huge) */
+    char kv_scale_mode[24];
+    double kv_scale_value;
+    int64_t num_pages, total_tokens, max_seq_len, num_splits;
+    /* checks */
+    dl_result_metrics model_o, model_lse, exact_o, exact_lse;
+    double thr_o_pass, thr_o_marginal, thr_lse_pass, thr_lse_marginal;  /* impl thresholds used */
+    char verdict_model[12], verdict_exact[12], verdict[12]; /* PASS MARGINAL FAIL SKIP */
+    int64_t deterministic;      /* 1 two launches bitwise equal, 0 not, -1 not checked */
+    char reason[512];           /* why SKIP, why FAIL (error text), or why not timed; "" otherwise */
+    /* timing */
+    char timing_mode[24];       /* "none" "cold-l2" "hot-l2" "graph-cold-l2" "graph-hot-l2" */
+    int64_t graph_launches;     /* launches per graph replay (graph modes), else 1 */
+    int64_t time_samples, time_converged;
+    double time_median_s, time_min_s, time_max_s, time_mean_s, time_stdrel, time_elapsed_s;
+    /* bytes the kernel must move */
+    int64_t bytes_q, bytes_kv, bytes_kv_pages, bytes_scales, bytes_page_table, bytes_o, bytes_lse, bytes_total;
+    double gbps, peak_read_gbps, frac_peak;
+    /* device and provenance */
+    char device_name[256];
+    int64_t device_sm_count, device_l2_bytes;
+    int64_t sm_clock_mhz_before, sm_clock_mhz_after; /* NVML; -1 when unavailable */
+    char clock_source[64];      /* "nvml" or why not */
+    char driver_version[16], runtime_version[16];
+    char generator[256];        /* dl_generator_string(): version + git commit */
+    char date_utc[32];          /* ISO 8601, e.g. 2025-01-31T12:00:00Z */
+    char hostname[64];
+} dl_result_row;
+
+/* Initialise a row: empty strings, every number unknown (NaN / -1), verdicts "". */
+void dl_result_row_init(dl_result_row *r);
+
+/* Column table access (for tests and the CSV writer). */
+typedef enum { DL_COL_STR = 0, DL_COL_I64, DL_COL_U64, DL_COL_F64 } dl_col_type;
+int dl_results_num_columns(void);
+const char *dl_results_column_name(int i);
+dl_col_type dl_results_column_type(int i);
+/* Write column i of row r as CSV-ready text into buf (not quoted). */
+void dl_results_format_cell(const dl_result_row *r, int i, char *buf, size_t n);
+
+/* CSV twin path: "<stem>.csv" if path ends in ".h5", else "<path>.csv". */
+void dl_results_csv_path(const char *h5_path, char *buf, size_t n);
+
+/* Append rows[0..n) to the table at h5_path (created if absent), atomically. */
+int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n);
+
+/* Read every row of h5_path. *rows is allocated (caller frees with free()). */
+int dl_results_read(const char *h5_path, dl_result_row **rows, int64_t *n);
+
+/* Test hook: when set to 1, dl_results_append fails after writing the
+ * temporary files and before renaming them (simulates a crash/disk error). */
+extern int dl_results_fail_before_rename;
+
+/* Fill date_utc (now) and hostname. */
+void dl_result_row_stamp(dl_result_row *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+/* dl_run.h - pieces of `decodelab run` (harness/cmd_run.c) that are pure host
+ * code and tested on the CPU: variant selection by glob, the bytes a decode
+ * kernel must move, the golden inputs' content hash, and filling a results row from a case. */
+#ifndef DL_RUN_H
+#define DL_RUN_H
+
+#include <stdint.h>
+#include "../gpu/dl_registry.h"
+#include "dl_results.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Select the variants matching a comma-separated glob list (NULL or "" = all),
+ * in registry order, into out[0..*n) (out has room for dl_num_variants).
+ * Every pattern of the list must match at least one variant, else an error
+ * names it (a typo never silently selects nothing). */
+int dl_run_select(const char *globs, const dl_variant **out, int *n);
+
+/* Bytes a decode kernel must move at least: each input read once, each output
+ * written once. K/V count exact tokens (sum of sequence lengths x Hkv x D x
+ * element size, for K and V); kv_pages counts whole pages referenced by the
+ * page table instead (an upper bound for a page-granular reader); total uses
+ * the exact-token figure. */
+typedef struct {
+    int64_t q, kv, kv_pages, scales, page_table, o, lse, total;
+} dl_bytes;
+void dl_run_bytes(const dl_case *c, dl_bytes *b);
+
+/* 64-bit FNV-1a over every input dataset of the case (q, k_cache, v_cache,
+ * k_scale, v_scale, kv_indptr, kv_indices, kv_last_page_len: their raw bytes,
+ * each preceded by its byte length), written as "fnv1a64:<16 hex digits>". */
+uint64_t dl_run_inputs_hash(const dl_case *c);
+void dl_run_hash_string(uint64_t h, char *buf, size_t n);
+
+/* Fill the golden-file and config columns of a row from a case. */
+void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

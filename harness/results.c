@@ -1,0 +1,455 @@
+/* results.c - the results table of `decodelab run` (see dl_results.h and
+ * data/SCHEMA-results.md): a column table, an HDF5 writer/reader (one 1-D
+ * dataset per column under /results) and a CSV twin, appended atomically. */
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../ref/dl_common.h"
+#include "dl_results.h"
+
+int dl_results_fail_before_rename = 0;
+
+typedef struct {
+    const char *name;
+    dl_col_type type;
+    size_t off, size;
+} col_def;
+
+#define FLD_SIZE(f) sizeof(((dl_result_row *)0)->f)
+#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f)}
+#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8}
+#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8}
+#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8}
+#define CM(p)                                                                                          \
+    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8},                                            \
+    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8},                            \
+    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8},                            \
+    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8},                                  \
+    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8},                                      \
+    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8},                                \
+    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8}
+
+/* The schema, in column order. data/SCHEMA-results.md documents each. */
+static const col_def cols[] = {
+    CS(golden_path), CS(golden_hash),
+    CS(variant), CS(compute), CS(dequant), CS(unit), CS(model), CS(kernel_file),
+    CS(config_name),
+    CI(batch_size), CI(num_qo_heads), CI(num_kv_heads), CI(head_dim), CI(page_size),
+    CS(kv_layout), CS(q_dtype), CS(kv_dtype), CF(sm_scale), CU(seed),
+    CS(distribution), CF(dist_mean), CF(dist_std), CF(dist_lo), CF(dist_hi),
+    CF(dist_outlier_prob), CF(dist_outlier_var), CI(dist_num_outlier_channels), CF(dist_channel_scale),
+    CI(seq_len_min), CI(seq_len_max), CI(num_explicit_lens), CS(seq_lens),
+    CS(kv_scale_mode), CF(kv_scale_value),
+    CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
+    CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
+    CF(thr_o_pass), CF(thr_o_marginal), CF(thr_lse_pass), CF(thr_lse_marginal),
+    CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),
+    CS(timing_mode), CI(graph_launches), CI(time_samples), CI(time_converged),
+    CF(time_median_s), CF(time_min_s), CF(time_max_s), CF(time_mean_s), CF(time_stdrel), CF(time_elapsed_s),
+    CI(bytes_q), CI(bytes_kv), CI(bytes_kv_pages), CI(bytes_scales), CI(bytes_page_table), CI(bytes_o),
+    CI(bytes_lse), CI(bytes_total),
+    CF(gbps), CF(peak_read_gbps), CF(frac_peak),
+    CS(device_name), CI(device_sm_count), CI(device_l2_bytes),
+    CI(sm_clock_mhz_before), CI(sm_clock_mhz_after), CS(clock_source),
+    CS(driver_version), CS(runtime_version), CS(generator), CS(date_utc), CS(hostname),
+};
+static const int num_cols = (int)(sizeof cols / sizeof cols[0]);
+
+int dl_results_num_columns(void) { return num_cols; }
+const char *dl_results_column_name(int i) { return (i >= 0 && i < num_cols) ? cols[i].name : NULL; }
+dl_col_type dl_results_column_type(int i) { return cols[i].type; }
+
+void dl_result_row_init(dl_result_row *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < num_cols; i++) {
+        char *p = (char *)r + cols[i].off;
+        if (cols[i].type == DL_COL_I64) *(int64_t *)p = -1;
+        else if (cols[i].type == DL_COL_F64) *(double *)p = NAN;
+    }
+    r->seed = 0;
+    strcpy(r->timing_mode, "none");
+    r->graph_launches = 1;
+}
+
+void dl_result_row_stamp(dl_result_row *r)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(r->date_utc, sizeof r->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(r->hostname, sizeof r->hostname) != 0) snprintf(r->hostname, sizeof r->hostname, "unknown");
+    r->hostname[sizeof r->hostname - 1] = 0;
+}
+
+void dl_results_format_cell(const dl_result_row *r, int i, char *buf, size_t n)
+{
+    const char *p = (const char *)r + cols[i].off;
+    switch (cols[i].type) {
+    case DL_COL_STR: snprintf(buf, n, "%s", p); break;
+    case DL_COL_I64: snprintf(buf, n, "%lld", (long long)*(const int64_t *)p); break;
+    case DL_COL_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case DL_COL_F64: {
+        double v = *(const double *)p;
+        if (isnan(v)) snprintf(buf, n, "nan");
+        else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
+        else snprintf(buf, n, "%.17g", v);
+        break;
+    }
+    }
+}
+
+void dl_results_csv_path(const char *h5_path, char *buf, size_t n)
+{
+    size_t len = strlen(h5_path);
+    if (len > 3 && !strcmp(h5_path + len - 3, ".h5")) snprintf(buf, n, "%.*s.csv", (int)(len - 3), h5_path);
+    else snprintf(buf, n, "%s.csv", h5_path);
+}
+
+/* ---------------------------------------------------------------- CSV */
+
+static void csv_put(FILE *f, const char *s)
+{
+    int quote = s[0] == ' ' || (s[0] && s[strlen(s) - 1] == ' ') || strpbrk(s, ",\"\r\n") != NULL;
+    if (!quote) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int write_csv(const char *path, const dl_result_row *rows, int64_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return dl_fail("results: cannot create %s: %s", path, strerror(errno));
+    for (int i = 0; i < num_cols; i++) {
+        if (i) fputc(',', f);
+        fputs(cols[i].name, f);
+    }
+    fputc('\n', f);
+    char cell[8192 + 16];
+    for (int64_t r = 0; r < n; r++) {
+        for (int i = 0; i < num_cols; i++) {
+            if (i) fputc(',', f);
+            dl_results_format_cell(&rows[r], i, cell, sizeof cell);
+            csv_put(f, cell);
+        }
+        fputc('\n', f);
+    }
+    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int err = errno;
+    if (fclose(f) != 0) bad = 1;
+    if (bad) return dl_fail("results: writing %s failed: %s", path, strerror(err));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- HDF5 */
+
+/* Silence HDF5's error stack printing for the duration of a call. */
+typedef struct {
+    H5E_auto2_t fn;
+    void *data;
+} h5_quiet;
+static void quiet_on(h5_quiet *q)
+{
+    H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+static void quiet_off(const h5_quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
+
+static hid_t str_type(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+static int write_str_attr(hid_t loc, const char *name, const char *value)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(value) + 1);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a < 0 || H5Awrite(a, t, value) < 0) ? -1 : 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return rc;
+}
+
+static int write_i64_attr(hid_t loc, const char *name, int64_t v)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0) ? -1 : 0;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int write_h5(const char *path, const dl_result_row *rows, int64_t n)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) return dl_fail("results: cannot create HDF5 file %s", path);
+    int rc = 0;
+    void *buf = malloc((size_t)(n > 0 ? n : 1) * 8);
+    char header[64 * 200] = "";
+    if (!buf) rc = dl_fail("results: out of memory writing %s", path);
+    if (!rc && (write_str_attr(f, "format", DL_RESULTS_FORMAT) || write_i64_attr(f, "format_version", DL_RESULTS_VERSION)))
+        rc = dl_fail("results: writing root attributes of %s failed", path);
+    hid_t g = rc ? -1 : H5Gcreate2(f, "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (!rc && g < 0) rc = dl_fail("results: cannot create group /results in %s", path);
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    for (int i = 0; !rc && i < num_cols; i++) {
+        const col_def *c = &cols[i];
+        hid_t ft, mt;
+        int close_t = 0;
+        if (c->type == DL_COL_STR) {
+            ft = mt = str_type();
+            close_t = 1;
+            const char **s = buf;
+            for (int64_t r = 0; r < n; r++) s[r] = (const char *)&rows[r] + c->off;
+        } else {
+            ft = c->type == DL_COL_I64 ? H5T_STD_I64LE : c->type == DL_COL_U64 ? H5T_STD_U64LE : H5T_IEEE_F64LE;
+            mt = c->type == DL_COL_I64 ? H5T_NATIVE_INT64 : c->type == DL_COL_U64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_DOUBLE;
+            for (int64_t r = 0; r < n; r++) memcpy((char *)buf + 8 * r, (const char *)&rows[r] + c->off, 8);
+        }
+        hid_t d = H5Dcreate2(g, c->name, ft, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (d < 0 || (n > 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+            rc = dl_fail("results: writing column /results/%s of %s failed", c->name, path);
+        if (d >= 0) H5Dclose(d);
+        if (close_t) H5Tclose(ft);
+        if (strlen(header) + strlen(c->name) + 2 < sizeof header) {
+            if (i) strcat(header, ",");
+            strcat(header, c->name);
+        }
+    }
+    H5Sclose(sp);
+    if (!rc && (write_i64_attr(g, "num_rows", n) || write_str_attr(g, "columns", header)))
+        rc = dl_fail("results: writing /results attributes of %s failed", path);
+    if (g >= 0) H5Gclose(g);
+    if (H5Fclose(f) < 0 && !rc) rc = dl_fail("results: closing %s failed", path);
+    free(buf);
+    return rc;
+}
+
+static int read_str_attr(hid_t loc, const char *name, char *out, size_t n)
+{
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    hid_t t = H5Aget_type(a);
+    int rc = -1;
+    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
+        size_t sz = H5Tget_size(t);
+        char *tmp = calloc(sz + 1, 1);
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, sz);
+        if (tmp && H5Aread(a, mt, tmp) >= 0) {
+            snprintf(out, n, "%s", tmp);
+            rc = 0;
+        }
+        H5Tclose(mt);
+        free(tmp);
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+static int read_i64_attr(hid_t loc, const char *name, int64_t *v)
+{
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    int rc = H5Aread(a, H5T_NATIVE_INT64, v) < 0 ? -1 : 0;
+    H5Aclose(a);
+    return rc;
+}
+
+static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return dl_fail("results: %s exists but is not a readable HDF5 file", path);
+    char fmt[64] = "";
+    int64_t ver = -1, n = -1;
+    int rc = 0;
+    hid_t g = -1;
+    if (read_str_attr(f, "format", fmt, sizeof fmt) || strcmp(fmt, DL_RESULTS_FORMAT))
+        rc = dl_fail("results: %s: attribute format is '%s', expected '%s'", path, fmt, DL_RESULTS_FORMAT);
+    else if (read_i64_attr(f, "format_version", &ver) || ver != DL_RESULTS_VERSION)
+        rc = dl_fail("results: %s: format_version is %lld, this program reads %d", path, (long long)ver,
+                     DL_RESULTS_VERSION);
+    else if ((g = H5Gopen2(f, "results", H5P_DEFAULT)) < 0)
+        rc = dl_fail("results: %s: group /results is missing", path);
+    else if (read_i64_attr(g, "num_rows", &n) || n < 0 || n > (INT64_C(1) << 31))
+        rc = dl_fail("results: %s: /results attribute num_rows is missing or out of range (%lld)", path, (long long)n);
+    dl_result_row *rows = NULL;
+    void *buf = NULL;
+    if (!rc) {
+        rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
+        buf = calloc((size_t)(n > 0 ? n : 1), 8);
+        if (!rows || !buf) rc = dl_fail("results: out of memory reading %lld rows of %s", (long long)n, path);
+    }
+    for (int i = 0; !rc && i < num_cols; i++) {
+        const col_def *c = &cols[i];
+        hid_t d = H5Dopen2(g, c->name, H5P_DEFAULT);
+        if (d < 0) {
+            rc = dl_fail("results: %s: column /results/%s is missing", path, c->name);
+            break;
+        }
+        hid_t sp = H5Dget_space(d);
+        hsize_t dim = 0;
+        if (H5Sget_simple_extent_ndims(sp) != 1 || H5Sget_simple_extent_dims(sp, &dim, NULL) != 1 || (int64_t)dim != n)
+            rc = dl_fail("results: %s: column /results/%s has %llu rows, num_rows is %lld", path, c->name,
+                         (unsigned long long)dim, (long long)n);
+        hid_t ft = H5Dget_type(d);
+        H5T_class_t cls = H5Tget_class(ft);
+        if (!rc && (c->type == DL_COL_STR) != (cls == H5T_STRING))
+            rc = dl_fail("results: %s: column /results/%s has the wrong type class", path, c->name);
+        if (!rc && n > 0) {
+            if (c->type == DL_COL_STR) {
+                hid_t mt = str_type();
+                if (!H5Tis_variable_str(ft) || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+                    rc = dl_fail("results: %s: reading string column /results/%s failed", path, c->name);
+                } else {
+                    char **s = buf;
+                    for (int64_t r = 0; r < n; r++) {
+                        snprintf((char *)&rows[r] + c->off, c->size, "%s", s[r] ? s[r] : "");
+                    }
+#if H5_VERSION_GE(1, 12, 0)
+                    H5Treclaim(mt, sp, H5P_DEFAULT, buf);
+#else
+                    H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+#endif
+                }
+                H5Tclose(mt);
+            } else {
+                hid_t mt = c->type == DL_COL_I64   ? H5T_NATIVE_INT64
+                           : c->type == DL_COL_U64 ? H5T_NATIVE_UINT64
+                                                   : H5T_NATIVE_DOUBLE;
+                if (H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+                    rc = dl_fail("results: %s: reading column /results/%s failed", path, c->name);
+                else
+                    for (int64_t r = 0; r < n; r++) memcpy((char *)&rows[r] + c->off, (char *)buf + 8 * r, 8);
+            }
+        }
+        H5Tclose(ft);
+        H5Sclose(sp);
+        H5Dclose(d);
+    }
+    free(buf);
+    if (g >= 0) H5Gclose(g);
+    H5Fclose(f);
+    if (rc) {
+        free(rows);
+        return rc;
+    }
+    *out = rows;
+    *nout = n;
+    return 0;
+}
+
+int dl_results_read(const char *h5_path, dl_result_row **rows, int64_t *n)
+{
+    h5_quiet q;
+    quiet_on(&q);
+    int rc = read_h5(h5_path, rows, n);
+    quiet_off(&q);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- append */
+
+static int fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static void dir_of(const char *path, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash) snprintf(buf, n, ".");
+    else if (slash == buf) buf[1] = 0;
+    else *slash = 0;
+}
+
+int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n)
+{
+    if (n < 0) return dl_fail("results: negative row count %lld", (long long)n);
+    char csv[4100], tmp_h5[4200], tmp_csv[4200], dir[4100];
+    if (strlen(h5_path) > 4000) return dl_fail("results: path too long: %.80s...", h5_path);
+    dl_results_csv_path(h5_path, csv, sizeof csv);
+    snprintf(tmp_h5, sizeof tmp_h5, "%s.tmp.%ld", h5_path, (long)getpid());
+    snprintf(tmp_csv, sizeof tmp_csv, "%s.tmp.%ld", csv, (long)getpid());
+    dir_of(h5_path, dir, sizeof dir);
+
+    /* Serialise concurrent appenders on the directory. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return dl_fail("results: cannot open directory %s of %s: %s", dir, h5_path, strerror(errno));
+    if (flock(dfd, LOCK_EX) != 0) {
+        int e = errno;
+        close(dfd);
+        return dl_fail("results: cannot lock directory %s: %s", dir, strerror(e));
+    }
+
+    dl_result_row *old = NULL, *all = NULL;
+    int64_t nold = 0;
+    int rc = 0;
+    struct stat st;
+    if (stat(h5_path, &st) == 0) rc = dl_results_read(h5_path, &old, &nold);
+    else if (errno != ENOENT) rc = dl_fail("results: cannot stat %s: %s", h5_path, strerror(errno));
+    if (!rc) {
+        all = malloc((size_t)(nold + n > 0 ? nold + n : 1) * sizeof *all);
+        if (!all) rc = dl_fail("results: out of memory appending %lld rows to %s", (long long)n, h5_path);
+    }
+    if (!rc) {
+        if (nold) memcpy(all, old, (size_t)nold * sizeof *all);
+        if (n) memcpy(all + nold, rows, (size_t)n * sizeof *all);
+        h5_quiet q;
+        quiet_on(&q);
+        rc = write_h5(tmp_h5, all, nold + n);
+        quiet_off(&q);
+    }
+    if (!rc && fsync_path(tmp_h5) != 0) rc = dl_fail("results: fsync %s failed: %s", tmp_h5, strerror(errno));
+    if (!rc) rc = write_csv(tmp_csv, all, nold + n);
+    if (!rc && dl_results_fail_before_rename)
+        rc = dl_fail("results: injected failure before renaming %s (test hook)", tmp_h5);
+    if (!rc && rename(tmp_h5, h5_path) != 0)
+        rc = dl_fail("results: rename %s -> %s failed: %s", tmp_h5, h5_path, strerror(errno));
+    if (!rc && rename(tmp_csv, csv) != 0)
+        rc = dl_fail("results: rename %s -> %s failed (the .h5 is updated, the CSV twin is stale): %s", tmp_csv, csv,
+                     strerror(errno));
+    if (rc) {
+        unlink(tmp_h5);
+        unlink(tmp_csv);
+    } else {
+        fsync(dfd);
+    }
+    flock(dfd, LOCK_UN);
+    close(dfd);
+    free(old);
+    free(all);
+    return rc;
+}
