@@ -49,13 +49,50 @@ float dl_case_k_code(const dl_case *c, int64_t i);
 float dl_case_v_code(const dl_case *c, int64_t i);
 /* Decode one raw stored element of dtype t at index i of buffer p. */
 float dl_decode_elem(dl_dtype t, const void *p, int64_t i);
-/* Encode x to dtype t (satfinite for fp8, RNE) into buffer p at index i. */
+/* Encode x to dtype t (RNE, satfinite: overflow clamps to the format's max
+ * finite, for f16/bf16 too; NaN stays NaN) into buffer p at index i. */
 void dl_encode_elem(dl_dtype t, void *p, int64_t i, float x);
+/* Largest finite value of dtype t (448 for e4m3, 57344 for e5m2, 65504 for f16...). */
+double dl_dtype_max_finite(dl_dtype t);
+
+/* ---- how dl_case_build draws values (the contract GPU-side generators follow) ----
+ * Each element has a counter fixed by its LOGICAL position, never by layout,
+ * page size or permutation:
+ *   Q  (stream DL_STREAM_Q):               e = (b << 20) | (h << 10) | d
+ *   K, V (streams DL_STREAM_K / _V):       e = (b << 40) | (t << 20) | (h << 10) | d
+ * Elements 2k and 2k+1 (lane l = e & 1; d and d+1 of one row when d is even)
+ * form pair k = e >> 1, which owns the raw counters 8k..8k+7 of its stream:
+ *   normal          mean + std * dl_rng_normal2(seed, s, 4k)[l]        (uniforms 8k, 8k+1)
+ *   uniform         lo + (hi-lo) * dl_rng_uniform(seed, s, 8k+4+l)
+ *   outlier         dl_rng_normal2(4k)[l] + sqrt(outlier_var) * dl_rng_normal2(4k+1)[l]
+ *                   * [dl_rng_uniform(8k+4+l) < outlier_prob]          (uniforms 8k..8k+5)
+ *   channel-outlier dl_rng_normal2(4k)[l]; for K, times channel_scale on the channels of
+ *                   dl_outlier_channels (same for every head and token)
+ * The double result is rounded to float for q_orig / k_orig / v_orig.
+ * Sequence lengths: seq_len_min + dl_rng_below(seed, DL_STREAM_LENS, b, max-min+1).
+ * kv_indices: Fisher-Yates on 0..P-1, for i = P-1 down to 1 swap i with
+ * dl_rng_below(seed, DL_STREAM_PAGES, i, i+1).
+ * Scales (fp8 kv): absmax over the head (or tensor) / format max, 1 for an
+ * all-zero head; f16/bf16: 1; DL_SCALE_GIVEN: kv_scale_value for every head. */
+uint64_t dl_q_counter(int64_t b, int64_t h, int64_t d);
+uint64_t dl_kv_counter(int64_t b, int64_t t, int64_t h, int64_t d);
+/* The draws of distribution dp for elements 2k and 2k+1 of a stream (no channel scaling). */
+void dl_dist_draw2(const dl_dist_params *dp, uint64_t seed, uint64_t stream, uint64_t k, double out[2]);
+/* One element: dl_dist_draw2(e >> 1)[e & 1]. */
+double dl_dist_draw(const dl_dist_params *dp, uint64_t seed, uint64_t stream, uint64_t e);
+/* The cfg->dist.num_outlier_channels distinct head_dim channels of K that the
+ * channel-outlier distribution scales (partial Fisher-Yates on DL_STREAM_CHANNELS:
+ * position i takes i + dl_rng_below(seed, CHANNELS, i, D-i)). channels has room for that many. */
+int dl_outlier_channels(const dl_config *cfg, int64_t *channels);
 
 /* Check the page table and shapes of a case (for files read from disk):
  * indptr starts at 0, is non-decreasing, every request has >= 1 page, every
  * index in [0, num_pages), last_page_len in 1..page_size. Records the field. */
 int dl_case_validate(const dl_case *c, const char *source);
+/* Check the values of a (validated) case: scales finite and > 0, q finite, every
+ * used slot of k/v_cache (and k/v_orig when present) finite. Poison in the unused
+ * slots is expected and not looked at. Records the dataset and element. */
+int dl_case_check_values(const dl_case *c, const char *source);
 
 #ifdef __cplusplus
 }

@@ -53,7 +53,12 @@ DL_HD uint64_t dl_rng_below(uint64_t seed, uint64_t stream, uint64_t index, uint
 }
 #endif
 
-/* Standard normal N(0,1) for (seed, stream, index): Box-Muller, CPU only. */
+/* Standard normal N(0,1) for (seed, stream, index), CPU only: Box-Muller on the
+ * uniforms at sub-counters 2*index and 2*index+1, r*cos(2*pi*u2) with
+ * r = sqrt(-2 ln(1-u1)) (1-u1 > 0, so never log(0)). */
 double dl_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+/* Both outputs of the same Box-Muller pair: out[0] = r*cos (== dl_rng_normal, bit
+ * for bit), out[1] = r*sin, an independent N(0,1). Half the cost per normal. */
+void dl_rng_normal2(uint64_t seed, uint64_t stream, uint64_t index, double out[2]);
 
 #endif
