@@ -70,14 +70,21 @@ void dl_output_free(dl_output *o)
 /* ---------------------------------------------------------------- gathering */
 
 /* Decoded codes (no scale) of K (which = 0) or V (which = 1) for request b,
- * KV head g, tokens 0..len-1, into out [len, D]. */
-static void gather_codes(const dl_case *c, int which, int64_t b, int64_t g, int64_t len, float *out)
+ * KV head g, tokens 0..len-1, into out [len, D]. lut: the decoded value of
+ * each of the 256 codes of a 1-byte format (NULL for 16/32-bit formats). */
+static void gather_codes(const dl_case *c, const float *lut, int which, int64_t b, int64_t g, int64_t len,
+                         float *out)
 {
     const int64_t D = c->cfg.head_dim;
+    const void *cache = which == 0 ? c->k_cache : c->v_cache;
     for (int64_t t = 0; t < len; t++) {
         int64_t off = dl_case_token_offset(c, b, t, g);
-        for (int64_t d = 0; d < D; d++)
-            out[t * D + d] = which == 0 ? dl_case_k_code(c, off + d) : dl_case_v_code(c, off + d);
+        if (lut) {
+            const uint8_t *row = (const uint8_t *)cache + off;
+            for (int64_t d = 0; d < D; d++) out[t * D + d] = lut[row[d]];
+        } else {
+            for (int64_t d = 0; d < D; d++) out[t * D + d] = dl_decode_elem(c->cfg.kv_dtype, cache, off + d);
+        }
     }
 }
 
@@ -119,7 +126,7 @@ static void exact_core(int64_t G, int64_t len, int64_t D, double sm, const doubl
 }
 
 /* exact (orig = 0) or orig (orig = 1) for one (b, g); o/lse point at head g*G of request b. */
-static int task_fp64(const dl_case *c, int orig, int64_t b, int64_t g, double *o, double *lse)
+static int task_fp64(const dl_case *c, const float *lut, int orig, int64_t b, int64_t g, double *o, double *lse)
 {
     const dl_config *cfg = &c->cfg;
     const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
@@ -139,9 +146,9 @@ static int task_fp64(const dl_case *c, int orig, int64_t b, int64_t g, double *o
         for (int64_t i = 0; i < G * D; i++) Q[i] = (double)c->q_orig[q0 + i];
     } else {
         const double ks = (double)c->k_scale[g], vs = (double)c->v_scale[g];
-        gather_codes(c, 0, b, g, len, tmp);
+        gather_codes(c, lut, 0, b, g, len, tmp);
         for (int64_t i = 0; i < len * D; i++) K[i] = (double)tmp[i] * ks;
-        gather_codes(c, 1, b, g, len, tmp);
+        gather_codes(c, lut, 1, b, g, len, tmp);
         for (int64_t i = 0; i < len * D; i++) V[i] = (double)tmp[i] * vs;
         for (int64_t i = 0; i < G * D; i++) Q[i] = (double)dl_case_q(c, q0 + i);
     }
@@ -235,8 +242,8 @@ static float quantize_e4m3(const float *x, int64_t n, float *out)
 }
 
 /* fp32, bf16 or fp8 model for one (b, g). */
-static int task_emulated(const dl_case *c, dl_model model, const dl_model_params *p, int64_t b, int64_t g,
-                         double *o, double *lse)
+static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
+                         int64_t b, int64_t g, double *o, double *lse)
 {
     const dl_config *cfg = &c->cfg;
     const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
@@ -252,8 +259,8 @@ static int task_emulated(const dl_case *c, dl_model model, const dl_model_params
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
     float ks = c->k_scale[g], vs = c->v_scale[g];
-    gather_codes(c, 0, b, g, len, K);
-    gather_codes(c, 1, b, g, len, V);
+    gather_codes(c, lut, 0, b, g, len, K);
+    gather_codes(c, lut, 1, b, g, len, V);
 
     p_rounding pr_mode = P_FLOAT;
     if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16) {
@@ -353,6 +360,17 @@ int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl
         return -1;
     }
 
+    /* 1-byte KV formats decode through a table of their 256 codes */
+    float lut_buf[256];
+    const float *lut = NULL;
+    if (dl_dtype_size(cfg->kv_dtype) == 1) {
+        for (int i = 0; i < 256; i++) {
+            uint8_t code = (uint8_t)i;
+            lut_buf[i] = dl_decode_elem(cfg->kv_dtype, &code, 0);
+        }
+        lut = lut_buf;
+    }
+
     const int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
     int failed = 0;
@@ -362,8 +380,8 @@ int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl
         const int64_t b = t / Hkv, g = t % Hkv;
         double *o = out->o + (b * Hq + g * G) * D;
         double *lse = out->lse + b * Hq + g * G;
-        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG) ? task_fp64(c, m == DL_MODEL_ORIG, b, g, o, lse)
-                                                             : task_emulated(c, m, params, b, g, o, lse);
+        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG) ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
+                                                             : task_emulated(c, lut, m, params, b, g, o, lse);
         if (rc != 0) {
 #pragma omp atomic write
             failed = 1;

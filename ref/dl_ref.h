@@ -37,7 +37,7 @@ typedef enum { DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, 
 
 /* Parameters of the arithmetic models. */
 typedef struct {
-    int64_t kv_block;      /* fp32/bf16/fp8: tokens per online-softmax step (running max updated per block); default 64 */
+    int64_t kv_block;      /* fp32/bf16/fp8: tokens per online-softmax step (running max per block); default 64 */
     /* fp8: reduced-precision accumulator. acc_mantissa_bits = 23 means true FP32.
      * Otherwise (1..22) the running QK partial sum is truncated toward zero to that
      * many fraction bits (low 23-bits bits of the binary32 fraction cleared) after

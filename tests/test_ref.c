@@ -342,14 +342,84 @@ START_TEST(test_length_one)
                 o32[(b * Hq + h) * D + d] = (double)(dl_decode_elem(cfg.kv_dtype, c.v_cache, off) * c.v_scale[h / G]);
             }
         }
+    /* the documented float arithmetic of the score: dot in index order, then * sm_scale;
+     * with one token lse = m + logf(1) = s_0 exactly */
+    double lse32[3 * 6], lse16[3 * 6];
+    const float smf = (float)dl_sm_scale(&cfg);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++) {
+            float a32 = 0.0f, a16 = 0.0f, ks = c.k_scale[h / G];
+            for (int64_t d = 0; d < D; d++) {
+                float qf = (float)qval(&c, b, h, d);
+                float kf = dl_decode_elem(cfg.kv_dtype, c.k_cache, test_offset(&c, b, 0, h / G) + d) * ks;
+                a32 += qf * kf;
+                a16 += dl_round_bf16(qf) * dl_round_bf16(kf);
+            }
+            lse32[b * Hq + h] = (double)(a32 * smf);
+            lse16[b * Hq + h] = (double)(a16 * smf);
+        }
     dl_output out;
     run_model(&c, DL_MODEL_EXACT, NULL, &out);
     assert_close(&out, o, lse, 1e-12, "length 1");
     dl_output_free(&out);
     run_model(&c, DL_MODEL_FP32, NULL, &out);
     ck_assert_msg(memcmp(out.o, o32, sizeof o32) == 0, "fp32 length 1: o is not exactly v_0");
-    ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 1e-4, "fp32 length 1: lse is not s_0");
+    ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 1e-4, "fp32 length 1: lse is not near s_0");
+    ck_assert_msg(memcmp(out.lse, lse32, sizeof lse32) == 0, "fp32 length 1: lse is not the float s_0");
     dl_output_free(&out);
+    /* bf16: P = 1 is exact, so o is v_0 dequantized in float and rounded to bf16 */
+    for (int64_t i = 0; i < B * Hq * D; i++) o32[i] = (double)dl_round_bf16((float)o32[i]);
+    run_model(&c, DL_MODEL_BF16, NULL, &out);
+    ck_assert_msg(memcmp(out.o, o32, sizeof o32) == 0, "bf16 length 1: o is not bf16(v_0)");
+    ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 5e-2, "bf16 length 1: lse is not near s_0");
+    ck_assert_msg(memcmp(out.lse, lse16, sizeof lse16) == 0, "bf16 length 1: lse is not the bf16-product s_0");
+    dl_output_free(&out);
+    /* fp8: P = 1 -> e4m3(448) = 448 exactly; o = 448 code / 1 * (v_scale / 448) = v_0 within float rounding */
+    run_model(&c, DL_MODEL_FP8, NULL, &out);
+    ck_assert_msg(max_abs_diff(out.o, o, B * Hq * D) < 1e-6, "fp8 length 1: o is not v_0");
+    dl_output_free(&out);
+    dl_case_free(&c);
+}
+END_TEST
+
+/* The normalizer is the sum of the FP32 P, not of the rounded P that multiplies
+ * V (dl_ref.h). With every value row equal to v, fp32 gives o = v, while bf16
+ * and fp8 give v * sum(rounded p) / sum(p): close to v, but not equal. */
+START_TEST(test_normalizer_uses_float_p)
+{
+    const int64_t lens[] = {90, 200};
+    dl_config cfg = small_cfg(2, 4, 2, 32, 16, DL_NHD, DL_E4M3, lens, 13);
+    cfg.q_dtype = DL_F32;
+    dl_case c;
+    build(&cfg, &c);
+    size_t esz = dl_dtype_size(cfg.kv_dtype);
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t g = 0; g < 2; g++)
+            for (int64_t t = 1; t < test_len(&c, b); t++)
+                memcpy((char *)c.v_cache + (size_t)test_offset(&c, b, t, g) * esz,
+                       (char *)c.v_cache + (size_t)test_offset(&c, b, 0, g) * esz, (size_t)32 * esz);
+    double v[2 * 4 * 32];
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t h = 0; h < 4; h++)
+            for (int64_t d = 0; d < 32; d++) { /* float dequant, as the emulated models do */
+                float code = dl_decode_elem(cfg.kv_dtype, c.v_cache, test_offset(&c, b, 0, h / 2) + d);
+                v[(b * 4 + h) * 32 + d] = (double)(code * c.v_scale[h / 2]);
+            }
+    const int64_t n = 2 * 4 * 32;
+    dl_output out;
+    run_model(&c, DL_MODEL_FP32, NULL, &out);
+    ck_assert_msg(rel_l2(out.o, v, n) < 1e-6, "fp32: o != v with equal value rows");
+    dl_output_free(&out);
+    const dl_model rounded[] = {DL_MODEL_BF16, DL_MODEL_FP8};
+    for (int i = 0; i < 2; i++) {
+        double vr[2 * 4 * 32]; /* v as the model holds it: bf16 rounds V, fp8 keeps the codes */
+        for (int64_t j = 0; j < n; j++) vr[j] = rounded[i] == DL_MODEL_BF16 ? (double)dl_round_bf16((float)v[j]) : v[j];
+        run_model(&c, rounded[i], NULL, &out);
+        double e = rel_l2(out.o, vr, n);
+        ck_assert_msg(e > 1e-5 && e < 5e-2, "%s: o vs v rel L2 %.3g, expected the P-rounding bias (1e-5..5e-2)",
+                      dl_model_name(rounded[i]), e);
+        dl_output_free(&out);
+    }
     dl_case_free(&c);
 }
 END_TEST
@@ -430,7 +500,8 @@ START_TEST(test_page_size_and_order)
     }
     memcpy(perm.k_cache, k2, (size_t)P * pb);
     memcpy(perm.v_cache, v2, (size_t)P * pb);
-    for (int64_t i = 0; i < perm.kv_indptr[c0.batch_size]; i++) perm.kv_indices[i] = (int32_t)(P - 1 - perm.kv_indices[i]);
+    for (int64_t i = 0; i < perm.kv_indptr[c0.batch_size]; i++)
+        perm.kv_indices[i] = (int32_t)(P - 1 - perm.kv_indices[i]);
     free(k2);
     free(v2);
     assert_same_outputs(&base, &perm, 1e-12, "page permutation");
@@ -621,6 +692,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_all_keys_equal);
     tcase_add_test(tc, test_dominant_key);
     tcase_add_test(tc, test_length_one);
+    tcase_add_test(tc, test_normalizer_uses_float_p);
     tcase_add_test(tc, test_gqa_equals_mha);
     tcase_add_test(tc, test_nhd_equals_hnd);
     tcase_add_test(tc, test_page_size_and_order);
