@@ -582,6 +582,18 @@ static const char *enc_name(int e)
     return e == ENC_I32 ? "i32" : e == ENC_F64 ? "f64" : dl_dtype_name((dl_dtype)e);
 }
 
+static const char *storage_name(int e)
+{
+    switch (e) {
+    case DL_F32: return "float32";
+    case ENC_F64: return "float64";
+    case ENC_I32: return "int32";
+    case DL_F16:
+    case DL_BF16: return "uint16 bit patterns";
+    default: return "uint8 codes";
+    }
+}
+
 /* Open a dataset and check rank, shape, HDF5 type and the dtype attribute;
  * fills dims_out. Returns the dataset id or -1. */
 static hid_t ds_open(const rctx *r, const ds_spec *sp, hsize_t *dims_out)
@@ -627,8 +639,10 @@ static hid_t ds_open(const rctx *r, const ds_spec *sp, hsize_t *dims_out)
     default: ok = cls == H5T_INTEGER && sz == 1 && H5Tget_sign(t) == H5T_SGN_NONE; break;
     }
     if (!ok) {
-        dl_fail("%s: dataset %s has HDF5 type class %d of %zu bytes, expected the storage of %s", path, name,
-                (int)cls, sz, enc_name(sp->enc));
+        dl_fail("%s: dataset %s is stored as %s %s of %zu bytes, expected the storage of %s (%s)", path, name,
+                cls == H5T_INTEGER ? (H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned" : "signed") : "",
+                cls == H5T_FLOAT ? "float" : cls == H5T_INTEGER ? "integer" : cls == H5T_STRING ? "string" : "other type",
+                sz, enc_name(sp->enc), storage_name(sp->enc));
         goto fail;
     }
     H5Tclose(t);
