@@ -136,6 +136,11 @@ test-nv: $(BUILD)/tests/nv_format_check
 	$(BUILD)/tests/nv_format_check
 endif
 
+# The nasty-case matrix on a GPU machine (tests/gpu/nasty_matrix.sh). With DECODELAB=path
+# nothing is built: a prebuilt (e.g. `make static`) binary runs where HDF5 headers and Check are absent.
+test-gpu: $(if $(DECODELAB),,$(BIN))
+	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/nasty_matrix.sh
+
 DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5
 demo: $(BIN)
 	$(BIN) golden --preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --out $(DEMO_OUT) --force

@@ -1,0 +1,149 @@
+/* run_util.c - the pure host pieces of `decodelab run` (see dl_run.h):
+ * variant selection by glob, bytes-moved accounting, the golden inputs' hash,
+ * and the config columns of a results row. Kept apart from cmd_run.c so the
+ * tests link them without the CLI. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dl_run.h"
+
+int dl_run_select(const char *globs, const dl_variant **out, int *n)
+{
+    *n = 0;
+    if (globs && *globs) {
+        /* every pattern must match something */
+        char buf[1024];
+        if (strlen(globs) >= sizeof buf) return dl_fail("--variants: list too long (%zu chars)", strlen(globs));
+        strcpy(buf, globs);
+        char *save = NULL;
+        for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            int hit = 0;
+            for (int i = 0; i < dl_num_variants && !hit; i++) hit = fnmatch(p, dl_variants[i].name, 0) == 0;
+            if (!hit) return dl_fail("--variants: pattern '%s' matches no variant (see decodelab list)", p);
+        }
+    }
+    for (int i = 0; i < dl_num_variants; i++)
+        if (!globs || !*globs || dl_variant_matches(&dl_variants[i], globs)) out[(*n)++] = &dl_variants[i];
+    if (*n == 0) return dl_fail("--variants: '%s' selects no variant", globs ? globs : "");
+    return 0;
+}
+
+void dl_run_bytes(const dl_case *c, dl_bytes *b)
+{
+    const dl_config *g = &c->cfg;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < g->batch_size; i++) tokens += dl_case_seq_len(c, i);
+    int64_t nnz = c->kv_indptr[g->batch_size];
+    int64_t kvsz = (int64_t)dl_dtype_size(g->kv_dtype), row = g->num_kv_heads * g->head_dim * kvsz;
+    memset(b, 0, sizeof *b);
+    b->q = g->batch_size * g->num_qo_heads * g->head_dim * (int64_t)dl_dtype_size(g->q_dtype);
+    b->kv = 2 * tokens * row;
+    b->kv_pages = 2 * nnz * g->page_size * row;
+    b->scales = 2 * g->num_kv_heads * (int64_t)sizeof(float);
+    b->page_table = (int64_t)sizeof(int32_t) * ((g->batch_size + 1) + nnz + g->batch_size);
+    b->o = g->batch_size * g->num_qo_heads * g->head_dim * (int64_t)sizeof(float);
+    b->lse = g->batch_size * g->num_qo_heads * (int64_t)sizeof(float);
+    b->total = b->q + b->kv + b->scales + b->page_table + b->o + b->lse;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t fnv_block(uint64_t h, const void *p, size_t n)
+{
+    uint64_t len = n;
+    h = fnv(h, &len, sizeof len);
+    return p ? fnv(h, p, n) : h;
+}
+
+uint64_t dl_run_inputs_hash(const dl_case *c)
+{
+    const dl_config *g = &c->cfg;
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t qn = (size_t)(g->batch_size * g->num_qo_heads * g->head_dim) * dl_dtype_size(g->q_dtype);
+    size_t kvn = (size_t)dl_case_cache_elems(c) * dl_dtype_size(g->kv_dtype);
+    size_t nnz = (size_t)c->kv_indptr[g->batch_size];
+    h = fnv_block(h, c->q, qn);
+    h = fnv_block(h, c->k_cache, kvn);
+    h = fnv_block(h, c->v_cache, kvn);
+    h = fnv_block(h, c->k_scale, (size_t)g->num_kv_heads * sizeof(float));
+    h = fnv_block(h, c->v_scale, (size_t)g->num_kv_heads * sizeof(float));
+    h = fnv_block(h, c->kv_indptr, (size_t)(g->batch_size + 1) * sizeof(int32_t));
+    h = fnv_block(h, c->kv_indices, nnz * sizeof(int32_t));
+    h = fnv_block(h, c->kv_last_page_len, (size_t)g->batch_size * sizeof(int32_t));
+    return h;
+}
+
+void dl_run_hash_string(uint64_t h, char *buf, size_t n) { snprintf(buf, n, "fnv1a64:%016llx", (unsigned long long)h); }
+
+static const char *scale_mode_name(dl_scale_mode m)
+{
+    switch (m) {
+    case DL_SCALE_ABSMAX_HEAD: return "absmax-head";
+    case DL_SCALE_ABSMAX_TENSOR: return "absmax-tensor";
+    case DL_SCALE_GIVEN: return "given";
+    }
+    return "?";
+}
+
+void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c)
+{
+    const dl_config *g = &c->cfg;
+    snprintf(r->golden_path, sizeof r->golden_path, "%s", golden_path);
+    dl_run_hash_string(dl_run_inputs_hash(c), r->golden_hash, sizeof r->golden_hash);
+    dl_config_name(g, r->config_name, sizeof r->config_name);
+    r->batch_size = g->batch_size;
+    r->num_qo_heads = g->num_qo_heads;
+    r->num_kv_heads = g->num_kv_heads;
+    r->head_dim = g->head_dim;
+    r->page_size = g->page_size;
+    snprintf(r->kv_layout, sizeof r->kv_layout, "%s", dl_layout_name(g->kv_layout));
+    snprintf(r->q_dtype, sizeof r->q_dtype, "%s", dl_dtype_name(g->q_dtype));
+    snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", dl_dtype_name(g->kv_dtype));
+    r->sm_scale = dl_sm_scale(g);
+    r->seed = g->seed;
+    snprintf(r->distribution, sizeof r->distribution, "%s", dl_dist_name(g->dist.kind));
+    r->dist_mean = g->dist.mean;
+    r->dist_std = g->dist.std;
+    r->dist_lo = g->dist.lo;
+    r->dist_hi = g->dist.hi;
+    r->dist_outlier_prob = g->dist.outlier_prob;
+    r->dist_outlier_var = g->dist.outlier_var;
+    r->dist_num_outlier_channels = g->dist.num_outlier_channels;
+    r->dist_channel_scale = g->dist.channel_scale;
+    r->seq_len_min = g->seq_len_min;
+    r->seq_len_max = g->seq_len_max;
+    r->num_explicit_lens = g->num_explicit_lens;
+    /* the actual length of every request, whatever produced it */
+    size_t used = 0, cap = sizeof r->seq_lens;
+    r->seq_lens[0] = 0;
+    int64_t tokens = 0, maxlen = 0;
+    for (int64_t b = 0; b < g->batch_size; b++) {
+        int64_t len = dl_case_seq_len(c, b);
+        tokens += len;
+        if (len > maxlen) maxlen = len;
+        char item[32];
+        int k = snprintf(item, sizeof item, "%s%lld", b ? "," : "", (long long)len);
+        if (used + (size_t)k + 4 >= cap) {
+            if (used + 4 < cap) strcpy(r->seq_lens + used, "...");
+            used = cap;
+        } else if (used < cap) {
+            memcpy(r->seq_lens + used, item, (size_t)k + 1);
+            used += (size_t)k;
+        }
+    }
+    snprintf(r->kv_scale_mode, sizeof r->kv_scale_mode, "%s", scale_mode_name(g->kv_scale_mode));
+    r->kv_scale_value = g->kv_scale_value;
+    r->num_pages = c->num_pages;
+    r->total_tokens = tokens;
+    r->max_seq_len = maxlen;
+}
+

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# nasty_matrix.sh - `make test-gpu`: every GPU variant on a matrix of small,
+# nasty cases generated fresh, then compute-sanitizer memcheck on a subset.
+#
+# Cases (24 golden files; each KV dtype x head_dim x layout, with page size,
+# group size and Q dtype rotated so every pair of values meets):
+#   KV dtype f16 bf16 e4m3 e5m2 | D 64 128 256 | NHD HND | page 1 16 |
+#   group 1 4 5 8 (2 KV heads) | Q bf16 f16 | ragged lengths 1 and page
+#   boundaries +-1 (explicit --seq-len list) up to 1000 tokens.
+# Each file is run with --splits 1, --splits 4 and --splits auto.
+# Passes when no variant FAILs and memcheck reports no error.
+#
+# Environment:
+#   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
+#   DL_SEED     base seed (default: a new random one, printed)
+#   DL_SPLITS   split settings to run (default "1 4 auto")
+#   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
+#   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
+#   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
+set -u
+
+DECODELAB=${DECODELAB:-build/decodelab}
+if [ ! -x "$DECODELAB" ]; then
+    echo "test-gpu: decodelab binary '$DECODELAB' not found or not executable (set DECODELAB)" >&2
+    exit 2
+fi
+SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+SPLITS=${DL_SPLITS:-"1 4 auto"}
+LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
+WORK=${DL_WORKDIR:-$(mktemp -d /tmp/dl_test_gpu.XXXXXX)}
+mkdir -p "$WORK"
+echo "test-gpu: decodelab=$DECODELAB seed=$SEED (rerun with DL_SEED=$SEED) workdir=$WORK"
+echo "test-gpu: lengths $LENS; splits: $SPLITS"
+
+"$DECODELAB" info --peak-runs 5 | sed 's/^/  /'
+VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+if [ -z "$VARIANTS" ]; then echo "test-gpu: decodelab list printed no variants" >&2; exit 2; fi
+
+# ---- 1. generate the golden files (CPU, in parallel)
+KVS=(f16 bf16 e4m3 e5m2); DS=(64 128 256); LAYOUTS=(NHD HND); PAGES=(1 16); GROUPS=(1 4 5 8)
+CASES=()   # "file|label"
+i=0
+for ki in 0 1 2 3; do for di in 0 1 2; do for li in 0 1; do
+    kv=${KVS[$ki]}; d=${DS[$di]}; layout=${LAYOUTS[$li]}
+    page=${PAGES[$(( (ki + di + li) % 2 ))]}
+    group=${GROUPS[$(( i % 4 ))]}
+    qd=bf16; [ $(( i % 3 )) -eq 0 ] && qd=f16
+    seed=$(( SEED + i ))
+    label="kv=$kv D=$d $layout page=$page group=$group q=$qd"
+    file="$WORK/case$(printf %02d $i).h5"
+    CASES+=("$file|$label")
+    echo "$DECODELAB golden --seq-len $LENS --num-kv-heads 2 --num-qo-heads $(( 2 * group )) --head-dim $d" \
+         "--page-size $page --kv-layout $layout --q-dtype $qd --kv-dtype $kv --seed $seed --out $file --force"
+    i=$(( i + 1 ))
+done; done; done > "$WORK/generate.txt"
+NPROC=$(nproc 2>/dev/null || echo 4)
+t0=$(date +%s)
+if ! OMP_NUM_THREADS=1 xargs -P "$NPROC" -I{} sh -c '{} > /dev/null 2>> "$0/generate.err" || { echo "FAILED: {}" >> "$0/generate.err"; exit 255; }' "$WORK" < "$WORK/generate.txt"; then
+    echo "test-gpu: generating golden files failed:" >&2
+    cat "$WORK/generate.err" >&2
+    exit 2
+fi
+echo "test-gpu: ${#CASES[@]} golden files generated in $(( $(date +%s) - t0 )) s"
+
+# ---- 2. run every variant on every case and split setting
+status=0
+nrun=0
+SUMMARY="$WORK/summary.txt"
+: > "$SUMMARY"
+for c in "${CASES[@]}"; do
+    file=${c%%|*}; label=${c#*|}
+    for sp in $SPLITS; do
+        log="$WORK/$(basename "$file" .h5)_splits$sp.log"
+        "$DECODELAB" run "$file" --splits "$sp" --out "$WORK/results.h5" > "$log" 2>&1
+        rc=$?
+        nrun=$(( nrun + 1 ))
+        line=$(printf '%-46s %-5s' "$label" "$sp")
+        for v in $VARIANTS; do
+            cell=$(awk -v v="$v" '$1 == v && ($2 == "PASS" || $2 == "MARGINAL" || $2 == "FAIL") { printf "%s %s", $2, $4; found = 1; exit }
+                                  $1 == v && $2 == "SKIP" { printf "SKIP"; found = 1; exit }
+                                  END { if (!found) printf "MISSING" }' "$log")
+            line="$line $(printf '%-22s' "$cell")"
+            case "$cell" in FAIL*|MISSING) status=1 ;; esac
+        done
+        [ $rc -ne 0 ] && { line="$line  exit=$rc (see $log)"; status=1; }
+        echo "$line" >> "$SUMMARY"
+    done
+done
+
+# ---- 3. compute-sanitizer memcheck on a representative subset
+SAN_STATUS="not run"
+if [ "${DL_SKIP_SANITIZER:-0}" = 1 ]; then
+    SAN_STATUS="skipped (DL_SKIP_SANITIZER=1)"
+else
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    if [ ! -x "$CS" ]; then
+        SAN_STATUS="FAILED: compute-sanitizer not found"
+        status=1
+    else
+        SAN_STATUS="ok"
+        # one case per KV dtype, covering both layouts, both page sizes, groups 1/4/5/8 and D 64/128/256
+        for idx in 0 9 14 23; do
+            c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
+            for sp in 1 4; do
+                log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
+                "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" --splits "$sp" > "$log" 2>&1
+                rc=$?
+                summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
+                echo "memcheck  $label splits=$sp: exit $rc; ${summary:-no ERROR SUMMARY line}"
+                if [ $rc -ne 0 ]; then SAN_STATUS="FAILED (see $WORK/memcheck_*.log)"; status=1; fi
+            done
+        done
+    fi
+fi
+
+# ---- 4. the summary table
+echo
+echo "== test-gpu summary: seed $SEED, $nrun runs; cells: verdict and rel L2 of o vs the variant's golden model"
+printf '%-46s %-5s' "case" "split"
+for v in $VARIANTS; do printf ' %-22s' "$v"; done
+echo
+cat "$SUMMARY"
+npass=$(grep -o 'PASS' "$SUMMARY" | wc -l); nmarg=$(grep -o 'MARGINAL' "$SUMMARY" | wc -l)
+nfail=$(grep -o 'FAIL' "$SUMMARY" | wc -l); nskip=$(grep -o 'SKIP' "$SUMMARY" | wc -l)
+nmiss=$(grep -o 'MISSING' "$SUMMARY" | wc -l)
+echo "verdicts: $npass PASS, $nmarg MARGINAL, $nfail FAIL, $nskip SKIP, $nmiss MISSING; memcheck: $SAN_STATUS"
+echo "results table: $WORK/results.h5 (+ results.csv); logs in $WORK"
+if [ $status -ne 0 ]; then
+    echo "test-gpu: FAILED (seed $SEED)"
+    exit 1
+fi
+echo "test-gpu: passed"
+exit 0

@@ -1,0 +1,582 @@
+/* test_harness.c - Check suite for the CPU side of `decodelab run`: the
+ * results writer (HDF5 + CSV twin, atomic append), timing statistics and the
+ * stop rule, variant selection by glob, bytes-moved accounting, the inputs
+ * hash, and `run` on a machine without a GPU. No GPU is needed. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../gpu/dl_registry.h"
+#include "../harness/dl_results.h"
+#include "../harness/dl_run.h"
+#include "../harness/dl_timing.h"
+#include "dl_test.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/dl_test_harness.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    DIR *d = opendir(tmpdir);
+    if (!d) return;
+    struct dirent *e;
+    char p[512];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(tmpdir);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return b;
+}
+
+static int count_tmp_files(void)
+{
+    DIR *d = opendir(tmpdir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
+
+/* A row with a distinct value in every column, derived from k. */
+static void sample_row(dl_result_row *r, int k)
+{
+    dl_result_row_init(r);
+    snprintf(r->golden_path, sizeof r->golden_path, "/tmp/g%d.h5", k);
+    snprintf(r->golden_hash, sizeof r->golden_hash, "fnv1a64:%016x", 0xabc00 + k);
+    snprintf(r->variant, sizeof r->variant, "fp32-cast-simt");
+    snprintf(r->compute, sizeof r->compute, "fp32");
+    snprintf(r->config_name, sizeof r->config_name, "B=%d Hq=32, \"quoted\" name", k);
+    snprintf(r->seq_lens, sizeof r->seq_lens, "1,16,17,%d", 30 + k);
+    snprintf(r->reason, sizeof r->reason, "line one\nline two, with comma");
+    snprintf(r->verdict, sizeof r->verdict, k ? "PASS" : "SKIP");
+    r->batch_size = 64 + k;
+    r->head_dim = 128;
+    r->seed = UINT64_C(0xFFFFFFFFFFFFFFF0) + (uint64_t)k; /* above INT64_MAX: must survive as unsigned */
+    r->sm_scale = 1.0 / sqrt(128.0);
+    r->model_o.rel_l2 = 1.25e-7 * (k + 1);
+    r->exact_lse.max_rel = k ? INFINITY : NAN;
+    r->time_median_s = 0.000127 + k * 1e-9;
+    r->bytes_total = INT64_C(134217728) + k;
+    r->sm_clock_mhz_before = -1;
+}
+
+/* Parse one CSV record starting at *p (RFC 4180 quoting) into fields. */
+static int csv_record(const char **p, char fields[][9000], int max)
+{
+    int n = 0;
+    const char *s = *p;
+    if (!*s) return 0;
+    for (;;) {
+        ck_assert_int_lt(n, max);
+        char *out = fields[n];
+        size_t k = 0;
+        if (*s == '"') {
+            s++;
+            for (;;) {
+                ck_assert(*s != 0);
+                if (*s == '"' && s[1] == '"') {
+                    out[k++] = '"';
+                    s += 2;
+                } else if (*s == '"') {
+                    s++;
+                    break;
+                } else {
+                    out[k++] = *s++;
+                }
+            }
+        } else {
+            while (*s && *s != ',' && *s != '\n') out[k++] = *s++;
+        }
+        out[k] = 0;
+        n++;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s == '\n') s++;
+        break;
+    }
+    *p = s;
+    return n;
+}
+
+/* ---------------------------------------------------------------- results */
+
+START_TEST(test_results_append_roundtrip)
+{
+    make_tmpdir();
+    char h5[512], csv[600];
+    snprintf(h5, sizeof h5, "%s/res.h5", tmpdir);
+    dl_results_csv_path(h5, csv, sizeof csv);
+    ck_assert_str_eq(csv + strlen(csv) - 8, "/res.csv");
+
+    dl_result_row in[2];
+    sample_row(&in[0], 0);
+    sample_row(&in[1], 1);
+    ck_assert_int_eq(dl_results_append(h5, &in[0], 1), 0);
+    ck_assert_int_eq(dl_results_append(h5, &in[1], 1), 0);
+
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 2);
+    /* every column reads back as written */
+    int nc = dl_results_num_columns();
+    char a[9000], b[9000];
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < nc; i++) {
+            dl_results_format_cell(&in[r], i, a, sizeof a);
+            dl_results_format_cell(&out[r], i, b, sizeof b);
+            ck_assert_msg(!strcmp(a, b), "row %d column %s: wrote '%s', read '%s'", r, dl_results_column_name(i), a, b);
+        }
+    ck_assert_uint_eq(out[1].seed, UINT64_C(0xFFFFFFFFFFFFFFF1));
+    ck_assert(out[1].model_o.rel_l2 == 2.5e-7);
+    ck_assert(isnan(out[0].exact_lse.max_rel) && isinf(out[1].exact_lse.max_rel));
+    ck_assert(isnan(out[0].gbps)); /* never set: unknown */
+    ck_assert_int_eq(out[0].time_samples, -1);
+    ck_assert_str_eq(out[1].reason, "line one\nline two, with comma");
+
+    /* the CSV twin: header = column names, then the same two rows */
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    const char *p = text;
+    static char fields[200][9000];
+    ck_assert_int_le(nc, 200);
+    ck_assert_int_eq(csv_record(&p, fields, 200), nc);
+    for (int i = 0; i < nc; i++) ck_assert_str_eq(fields[i], dl_results_column_name(i));
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(csv_record(&p, fields, 200), nc);
+        for (int i = 0; i < nc; i++) {
+            dl_results_format_cell(&in[r], i, a, sizeof a);
+            ck_assert_msg(!strcmp(a, fields[i]), "csv row %d column %s: '%s' vs '%s'", r, dl_results_column_name(i),
+                          fields[i], a);
+        }
+    }
+    ck_assert_int_eq(csv_record(&p, fields, 200), 0);
+    free(text);
+    free(out);
+    ck_assert_int_eq(count_tmp_files(), 0);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(test_results_atomic)
+{
+    make_tmpdir();
+    char h5[512], csv[600];
+    snprintf(h5, sizeof h5, "%s/res.h5", tmpdir);
+    dl_results_csv_path(h5, csv, sizeof csv);
+    dl_result_row r0, r1;
+    sample_row(&r0, 0);
+    sample_row(&r1, 1);
+    ck_assert_int_eq(dl_results_append(h5, &r0, 1), 0);
+    size_t n_h5, n_csv, n_h5b, n_csvb;
+    char *h5_before = slurp(h5, &n_h5), *csv_before = slurp(csv, &n_csv);
+
+    /* a write that fails after the temporaries are written leaves both files as they were */
+    dl_results_fail_before_rename = 1;
+    ck_assert_int_ne(dl_results_append(h5, &r1, 1), 0);
+    dl_results_fail_before_rename = 0;
+    char *h5_after = slurp(h5, &n_h5b), *csv_after = slurp(csv, &n_csvb);
+    ck_assert_uint_eq(n_h5, n_h5b);
+    ck_assert(!memcmp(h5_before, h5_after, n_h5));
+    ck_assert_uint_eq(n_csv, n_csvb);
+    ck_assert(!memcmp(csv_before, csv_after, n_csv));
+    ck_assert_int_eq(count_tmp_files(), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 1);
+    free(out);
+    free(h5_after);
+    free(csv_after);
+
+    /* a file that is not a results table is refused and left alone */
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/bad.h5", tmpdir);
+    FILE *f = fopen(bad, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("not an HDF5 file\n", f);
+    fclose(f);
+    ck_assert_int_ne(dl_results_append(bad, &r1, 1), 0);
+    char *bad_after = slurp(bad, NULL);
+    ck_assert_str_eq(bad_after, "not an HDF5 file\n");
+    free(bad_after);
+    ck_assert_int_eq(count_tmp_files(), 0);
+    free(h5_before);
+    free(csv_before);
+    remove_tmpdir();
+}
+END_TEST
+
+/* ---------------------------------------------------------------- timing */
+
+START_TEST(test_timing_stats_known)
+{
+    double odd[] = {3, 1, 2};
+    double even[] = {4, 1, 3, 2};
+    ck_assert(dl_median(odd, 3) == 2.0);
+    ck_assert(dl_median(even, 4) == 2.5);
+    ck_assert(odd[0] == 3 && even[0] == 4); /* inputs not reordered */
+    double x[] = {1, 2, 3, 4, 5};
+    dl_timing_stats s;
+    ck_assert_int_eq(dl_timing_stats_of(x, 5, &s), 0);
+    /* mean 3, sample variance (4+1+0+1+4)/4 = 2.5 */
+    ck_assert(s.median == 3 && s.min == 1 && s.max == 5 && s.mean == 3 && s.n == 5);
+    ck_assert_double_eq_tol(s.stdrel, sqrt(2.5) / 3.0, 1e-15);
+    double one[] = {7};
+    ck_assert_int_eq(dl_timing_stats_of(one, 1, &s), 0);
+    ck_assert(isnan(s.stdrel) && s.median == 7);
+    ck_assert_int_ne(dl_timing_stats_of(one, 0, &s), 0);
+}
+END_TEST
+
+typedef struct {
+    const double *x;
+    int64_t n, i;
+} seq;
+
+static int seq_sample(void *ctx, double *sec)
+{
+    seq *s = ctx;
+    ck_assert_int_lt(s->i, s->n);
+    *sec = s->x[s->i++];
+    return 0;
+}
+
+static double fake_clock(void *ctx)
+{
+    double *t = ctx;
+    double now = *t;
+    *t += 0.5;
+    return now;
+}
+
+/* two-pass sample stdrel, written independently of timing.c */
+static double ref_stdrel(const double *x, int64_t n)
+{
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < n; i++) m += x[i];
+    m /= (double)n;
+    for (int64_t i = 0; i < n; i++) v += (x[i] - m) * (x[i] - m);
+    return sqrt(v / (double)(n - 1)) / m;
+}
+
+START_TEST(test_timing_stop_rule)
+{
+    dl_timing_opts o;
+    dl_timing_opts_default(&o);
+    ck_assert(o.min_samples == 10 && o.max_stdrel == 0.005 && o.max_time_s == 5.0);
+    double clk = 0;
+    o.clock = fake_clock;
+    o.clock_ctx = &clk;
+
+    /* constant samples: stdrel 0, so the rule stops at exactly min_samples */
+    double flat[100];
+    for (int i = 0; i < 100; i++) flat[i] = 1e-4;
+    seq s = {flat, 100, 0};
+    dl_timing_stats st;
+    ck_assert_int_eq(dl_timing_collect(seq_sample, &s, &o, &st), 0);
+    ck_assert_int_eq(st.n, 10);
+    ck_assert_int_eq(st.converged, 1);
+    ck_assert(st.median == 1e-4 && st.stdrel < 1e-12); /* rounding of the mean only */
+
+    /* noisy start, then flat: stops at the first n >= 10 whose stdrel < 0.5 % */
+    double x[200];
+    for (int i = 0; i < 200; i++) x[i] = i < 4 ? 1.0 + ((i % 2) ? 0.01 : -0.01) : 1.0;
+    int64_t expect = -1;
+    for (int64_t n = 10; n <= 200 && expect < 0; n++)
+        if (ref_stdrel(x, n) < 0.005) expect = n;
+    ck_assert_int_gt(expect, 10);
+    o.max_time_s = 1e9;
+    clk = 0;
+    seq s2 = {x, 200, 0};
+    ck_assert_int_eq(dl_timing_collect(seq_sample, &s2, &o, &st), 0);
+    ck_assert_int_eq(st.n, expect);
+    ck_assert_int_eq(st.converged, 1);
+    ck_assert(st.median == 1.0 && st.min == 1.0 - 0.01 && st.max == 1.0 + 0.01);
+
+    /* alternating +-10 %: never converges; the fake clock advances 0.5 s per
+     * reading (one before the first sample, one after each), so a 7 s cap
+     * stops after 14 samples */
+    double alt[100];
+    for (int i = 0; i < 100; i++) alt[i] = (i % 2) ? 1.1 : 0.9;
+    o.max_time_s = 7.0;
+    clk = 0;
+    seq s3 = {alt, 100, 0};
+    ck_assert_int_eq(dl_timing_collect(seq_sample, &s3, &o, &st), 0);
+    ck_assert_int_eq(st.n, 14);
+    ck_assert_int_eq(st.converged, 0);
+    ck_assert_double_eq_tol(st.stdrel, ref_stdrel(alt, 14), 1e-12);
+    ck_assert(st.median == 1.0);
+
+    /* the pure rule */
+    int conv;
+    ck_assert_int_eq(dl_timing_should_stop(&o, 9, 0.0, 0.0, &conv), 0);
+    ck_assert_int_eq(dl_timing_should_stop(&o, 10, 0.0049, 0.0, &conv), 1);
+    ck_assert_int_eq(conv, 1);
+    ck_assert_int_eq(dl_timing_should_stop(&o, 10, 0.0051, 0.0, &conv), 0);
+    ck_assert_int_eq(dl_timing_should_stop(&o, 3, 0.2, 7.0, &conv), 1);
+    ck_assert_int_eq(conv, 0);
+    ck_assert_int_eq(dl_timing_should_stop(&o, 10, NAN, 0.0, &conv), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- selection */
+
+static int count_prefix(const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; i < dl_num_variants; i++) n += !strncmp(dl_variants[i].name, prefix, strlen(prefix));
+    return n;
+}
+
+static int count_suffix(const char *suffix)
+{
+    int n = 0;
+    for (int i = 0; i < dl_num_variants; i++) {
+        size_t a = strlen(dl_variants[i].name), b = strlen(suffix);
+        n += a >= b && !strcmp(dl_variants[i].name + a - b, suffix);
+    }
+    return n;
+}
+
+START_TEST(test_variant_selection)
+{
+    ck_assert_int_gt(dl_num_variants, 0);
+    const dl_variant **sel = calloc((size_t)dl_num_variants, sizeof *sel);
+    int n = -1;
+    ck_assert_int_eq(dl_run_select(NULL, sel, &n), 0);
+    ck_assert_int_eq(n, dl_num_variants);
+    for (int i = 0; i < n; i++) ck_assert_ptr_eq(sel[i], &dl_variants[i]); /* registry order */
+    ck_assert_int_eq(dl_run_select("*", sel, &n), 0);
+    ck_assert_int_eq(n, dl_num_variants);
+
+    int nfp32 = count_prefix("fp32-");
+    if (nfp32 > 0) {
+        ck_assert_int_eq(dl_run_select("fp32-*", sel, &n), 0);
+        ck_assert_int_eq(n, nfp32);
+        for (int i = 0; i < n; i++) ck_assert(!strncmp(sel[i]->name, "fp32-", 5));
+    }
+    /* one exact name plus a suffix glob: the union, no duplicates */
+    const char *first = dl_variants[0].name;
+    int nmma = count_suffix("-mma");
+    int first_is_mma = strlen(first) > 4 && !strcmp(first + strlen(first) - 4, "-mma");
+    char globs[128];
+    snprintf(globs, sizeof globs, "*-mma,%s", first);
+    if (nmma > 0) {
+        ck_assert_int_eq(dl_run_select(globs, sel, &n), 0);
+        ck_assert_int_eq(n, nmma + !first_is_mma);
+        ck_assert_ptr_eq(sel[0], &dl_variants[0]);
+    }
+    ck_assert_int_eq(dl_run_select(first, sel, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(sel[0]->name, first);
+    /* a pattern that matches nothing is an error, also inside a list */
+    ck_assert_int_ne(dl_run_select("no-such-variant*", sel, &n), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "no-such-variant*"));
+    snprintf(globs, sizeof globs, "%s,nope", first);
+    ck_assert_int_ne(dl_run_select(globs, sel, &n), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "nope"));
+    free(sel);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- bytes, hash */
+
+/* B=2, Hq=4, Hkv=2, D=8, page 4, q bf16, kv e4m3; lengths 5 (pages 2,0, last 1) and 4 (page 1, last 4). */
+typedef struct {
+    dl_case c;
+    uint16_t q[2 * 4 * 8];
+    uint8_t k[3 * 4 * 2 * 8], v[3 * 4 * 2 * 8];
+    float ks[2], vs[2];
+    int32_t indptr[3], indices[3], last[2];
+} small_case;
+
+static void build_small(small_case *s)
+{
+    memset(s, 0, sizeof *s);
+    dl_config_default(&s->c.cfg);
+    dl_config *g = &s->c.cfg;
+    g->batch_size = 2;
+    g->num_qo_heads = 4;
+    g->num_kv_heads = 2;
+    g->head_dim = 8;
+    g->page_size = 4;
+    g->q_dtype = DL_BF16;
+    g->kv_dtype = DL_E4M3;
+    g->num_explicit_lens = 2;
+    g->explicit_lens[0] = 5;
+    g->explicit_lens[1] = 4;
+    g->seq_len_min = 4;
+    g->seq_len_max = 5;
+    s->c.num_pages = 3;
+    for (size_t i = 0; i < sizeof s->q / 2; i++) s->q[i] = (uint16_t)(0x3f80 + i);
+    for (size_t i = 0; i < sizeof s->k; i++) {
+        s->k[i] = (uint8_t)(i * 7);
+        s->v[i] = (uint8_t)(i * 13);
+    }
+    s->ks[0] = s->ks[1] = s->vs[0] = s->vs[1] = 0.5f;
+    int32_t indptr[] = {0, 2, 3}, indices[] = {2, 0, 1}, last[] = {1, 4};
+    memcpy(s->indptr, indptr, sizeof indptr);
+    memcpy(s->indices, indices, sizeof indices);
+    memcpy(s->last, last, sizeof last);
+    s->c.q = s->q;
+    s->c.k_cache = s->k;
+    s->c.v_cache = s->v;
+    s->c.k_scale = s->ks;
+    s->c.v_scale = s->vs;
+    s->c.kv_indptr = s->indptr;
+    s->c.kv_indices = s->indices;
+    s->c.kv_last_page_len = s->last;
+}
+
+START_TEST(test_bytes_moved)
+{
+    static small_case s;
+    build_small(&s);
+    ck_assert_int_eq(dl_case_seq_len(&s.c, 0), 5);
+    ck_assert_int_eq(dl_case_seq_len(&s.c, 1), 4);
+    dl_bytes b;
+    dl_run_bytes(&s.c, &b);
+    /* by hand: q 2*4*8*2 B; K+V over 9 tokens 2*9*2*8*1; whole pages 2*3*4*2*8;
+     * scales 2*2*4; page table (3+3+2)*4; o 2*4*8*4; lse 2*4*4 */
+    ck_assert_int_eq(b.q, 128);
+    ck_assert_int_eq(b.kv, 288);
+    ck_assert_int_eq(b.kv_pages, 384);
+    ck_assert_int_eq(b.scales, 16);
+    ck_assert_int_eq(b.page_table, 32);
+    ck_assert_int_eq(b.o, 256);
+    ck_assert_int_eq(b.lse, 32);
+    ck_assert_int_eq(b.total, 128 + 288 + 16 + 32 + 256 + 32);
+
+    dl_result_row r;
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, "x.h5", &s.c);
+    ck_assert_str_eq(r.seq_lens, "5,4");
+    ck_assert_int_eq(r.total_tokens, 9);
+    ck_assert_int_eq(r.max_seq_len, 5);
+    ck_assert_int_eq(r.num_pages, 3);
+    ck_assert_str_eq(r.kv_dtype, "e4m3");
+    ck_assert_str_eq(r.q_dtype, "bf16");
+    ck_assert_double_eq_tol(r.sm_scale, 1.0 / sqrt(8.0), 1e-15);
+}
+END_TEST
+
+START_TEST(test_inputs_hash)
+{
+    static small_case a, b;
+    build_small(&a);
+    build_small(&b);
+    uint64_t ha = dl_run_inputs_hash(&a.c);
+    ck_assert(ha == dl_run_inputs_hash(&b.c));
+    /* FNV-1a 64 of the empty input is its offset basis; ours covers the data, so differs */
+    ck_assert(ha != UINT64_C(0xcbf29ce484222325));
+    b.v[191] ^= 1; /* last byte of the V cache */
+    ck_assert(ha != dl_run_inputs_hash(&b.c));
+    b.v[191] ^= 1;
+    b.indices[0] = 1; /* page table */
+    b.indices[2] = 2;
+    ck_assert(ha != dl_run_inputs_hash(&b.c));
+    char str[32];
+    dl_run_hash_string(UINT64_C(0x0123456789abcdef), str, sizeof str);
+    ck_assert_str_eq(str, "fnv1a64:0123456789abcdef");
+}
+END_TEST
+
+/* ---------------------------------------------------------------- run, no GPU */
+
+static const char *bin_path(void)
+{
+    const char *b = getenv("DL_BIN");
+    return b && *b ? b : "build/decodelab";
+}
+
+START_TEST(test_run_without_gpu)
+{
+    if (dl_gpu_device_count() > 0) {
+        printf("test_run_without_gpu: this machine has a CUDA device; not applicable\n");
+        return;
+    }
+    if (access(bin_path(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", bin_path());
+    make_tmpdir();
+    char cmd[2048], out[512];
+    snprintf(out, sizeof out, "%s/run.txt", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "%s golden --seq-len 1,16,17 --page-size 16 --num-qo-heads 4 --num-kv-heads 1 --head-dim 64 "
+             "--kv-dtype e4m3 --out %s/g.h5 > /dev/null 2>&1",
+             bin_path(), tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s run %s/g.h5 --time --out %s/res.h5 > %s 2>&1", bin_path(), tmpdir, tmpdir, out);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    char *text = slurp(out, NULL);
+    ck_assert_msg(WEXITSTATUS(st) == 0, "run exited %d: %s", WEXITSTATUS(st), text);
+    ck_assert_msg(strstr(text, "no CUDA device (") != NULL, "output: %s", text);
+    ck_assert_msg(strstr(text, "GPU variants skipped") != NULL, "output: %s", text);
+    /* every registry variant is listed */
+    for (int i = 0; i < dl_num_variants; i++) ck_assert_msg(strstr(text, dl_variants[i].name), "%s missing", dl_variants[i].name);
+    /* nothing is written without a device */
+    char res[512];
+    snprintf(res, sizeof res, "%s/res.h5", tmpdir);
+    ck_assert_int_ne(access(res, F_OK), 0);
+    free(text);
+    /* a missing golden file is bad input: exit 2 */
+    snprintf(cmd, sizeof cmd, "%s run %s/missing.h5 > /dev/null 2>&1", bin_path(), tmpdir);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    remove_tmpdir();
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("harness");
+    TCase *t = tcase_create("harness");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_results_append_roundtrip);
+    tcase_add_test(t, test_results_atomic);
+    tcase_add_test(t, test_timing_stats_known);
+    tcase_add_test(t, test_timing_stop_rule);
+    tcase_add_test(t, test_variant_selection);
+    tcase_add_test(t, test_bytes_moved);
+    tcase_add_test(t, test_inputs_hash);
+    tcase_add_test(t, test_run_without_gpu);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+DL_TEST_MAIN
