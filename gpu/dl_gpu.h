@@ -42,6 +42,19 @@ typedef int (*dl_launch_fn)(const dl_gpu_args *a);
  * reason when 0 goes to dl_last_error(). */
 int dl_gpu_device_count(void);
 
+/* Split-KV heuristic: how many chunks per sequence so that the
+ * batch * num_kv_heads * splits CTAs fill the GPU (132 SMs on an H200), while
+ * each chunk keeps >= 256 tokens of a->max_seq_len. 1 = no split. Reads only
+ * the shape fields of a (no device access). */
+int dl_gpu_choose_splits(const dl_gpu_args *a);
+
+/* The launchers of gpu/decode_simt.cu and gpu/decode_mma.cu (registry rows).
+ * Each runs the kernel and, when a->num_splits > 1, the LSE merge. */
+int dl_launch_fp32_cast_simt(const dl_gpu_args *a);
+int dl_launch_fp32_fast_simt(const dl_gpu_args *a);
+int dl_launch_bf16_cast_mma(const dl_gpu_args *a);
+int dl_launch_bf16_fast_mma(const dl_gpu_args *a);
+
 #ifdef __cplusplus
 }
 #endif

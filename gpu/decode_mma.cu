@@ -1,0 +1,333 @@
+/* decode_mma.cu - tensor-core paged decode attention in BF16: the variants
+ * bf16-cast-mma and bf16-fast-mma. Golden model: bf16.
+ *
+ * What it is: the shape of the reference system's tensor-core decode. One CTA
+ * (4 warps) per (request, KV head, split chunk); the query heads of the GQA
+ * group are the M rows of one 16-row mma.sync.m16n8k16 tile (rows >= group are
+ * zero padding); raw K/V tiles of 64 tokens stream into shared memory through a
+ * multi-stage cp.async pipeline (read from DRAM once per group); each warp takes
+ * 16 tokens of a tile. K and V are dequantized in registers to BF16 exactly as
+ * the bf16 model does: round_bf16(decode(code) * scale) (an f16 cache is thus
+ * rounded to bf16 too; a bf16 cache with scale 1 passes through); Q is rounded
+ * to bf16; S = Q K^T and O += P V accumulate in FP32; the running max is the
+ * max over whole 64-token tiles shared by the 4 warps (the model's kv_block);
+ * P = exp(s - m) is summed in FP32 and rounded to BF16 before P*V.
+ * Fragment trick: the head_dim order inside each 16-wide k-step is permuted
+ * (Q's A fragments are stored permuted in shared memory) so that a thread's
+ * B fragment of K is 4 consecutive elements of a row: one 16-byte shared load
+ * feeds 2 (16-bit) or 4 (fp8) k-steps, and the four-at-a-time dequant applies
+ * directly. For P*V the thread loads consecutive head_dim elements of the token
+ * rows it needs and pairs the tokens with byte permutes; the output columns
+ * come out permuted and are put back in place when written.
+ *
+ * Sibling difference: bf16-cast-mma converts each FP8 code on its own
+ * (fp8 -> half -> float); bf16-fast-mma uses the four-at-a-time bit trick
+ * (template parameter FAST). Everything else is identical.
+ * Hypothesis (mission E1/E3): tensor cores amortize the dequant over the GQA
+ * group; MHA stays memory-bound whatever the unit.
+ * Run: decodelab run FILE.h5 --variants 'bf16-*-mma' --time */
+#include "dl_cuda.cuh"
+#include "dl_dequant.cuh"
+#include "dl_paged.cuh"
+
+namespace {
+
+constexpr int kWarps = 4, kThreads = 32 * kWarps;
+constexpr int kTile = 64; /* tokens per tile = the bf16 model's kv_block */
+
+template <int D, dl_dtype KV> struct mma_shape {
+    static constexpr int ES = dl_kv_size<KV>::value;
+    static constexpr int ROWB = D * ES;
+    /* K rows are read 2 rows x 64 bytes per quarter warp: stride = 64 mod 128;
+     * V rows 4 rows x R bytes: stride = an odd multiple of 16. */
+    static constexpr int KSTRIDE = (ROWB % 128 == 0) ? ROWB + 64 : ROWB;
+    static constexpr int VSTRIDE = ROWB + 16;
+    static constexpr int STAGE = kTile * (KSTRIDE + VSTRIDE);
+    static constexpr int STAGES = (98304 / STAGE) > 4 ? 4 : ((98304 / STAGE) < 2 ? 2 : (98304 / STAGE));
+    static constexpr int E = 16 / ES;            /* K elements per 16-byte load */
+    static constexpr int KSPB = E / 4;           /* k-steps fed by one K load */
+    static constexpr int EV = (16 / ES) < (D / 8) ? (16 / ES) : (D / 8); /* V elements per load */
+    static constexpr int R = EV * ES;            /* V bytes per load (8 or 16) */
+    static constexpr int QFRAG = (D / 16) * 32 * 16; /* bytes of permuted Q fragments */
+    static constexpr int PIPE = STAGES * STAGE;
+    static constexpr int MERGE = kWarps * 16 * (D + 1) * 4;
+    static constexpr int SMEM = (PIPE > MERGE ? PIPE : MERGE) + QFRAG + kWarps * 16 * 4;
+};
+
+__device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* q as bf16 bits, as the model rounds it: bf16 Q as is, f16 Q rounded (RNE). */
+__device__ __forceinline__ float dl_q_bf16(const dl_gpu_args &a, size_t i)
+{
+    return __bfloat162float(__float2bfloat16_rn(dl_load_q(a.q, i, a.q_dtype)));
+}
+
+template <int NB> struct raw_t;
+template <> struct raw_t<8> { uint32_t w[2]; };
+template <> struct raw_t<16> { uint32_t w[4]; };
+template <int NB> __device__ __forceinline__ raw_t<NB> lds_raw(const uint8_t *p)
+{
+    raw_t<NB> r;
+    if constexpr (NB == 16) {
+        uint4 v = *(const uint4 *)p;
+        r.w[0] = v.x; r.w[1] = v.y; r.w[2] = v.z; r.w[3] = v.w;
+    } else {
+        uint2 v = *(const uint2 *)p;
+        r.w[0] = v.x; r.w[1] = v.y;
+    }
+    return r;
+}
+
+template <int D, dl_dtype KV, bool FAST>
+__global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args a, int chunk)
+{
+    using S = mma_shape<D, KV>;
+    constexpr int ROWB = S::ROWB, KS = S::KSTRIDE, VS = S::VSTRIDE, STAGES = S::STAGES;
+    constexpr int E = S::E, KSPB = S::KSPB, EV = S::EV, R = S::R;
+    constexpr int NT = D / 8; /* n8 tiles of the output */
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t *sK = smem, *sV = smem + STAGES * kTile * KS;
+    constexpr int BIG = S::PIPE > S::MERGE ? S::PIPE : S::MERGE;
+    uint4 *sQ = (uint4 *)(smem + BIG);              /* [D/16 k-steps][32 lanes] A fragments */
+    float *sMax = (float *)(smem + BIG + S::QFRAG); /* [4 warps][16 rows] */
+
+    const int G = a.num_qo_heads / a.num_kv_heads;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
+    const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+    const int len = dl_seq_len(a, b);
+    const int start = split * chunk, end = min(len, start + chunk);
+
+    if (start >= end) { /* empty chunk of a split: o = 0, lse = -inf */
+        for (int i = tid; i < G * D; i += kThreads) dl_out_o_row(a, b, kvh * G + i / D, split)[i % D] = 0.0f;
+        if (tid < G) *dl_out_lse(a, b, kvh * G + tid, split) = -INFINITY;
+        return;
+    }
+
+    const int32_t *pages = a.kv_indices + a.kv_indptr[b];
+    const int ntiles = (end - start + kTile - 1) / kTile;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < ntiles)
+            dl_load_kv_tile<ROWB, kTile, KS, VS>(a, pages, kvh, start + s * kTile, min(kTile, end - start - s * kTile),
+                                                 sK + s * kTile * KS, sV + s * kTile * VS, tid, kThreads);
+        dl_cp_async_commit();
+    }
+
+    /* Q A-fragments, permuted: k-step ks covers head_dim elements
+     * blk*4E + c*E + 4j + {0,1} (logical k 2c, 2c+1) and + {2,3} (2c+8, 2c+9). */
+    for (int ks = warp; ks < D / 16; ks += kWarps) {
+        const int d0 = (ks / KSPB) * 4 * E + c * E + 4 * (ks % KSPB);
+        float v[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = g + 8 * r;
+            const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + row) * D + d0;
+#pragma unroll
+            for (int e = 0; e < 4; e++) v[r][e] = row < G ? dl_q_bf16(a, base + e) : 0.0f;
+        }
+        sQ[ks * 32 + lane] = make_uint4(dl_pack_bf16x2(v[0][0], v[0][1]), dl_pack_bf16x2(v[1][0], v[1][1]),
+                                        dl_pack_bf16x2(v[0][2], v[0][3]), dl_pack_bf16x2(v[1][2], v[1][3]));
+    }
+
+    const float sm = a.sm_scale;
+    constexpr float bias = dl_deq_bias<KV, FAST>();
+    const float ks_b = a.k_scale[kvh] * bias, vs_b = a.v_scale[kvh] * bias;
+    const bool k_unit = a.k_scale[kvh] == 1.0f, v_unit = a.v_scale[kvh] == 1.0f;
+
+    float acc[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
+
+    for (int it = 0; it < ntiles; it++) {
+        dl_cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int nt = it + STAGES - 1, st = nt % STAGES;
+            if (nt < ntiles)
+                dl_load_kv_tile<ROWB, kTile, KS, VS>(a, pages, kvh, start + nt * kTile,
+                                                     min(kTile, end - start - nt * kTile), sK + st * kTile * KS,
+                                                     sV + st * kTile * VS, tid, kThreads);
+            dl_cp_async_commit();
+        }
+        const int st = it % STAGES;
+        const uint8_t *tk = sK + st * kTile * KS, *tv = sV + st * kTile * VS;
+        const int nvalid = min(kTile, end - start - it * kTile);
+        const int kbase = warp * 16;
+
+        /* S = Q K^T for this warp's 16 tokens (two n8 tiles) */
+        float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+        for (int blk = 0; blk < D / (4 * E); blk++) {
+            uint32_t kb[2][E / 2];
+#pragma unroll
+            for (int n = 0; n < 2; n++) {
+                raw_t<16> raw = lds_raw<16>(tk + (kbase + n * 8 + g) * KS + blk * 64 + c * 16);
+                dl_deq_bf16<KV, FAST, E>(raw.w, ks_b, k_unit, kb[n]);
+            }
+#pragma unroll
+            for (int j = 0; j < KSPB; j++) {
+                const uint4 q4 = sQ[(blk * KSPB + j) * 32 + lane];
+                const uint32_t qa[4] = {q4.x, q4.y, q4.z, q4.w};
+                mma_bf16(s[0], qa, kb[0][2 * j], kb[0][2 * j + 1]);
+                mma_bf16(s[1], qa, kb[1][2 * j], kb[1][2 * j + 1]);
+            }
+        }
+        /* scale, mask, per-row max over the warp's tokens */
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = kbase + n * 8 + 2 * c + (i & 1);
+                s[n][i] = tok < nvalid ? s[n][i] * sm : -INFINITY;
+                mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
+            }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        }
+        if (c == 0) { sMax[warp * 16 + g] = mx[0]; sMax[warp * 16 + g + 8] = mx[1]; }
+        __syncthreads();
+        float f[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float tmax = sMax[g + 8 * r];
+#pragma unroll
+            for (int w = 1; w < kWarps; w++) tmax = fmaxf(tmax, sMax[w * 16 + g + 8 * r]);
+            const float m_new = fmaxf(m[r], tmax);
+            f[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+            m[r] = m_new;
+            dsum[r] *= f[r];
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            acc[n][0] *= f[0]; acc[n][1] *= f[0];
+            acc[n][2] *= f[1]; acc[n][3] *= f[1];
+        }
+        /* P = exp(s - m): FP32 into the sum, BF16 into P*V */
+        uint32_t pa[4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) {
+            float p[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                p[i] = expf(s[n][i] - m[i >> 1]);
+                dsum[i >> 1] += p[i];
+            }
+            pa[2 * n] = dl_pack_bf16x2(p[0], p[1]);
+            pa[2 * n + 1] = dl_pack_bf16x2(p[2], p[3]);
+        }
+        /* O += P V: rows 2c, 2c+1 (k 2c, 2c+1) and 2c+8, 2c+9 of the warp's tokens;
+         * head_dim element step*8*EV + g*EV + e goes to n-tile step*EV + e, column g. */
+#pragma unroll
+        for (int step = 0; step < D / (8 * EV); step++) {
+            uint32_t vr[4][EV / 2];
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const int row = kbase + 2 * c + (r & 1) + 8 * (r >> 1);
+                raw_t<R> raw = lds_raw<R>(tv + row * VS + step * 8 * R + g * R);
+                dl_deq_bf16<KV, FAST, EV>(raw.w, vs_b, v_unit, vr[r]);
+            }
+#pragma unroll
+            for (int e = 0; e < EV; e++) {
+                const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
+                const uint32_t b0 = __byte_perm(vr[0][e / 2], vr[1][e / 2], sel);
+                const uint32_t b1 = __byte_perm(vr[2][e / 2], vr[3][e / 2], sel);
+                mma_bf16(acc[step * EV + e], pa, b0, b1);
+            }
+        }
+    }
+    dl_cp_async_wait<0>();
+    __syncthreads();
+
+    /* combine the 4 warps: same running max, so sums add */
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 1);
+        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 2);
+    }
+    float *red = (float *)smem; /* [4 warps][16 rows][D + 1] */
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int row = g + 8 * (i >> 1), col = 2 * c + (i & 1);
+            const int dd = (n / EV) * 8 * EV + col * EV + (n % EV);
+            red[(warp * 16 + row) * (D + 1) + dd] = acc[n][i];
+        }
+    if (c == 0) {
+        red[(warp * 16 + g) * (D + 1) + D] = dsum[0];
+        red[(warp * 16 + g + 8) * (D + 1) + D] = dsum[1];
+        if (warp == 0) { sMax[g] = m[0]; sMax[g + 8] = m[1]; } /* m is the same in every warp */
+    }
+    __syncthreads();
+    for (int i = tid; i < G * D; i += kThreads) {
+        const int row = i / D, dd = i % D;
+        float o = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; w++) {
+            o += red[(w * 16 + row) * (D + 1) + dd];
+            den += red[(w * 16 + row) * (D + 1) + D];
+        }
+        dl_out_o_row(a, b, kvh * G + row, split)[dd] = o / den;
+    }
+    if (tid < G) {
+        float den = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; w++) den += red[(w * 16 + tid) * (D + 1) + D];
+        *dl_out_lse(a, b, kvh * G + tid, split) = sMax[tid] + logf(den);
+    }
+}
+
+template <int D, dl_dtype KV, bool FAST> static int launch_mma(const dl_gpu_args *a)
+{
+    constexpr int smem = mma_shape<D, KV>::SMEM;
+    static bool smem_set = false; /* raise the dynamic limit once per instantiation */
+    if (!smem_set) {
+        DL_CUDA_CHECK(
+            cudaFuncSetAttribute(mma_decode_kernel<D, KV, FAST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        smem_set = true;
+    }
+    const int splits = a->num_splits < 1 ? 1 : a->num_splits;
+    const int chunk = dl_chunk_tokens(a, kTile);
+    dim3 grid(splits, a->num_kv_heads, a->batch_size);
+    mma_decode_kernel<D, KV, FAST><<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(*a, chunk);
+    DL_CUDA_CHECK_LAUNCH();
+    if (splits > 1) DL_TRY(dl_gpu_launch_merge(a));
+    return 0;
+}
+
+template <bool FAST> static int dispatch_mma(const dl_gpu_args *a)
+{
+#define DL_MMA_D(KV)                                                          \
+    switch (a->head_dim) {                                                    \
+    case 64: return launch_mma<64, KV, FAST>(a);                              \
+    case 128: return launch_mma<128, KV, FAST>(a);                            \
+    case 256: return launch_mma<256, KV, FAST>(a);                            \
+    default: break;                                                           \
+    }                                                                         \
+    break;
+    switch (a->kv_dtype) {
+    case DL_E4M3: DL_MMA_D(DL_E4M3)
+    case DL_E5M2: DL_MMA_D(DL_E5M2)
+    case DL_F16: if (!FAST) { DL_MMA_D(DL_F16) } break;
+    case DL_BF16: if (!FAST) { DL_MMA_D(DL_BF16) } break;
+    default: break;
+    }
+#undef DL_MMA_D
+    return dl_fail("decode_mma.cu: no kernel for head_dim=%d kv=%s fast=%d", a->head_dim,
+                   dl_dtype_name(a->kv_dtype), (int)FAST);
+}
+
+} // namespace
+
+extern "C" int dl_launch_bf16_cast_mma(const dl_gpu_args *a) { return dispatch_mma<false>(a); }
+extern "C" int dl_launch_bf16_fast_mma(const dl_gpu_args *a) { return dispatch_mma<true>(a); }

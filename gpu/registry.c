@@ -1,0 +1,143 @@
+/* registry.c - the static table of GPU decode variants (one row each: name,
+ * axes, launcher, golden model, kernel file, supports predicate), lookup and
+ * glob selection, the split-KV heuristic and workspace size. Plain C: with
+ * DL_HAVE_CUDA=0 the launchers are NULL and dl_gpu_device_count() says why. */
+#include "dl_registry.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef DL_HAVE_CUDA
+#define DL_HAVE_CUDA 0
+#endif
+
+#if DL_HAVE_CUDA
+#define DL_LAUNCH(fn) fn
+#else
+#define DL_LAUNCH(fn) NULL
+int dl_gpu_device_count(void)
+{
+    dl_fail("built without CUDA (make CUDA=0 or nvcc not found): no GPU variants can run");
+    return 0;
+}
+#endif
+
+#define DL_H200_SMS 132
+
+/* Write the SKIP reason (printf format) and return 0 ("not supported"). */
+static int skip(char *reason, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int skip(char *reason, size_t n, const char *fmt, ...)
+{
+    if (reason && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason, n, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+static int is_fp8(dl_dtype t) { return t == DL_E4M3 || t == DL_E5M2; }
+
+/* What every kernel of gpu/ handles; fast variants additionally need an FP8 cache. */
+static int supports_common(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
+{
+    if (cfg->q_dtype != DL_F16 && cfg->q_dtype != DL_BF16)
+        return skip(reason, n, "q is %s: the kernels take f16/bf16 Q only", dl_dtype_name(cfg->q_dtype));
+    if (cfg->kv_dtype != DL_F16 && cfg->kv_dtype != DL_BF16 && !is_fp8(cfg->kv_dtype))
+        return skip(reason, n, "kv is %s: the kernels take f16/bf16/e4m3/e5m2", dl_dtype_name(cfg->kv_dtype));
+    if (v->dequant == DL_DEQUANT_FAST && !is_fp8(cfg->kv_dtype))
+        return skip(reason, n, "kv is 16-bit: no FP8 dequant, same kernel as the cast variant");
+    if (cfg->head_dim != 64 && cfg->head_dim != 128 && cfg->head_dim != 256)
+        return skip(reason, n, "head_dim=%lld: kernels are built for 64, 128 and 256",
+                    (long long)cfg->head_dim);
+    if (cfg->num_kv_heads < 1 || cfg->num_qo_heads % cfg->num_kv_heads != 0)
+        return skip(reason, n, "num_qo_heads=%lld is not a multiple of num_kv_heads",
+                    (long long)cfg->num_qo_heads);
+    const int64_t G = dl_group_size(cfg);
+    if (G < 1 || G > 16)
+        return skip(reason, n, "group size %lld: kernels take 1..16 (one 16-row MMA tile)", (long long)G);
+    if (cfg->batch_size > 65535 || cfg->num_kv_heads > 65535)
+        return skip(reason, n, "batch=%lld or num_kv_heads above the 65535 grid limit",
+                    (long long)cfg->batch_size);
+    if (cfg->page_size < 1 || cfg->page_size > DL_MAX_PAGE_SIZE)
+        return skip(reason, n, "page_size=%lld outside 1..256", (long long)cfg->page_size);
+    return 1;
+}
+
+const dl_variant dl_variants[] = {
+    {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
+     "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
+     DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common},
+    {"fp32-fast-simt", DL_COMPUTE_FP32, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
+     "fp32-cast-simt with only the conversion replaced by the four-at-a-time bit-trick dequant",
+     DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common},
+    {"bf16-cast-mma", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
+     "tensor cores (mma.sync m16n8k16 bf16, FP32 acc), GQA heads as MMA rows, per-element FP8 cast",
+     DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common},
+    {"bf16-fast-mma", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
+     "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
+     DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common},
+};
+const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
+
+const dl_variant *dl_variant_find(const char *name)
+{
+    for (int i = 0; name && i < dl_num_variants; i++)
+        if (strcmp(dl_variants[i].name, name) == 0) return &dl_variants[i];
+    return NULL;
+}
+
+int dl_variant_matches(const dl_variant *v, const char *globs)
+{
+    if (!globs || !*globs) return 1;
+    char pat[256];
+    const char *p = globs;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len > 0 && len < sizeof pat) {
+            memcpy(pat, p, len);
+            pat[len] = '\0';
+            if (fnmatch(pat, v->name, 0) == 0) return 1;
+        }
+        if (!comma) break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+const char *dl_compute_name(dl_compute c)
+{
+    static const char *const names[] = {"fp32", "bf16", "fp8"};
+    return (unsigned)c < 3 ? names[c] : "?";
+}
+const char *dl_dequant_name(dl_dequant d)
+{
+    static const char *const names[] = {"cast", "fast"};
+    return (unsigned)d < 2 ? names[d] : "?";
+}
+const char *dl_unit_name(dl_unit u)
+{
+    static const char *const names[] = {"simt", "mma", "wgmma"};
+    return (unsigned)u < 3 ? names[u] : "?";
+}
+
+size_t dl_gpu_workspace_bytes(const dl_gpu_args *a)
+{
+    if (!a || a->num_splits <= 1) return 0;
+    return (size_t)a->batch_size * a->num_qo_heads * a->num_splits * (a->head_dim + 1) * sizeof(float);
+}
+
+int dl_gpu_choose_splits(const dl_gpu_args *a)
+{
+    const long ctas = (long)a->batch_size * a->num_kv_heads;
+    if (ctas <= 0 || ctas >= DL_H200_SMS) return 1;
+    long want = (2L * DL_H200_SMS + ctas - 1) / ctas; /* about two CTAs per SM */
+    long by_len = a->max_seq_len / 256;               /* chunks of >= 256 tokens */
+    if (want > by_len) want = by_len;
+    if (want > 64) want = 64;
+    return want < 1 ? 1 : (int)want;
+}
