@@ -639,8 +639,8 @@ static hid_t ds_open(const rctx *r, const ds_spec *sp, hsize_t *dims_out)
     default: ok = cls == H5T_INTEGER && sz == 1 && H5Tget_sign(t) == H5T_SGN_NONE; break;
     }
     if (!ok) {
-        dl_fail("%s: dataset %s is stored as %s %s of %zu bytes, expected the storage of %s (%s)", path, name,
-                cls == H5T_INTEGER ? (H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned" : "signed") : "",
+        dl_fail("%s: dataset %s is stored as %s%s of %zu bytes, expected the storage of %s (%s)", path, name,
+                cls == H5T_INTEGER ? (H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned " : "signed ") : "",
                 cls == H5T_FLOAT ? "float" : cls == H5T_INTEGER ? "integer" : cls == H5T_STRING ? "string" : "other type",
                 sz, enc_name(sp->enc), storage_name(sp->enc));
         goto fail;

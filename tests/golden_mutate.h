@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static int gm_copy(const char *src, const char *dst)
+#define GM_FN static __attribute__((unused))
+
+GM_FN int gm_copy(const char *src, const char *dst)
 {
     FILE *a = fopen(src, "rb"), *b = fopen(dst, "wb");
     char buf[65536];
@@ -24,14 +26,14 @@ static int gm_copy(const char *src, const char *dst)
     return rc;
 }
 
-static hid_t gm_open(const char *path)
+GM_FN hid_t gm_open(const char *path)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     return H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
 }
 
 /* Replace attribute obj@name with a scalar of type ftype holding *val (memory type mtype). */
-static int gm_set_attr(const char *path, const char *obj, const char *name, hid_t ftype, hid_t mtype, const void *val)
+GM_FN int gm_set_attr(const char *path, const char *obj, const char *name, hid_t ftype, hid_t mtype, const void *val)
 {
     hid_t f = gm_open(path), s = H5Screate(H5S_SCALAR);
     if (f < 0) return -1;
@@ -44,12 +46,12 @@ static int gm_set_attr(const char *path, const char *obj, const char *name, hid_
     return rc;
 }
 
-static int gm_set_attr_i64(const char *path, const char *obj, const char *name, int64_t v)
+GM_FN int gm_set_attr_i64(const char *path, const char *obj, const char *name, int64_t v)
 {
     return gm_set_attr(path, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
-static int gm_set_attr_str(const char *path, const char *obj, const char *name, const char *v)
+GM_FN int gm_set_attr_str(const char *path, const char *obj, const char *name, const char *v)
 {
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, H5T_VARIABLE);
@@ -58,7 +60,7 @@ static int gm_set_attr_str(const char *path, const char *obj, const char *name, 
     return rc;
 }
 
-static int gm_delete(const char *path, const char *obj)
+GM_FN int gm_delete(const char *path, const char *obj)
 {
     hid_t f = gm_open(path);
     if (f < 0) return -1;
@@ -68,7 +70,7 @@ static int gm_delete(const char *path, const char *obj)
 }
 
 /* Delete the attribute obj@name. */
-static int gm_delete_attr(const char *path, const char *obj, const char *name)
+GM_FN int gm_delete_attr(const char *path, const char *obj, const char *name)
 {
     hid_t f = gm_open(path);
     if (f < 0) return -1;
@@ -78,7 +80,7 @@ static int gm_delete_attr(const char *path, const char *obj, const char *name)
 }
 
 /* Overwrite element `index` (row-major linear index) of dataset ds with *val (memory type mtype). */
-static int gm_write_elem(const char *path, const char *ds, long long index, hid_t mtype, const void *val)
+GM_FN int gm_write_elem(const char *path, const char *ds, long long index, hid_t mtype, const void *val)
 {
     hid_t f = gm_open(path);
     if (f < 0) return -1;
@@ -104,7 +106,7 @@ static int gm_write_elem(const char *path, const char *ds, long long index, hid_
 }
 
 /* Replace dataset ds by a zero-filled one of the given shape and type, with dtype attribute `dtype`. */
-static int gm_replace(const char *path, const char *ds, hid_t ftype, int rank, const hsize_t *dims, const char *dtype)
+GM_FN int gm_replace(const char *path, const char *ds, hid_t ftype, int rank, const hsize_t *dims, const char *dtype)
 {
     hid_t f = gm_open(path);
     if (f < 0) return -1;
@@ -121,7 +123,7 @@ static int gm_replace(const char *path, const char *ds, hid_t ftype, int rank, c
 
 /* Flip one byte of the raw (stored) data of the first chunk of dataset ds, at
  * offset `at` into the chunk, without going through HDF5 (so no checksum is updated). */
-static int gm_flip_raw_byte(const char *path, const char *ds, long long at)
+GM_FN int gm_flip_raw_byte(const char *path, const char *ds, long long at)
 {
     hid_t f = gm_open(path);
     if (f < 0) return -1;

@@ -1,0 +1,374 @@
+/* test_cli.c - the built decodelab binary (path in $DL_BIN, set by `make
+ * test-unit`): exit codes 0/1/2, one-line errors naming the flag or file, the
+ * field and the value, no partial output file, --help per subcommand, golden
+ * then check verifies, determinism across thread counts, and the committed
+ * canonical set under $DL_ROOT/data/golden verifies. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../ref/dl_formats.h"
+#include "dl_test.h"
+#include "golden_mutate.h"
+
+static char dir[256], good[300], out_path[300], err_path[300];
+static char out_buf[65536], err_buf[65536];
+
+static const char *bin(void)
+{
+    const char *b = getenv("DL_BIN");
+    return b ? b : "build/decodelab";
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
+
+/* Run decodelab with args (NULL-terminated); stdout/stderr captured into
+ * out_buf/err_buf. omp: OMP_NUM_THREADS for the child, or NULL. Returns the exit status. */
+static int run_env(const char *omp, const char *const *args)
+{
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin();
+    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1);
+        dup2(e, 2);
+        if (omp) setenv("OMP_NUM_THREADS", omp, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    slurp(out_path, out_buf, sizeof out_buf);
+    slurp(err_path, err_buf, sizeof err_buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+#define RUN(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int has_tmp(const char *d)
+{
+    DIR *dp = opendir(d);
+    int found = 0;
+    for (struct dirent *e; (e = readdir(dp));)
+        if (strstr(e->d_name, ".tmp.")) found = 1;
+    closedir(dp);
+    return found;
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/dl_test_cli_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    snprintf(good, sizeof good, "%s/good.h5", dir);
+    ck_assert_int_eq(access(bin(), X_OK), 0);
+    int rc = RUN("golden", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "32", "--page-size", "4",
+                 "--seq-len", "1,4,5,13", "--kv-layout", "HND", "--kv-dtype", "e5m2", "--seed", "3", "--out", good);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
+}
+
+static void teardown(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+START_TEST(help_each_subcommand)
+{
+    const char *cmds[3] = {"golden", "inspect", "check"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(RUN(cmds[i], "--help"), 0);
+        char want[64];
+        snprintf(want, sizeof want, "usage: decodelab %s", cmds[i]);
+        ck_assert_msg(strstr(out_buf, want) != NULL, "%s --help: %s", cmds[i], out_buf);
+        ck_assert_str_eq(err_buf, "");
+    }
+    ck_assert_int_eq(RUN("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "golden"));
+}
+END_TEST
+
+START_TEST(golden_summary_check_inspect)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/llama.h5", dir);
+    /* a preset with one flag overridden: 32 query heads over 4 KV heads */
+    int rc = RUN("golden", "--preset", "llama3-8b", "--num-kv-heads", "4", "--head-dim", "64", "--batch", "2",
+                 "--seq-len", "3:20", "--page-size", "1", "--kv-dtype", "bf16", "--out", p);
+    ck_assert_msg(rc == 0, "%s", err_buf);
+    ck_assert_ptr_nonnull(strstr(out_buf, "Hq=32 Hkv=4 D=64 page=1"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "file:"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "fp8"));
+    ck_assert_str_eq(err_buf, ""); /* no progress: stderr is not a TTY */
+    ck_assert_int_eq(RUN("check", p), 0);
+    ck_assert_msg(strstr(out_buf, "all models verify") != NULL, "%s", out_buf);
+    ck_assert_int_eq(RUN("inspect", p), 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "storage"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "arithmetic"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "/inputs/k_cache"));
+    /* only some models */
+    snprintf(p, sizeof p, "%s/two.h5", dir);
+    ck_assert_int_eq(RUN("golden", "--models", "exact,fp8", "--batch", "1", "--seq-len", "7", "--out", p), 0);
+    ck_assert_int_eq(RUN("check", p), 0);
+    ck_assert_ptr_null(strstr(out_buf, "\n  bf16 "));
+    ck_assert_ptr_nonnull(strstr(out_buf, "fp8"));
+}
+END_TEST
+
+/* A stored float model changed by a few ulp no longer verifies: exit 1. */
+START_TEST(check_fails_on_changed_model)
+{
+    float v = 0.123456f;
+    ck_assert_int_eq(gm_write_elem(good, "/golden/bf16/o", 3, H5T_NATIVE_FLOAT, &v), 0);
+    ck_assert_int_eq(RUN("check", good), 1);
+    ck_assert_ptr_nonnull(strstr(out_buf, "DOES NOT VERIFY"));
+    double x = 1.0;
+    ck_assert_int_eq(gm_write_elem(good, "/golden/exact/lse", 0, H5T_NATIVE_DOUBLE, &x), 0);
+    ck_assert_int_eq(RUN("check", good), 1);
+}
+END_TEST
+
+/* ---- bad flags: exit 2, one line naming the flag/field and the value, no file ---- */
+typedef struct {
+    const char *args[8];
+    const char *field, *value;
+} bad_flag;
+
+static const bad_flag bad_flags[] = {
+    {{"--batch", "0"}, "--batch", "'0'"},
+    {{"--batch", "x7"}, "--batch", "x7"},
+    {{"--num-qo-heads", "32", "--num-kv-heads", "3"}, "num_kv_heads", "3"},
+    {{"--head-dim", "-4"}, "--head-dim", "-4"},
+    {{"--page-size", "257"}, "--page-size", "257"},
+    {{"--kv-layout", "NDH"}, "--kv-layout", "NDH"},
+    {{"--q-dtype", "e4m3"}, "--q-dtype", "e4m3"},
+    {{"--kv-dtype", "f32"}, "--kv-dtype", "f32"},
+    {{"--sm-scale", "nan"}, "--sm-scale", "nan"},
+    {{"--seed", "-1"}, "--seed", "-1"},
+    {{"--distribution", "cauchy"}, "--distribution", "cauchy"},
+    {{"--seq-len", "9:3"}, "--seq-len", "9:3"},
+    {{"--seq-len", "4,0,2"}, "--seq-len", "'0'"},
+    {{"--seq-len", "1,2", "--batch", "3"}, "batch_size", "3"},
+    {{"--kv-scale", "-2"}, "--kv-scale", "-2"},
+    {{"--dist-std", "0"}, "std", "0"},
+    {{"--outlier-prob", "1.5"}, "outlier_prob", "1.5"},
+    {{"--models", "exact,fp16"}, "--models", "fp16"},
+    {{"--preset", "gpt5"}, "--preset", "gpt5"},
+    {{"--bogus", "1"}, "option", "--bogus"},
+    {{"stray"}, "argument", "stray"},
+};
+static const int num_bad_flags = (int)(sizeof bad_flags / sizeof bad_flags[0]);
+
+START_TEST(golden_bad_flags)
+{
+    const bad_flag *b = &bad_flags[_i];
+    char p[300];
+    snprintf(p, sizeof p, "%s/out_%d.h5", dir, _i);
+    const char *args[16] = {"golden", "--out", p};
+    int n = 3;
+    for (int i = 0; b->args[i]; i++) args[n++] = b->args[i];
+    args[n] = NULL;
+    int rc = run_env(NULL, args);
+    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, err_buf);
+    ck_assert_msg(lines(err_buf) == 1, "case %d: not one line: %s", _i, err_buf);
+    ck_assert_msg(strstr(err_buf, b->field) && strstr(err_buf, b->value), "case %d: lacks '%s' or '%s': %s", _i,
+                  b->field, b->value, err_buf);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    ck_assert(!has_tmp(dir));
+    ck_assert_str_eq(out_buf, "");
+}
+END_TEST
+
+START_TEST(golden_missing_out_and_existing_file)
+{
+    ck_assert_int_eq(RUN("golden", "--batch", "1"), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--out"));
+    ck_assert_int_eq(RUN("golden", "--out"), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--out: missing value"));
+    char keep[300];
+    snprintf(keep, sizeof keep, "%s/keep.h5", dir);
+    ck_assert_int_eq(gm_copy(good, keep), 0);
+    ck_assert_int_eq(RUN("golden", "--seed", "5", "--out", good), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "exists"));
+    ck_assert_int_eq(lines(err_buf), 1);
+    ck_assert(same_bytes(good, keep));
+    ck_assert_int_eq(RUN("golden", "--seed", "5", "--out", good, "--force"), 0);
+    ck_assert(!same_bytes(good, keep));
+}
+END_TEST
+
+/* ---- bad files: check and inspect exit 2 with one line naming file, field, value ---- */
+typedef struct {
+    const char *what;
+    int (*fn)(const char *path);
+    const char *field, *value;
+} bad_file;
+
+static int f_missing(const char *p) { return unlink(p); }
+static int f_text(const char *p)
+{
+    FILE *f = fopen(p, "w");
+    fputs("hello\n", f);
+    return fclose(f);
+}
+static int f_format(const char *p) { return gm_set_attr_str(p, "/", "format", "hdf5-something"); }
+static int f_version(const char *p) { return gm_set_attr_i64(p, "/", "format_version", 7); }
+static int f_no_ds(const char *p) { return gm_delete(p, "/inputs/kv_indices"); }
+static int f_shape(const char *p)
+{
+    hsize_t d[1] = {3};
+    return gm_replace(p, "/inputs/k_scale", H5T_IEEE_F32LE, 1, d, "f32");
+}
+static int f_dtype(const char *p) { return gm_set_attr_str(p, "/inputs/v_cache", "dtype", "e4m3"); }
+static int f_range(const char *p)
+{
+    int32_t v = -1;
+    return gm_write_elem(p, "/inputs/kv_indices", 0, H5T_NATIVE_INT32, &v);
+}
+static int f_monotone(const char *p)
+{
+    int32_t v = 1; /* kv_indptr = [0, 1, 1, ...]: request 1 loses its page */
+    return gm_write_elem(p, "/inputs/kv_indptr", 2, H5T_NATIVE_INT32, &v);
+}
+static int f_last(const char *p)
+{
+    int32_t v = 9;
+    return gm_write_elem(p, "/inputs/kv_last_page_len", 3, H5T_NATIVE_INT32, &v);
+}
+static int f_nan(const char *p)
+{
+    uint16_t v = DL_BF16_NAN;
+    return gm_write_elem(p, "/inputs/q", 11, H5T_NATIVE_UINT16, &v);
+}
+
+static const bad_file bad_files[] = {
+    {"missing file", f_missing, "No such file", NULL},
+    {"not HDF5", f_text, "not an HDF5 file", NULL},
+    {"wrong format", f_format, "format", "hdf5-something"},
+    {"wrong version", f_version, "format_version", "7"},
+    {"missing dataset", f_no_ds, "/inputs/kv_indices", "missing"},
+    {"wrong shape", f_shape, "/inputs/k_scale", "3"},
+    {"wrong dtype", f_dtype, "/inputs/v_cache", "e4m3"},
+    {"index out of range", f_range, "kv_indices[0]", "-1"},
+    {"indptr not monotone", f_monotone, "kv_indptr[2]", "1"},
+    {"last_page_len", f_last, "kv_last_page_len[3]", "9"},
+    {"NaN in q", f_nan, "/inputs/q[11]", "nan"},
+};
+static const int num_bad_files = (int)(sizeof bad_files / sizeof bad_files[0]);
+
+START_TEST(check_inspect_bad_files)
+{
+    const bad_file *b = &bad_files[_i];
+    char p[300];
+    snprintf(p, sizeof p, "%s/bad.h5", dir);
+    ck_assert_int_eq(gm_copy(good, p), 0);
+    ck_assert_msg(b->fn(p) == 0, "could not apply '%s'", b->what);
+    const char *cmds[2] = {"check", "inspect"};
+    for (int i = 0; i < 2; i++) {
+        int rc = RUN(cmds[i], p);
+        ck_assert_msg(rc == 2, "%s on '%s': exit %d: %s", cmds[i], b->what, rc, err_buf);
+        ck_assert_msg(lines(err_buf) == 1, "'%s': not one line: %s", b->what, err_buf);
+        ck_assert_msg(strstr(err_buf, p) != NULL, "'%s': lacks the file: %s", b->what, err_buf);
+        ck_assert_msg(strstr(err_buf, b->field) && (!b->value || strstr(err_buf, b->value)),
+                      "'%s': lacks '%s'/'%s': %s", b->what, b->field, b->value ? b->value : "", err_buf);
+    }
+}
+END_TEST
+
+START_TEST(check_usage_errors)
+{
+    ck_assert_int_eq(RUN("check"), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "FILE"));
+    ck_assert_int_eq(RUN("inspect", good, "extra"), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "extra"));
+    ck_assert_int_eq(RUN("check", "--frobnicate", good), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--frobnicate"));
+    ck_assert_int_eq(RUN("nonsense"), 2);
+}
+END_TEST
+
+/* Same flags with 1 and 2 OpenMP threads: byte-identical files (every dataset
+ * and attribute; no timestamps are stored). */
+START_TEST(deterministic_across_threads)
+{
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/t1.h5", dir);
+    snprintf(b, sizeof b, "%s/t2.h5", dir);
+    const char *args_a[] = {"golden", "--batch", "5", "--seq-len", "1:40", "--num-qo-heads", "8", "--num-kv-heads",
+                            "8", "--head-dim", "64", "--distribution", "outlier", "--out", a, NULL};
+    const char *args_b[] = {"golden", "--batch", "5", "--seq-len", "1:40", "--num-qo-heads", "8", "--num-kv-heads",
+                            "8", "--head-dim", "64", "--distribution", "outlier", "--out", b, NULL};
+    ck_assert_int_eq(run_env("1", args_a), 0);
+    ck_assert_int_eq(run_env("2", args_b), 0);
+    ck_assert(same_bytes(a, b));
+}
+END_TEST
+
+/* Every file of the committed canonical set verifies. */
+START_TEST(canonical_set_verifies)
+{
+    const char *root = getenv("DL_ROOT");
+    char pat[600];
+    snprintf(pat, sizeof pat, "%s/data/golden/*.h5", root ? root : ".");
+    glob_t gl;
+    ck_assert_msg(glob(pat, 0, NULL, &gl) == 0 && gl.gl_pathc >= 8, "canonical set missing: %s", pat);
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+        int rc = RUN("check", gl.gl_pathv[i]);
+        ck_assert_msg(rc == 0, "%s: exit %d\n%s%s", gl.gl_pathv[i], rc, out_buf, err_buf);
+    }
+    globfree(&gl);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, help_each_subcommand);
+    tcase_add_test(tc, golden_summary_check_inspect);
+    tcase_add_test(tc, check_fails_on_changed_model);
+    tcase_add_loop_test(tc, golden_bad_flags, 0, num_bad_flags);
+    tcase_add_test(tc, golden_missing_out_and_existing_file);
+    tcase_add_loop_test(tc, check_inspect_bad_files, 0, num_bad_files);
+    tcase_add_test(tc, check_usage_errors);
+    tcase_add_test(tc, deterministic_across_threads);
+    tcase_add_test(tc, canonical_set_verifies);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
