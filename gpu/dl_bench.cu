@@ -144,14 +144,18 @@ extern "C" void dl_dev_free(void *p)
 
 extern "C" int dl_dev_upload(void *dst, const void *src, size_t bytes, const char *what)
 {
+    /* A pageable cudaMemcpy may return before the DMA lands, and the bench
+     * stream does not wait for the legacy stream: synchronize the device. */
     cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) return dl_fail("upload of %s (%zu bytes) failed: %s", what, bytes, cudaGetErrorString(e));
     return 0;
 }
 
 extern "C" int dl_dev_download(void *dst, const void *src, size_t bytes, const char *what)
 {
-    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return dl_fail("download of %s (%zu bytes) failed: %s", what, bytes, cudaGetErrorString(e));
     return 0;
 }
@@ -280,7 +284,7 @@ extern "C" int dl_bench_graph_capture(dl_bench *b, dl_launch_fn fn, const dl_gpu
         b->graph_exec = NULL;
     }
     DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
-    DL_CUDA_TRY(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
+    DL_CUDA_TRY(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeRelaxed));
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) rc = fn(a);
     cudaGraph_t g = NULL;
