@@ -34,16 +34,19 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kTile = 64; /* tokens per tile = the bf16 model's kv_block */
+#ifndef DL_MMA_SMEM_BUDGET
+#define DL_MMA_SMEM_BUDGET 98304 /* bytes of pipeline stages per CTA (tuning knob) */
+#endif
 
 template <int D, dl_dtype KV> struct mma_shape {
     static constexpr int ES = dl_kv_size<KV>::value;
     static constexpr int ROWB = D * ES;
-    /* K rows are read 2 rows x 64 bytes per quarter warp: stride = 64 mod 128;
-     * V rows 4 rows x R bytes: stride = an odd multiple of 16. */
-    static constexpr int KSTRIDE = (ROWB % 128 == 0) ? ROWB + 64 : ROWB;
-    static constexpr int VSTRIDE = ROWB + 16;
+    /* rows unpadded; bank conflicts avoided by the XOR swizzles of dl_swz
+     * (K: 2 rows x 64 bytes per quarter warp; V: 4 rows x R bytes) */
+    static constexpr int KSTRIDE = ROWB, VSTRIDE = ROWB;
     static constexpr int STAGE = kTile * (KSTRIDE + VSTRIDE);
-    static constexpr int STAGES = (98304 / STAGE) > 4 ? 4 : ((98304 / STAGE) < 2 ? 2 : (98304 / STAGE));
+    static constexpr int NPT = kTile * ROWB / 16 / kThreads; /* loader chunks per thread */
+    static constexpr int STAGES = (DL_MMA_SMEM_BUDGET / STAGE) > 4 ? 4 : ((DL_MMA_SMEM_BUDGET / STAGE) < 2 ? 2 : (DL_MMA_SMEM_BUDGET / STAGE));
     static constexpr int E = 16 / ES;            /* K elements per 16-byte load */
     static constexpr int KSPB = E / 4;           /* k-steps fed by one K load */
     static constexpr int EV = (16 / ES) < (D / 8) ? (16 / ES) : (D / 8); /* V elements per load */
@@ -111,13 +114,17 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
 
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (end - start + kTile - 1) / kTile;
+    dl_tile_loader<ROWB, kTile, S::NPT, 1, 2> ld(a.page_size);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles)
-            dl_load_kv_tile<ROWB, kTile, KS, VS>(a, pages, kvh, start + s * kTile, min(kTile, end - start - s * kTile),
-                                                 sK + s * kTile * KS, sV + s * kTile * VS, tid, kThreads);
+        if (s < ntiles) {
+            ld.fetch(a, pages, start + s * kTile, min(kTile, end - start - s * kTile), tid, kThreads);
+            ld.issue(a, kvh, sK + s * kTile * KS, sV + s * kTile * VS, tid, kThreads);
+        }
         dl_cp_async_commit();
     }
+    if (STAGES - 1 < ntiles)
+        ld.fetch(a, pages, start + (STAGES - 1) * kTile, min(kTile, end - start - (STAGES - 1) * kTile), tid, kThreads);
 
     /* Q A-fragments, permuted: k-step ks covers head_dim elements
      * blk*4E + c*E + 4j + {0,1} (logical k 2c, 2c+1) and + {2,3} (2c+8, 2c+9). */
@@ -150,11 +157,10 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
         __syncthreads();
         {
             const int nt = it + STAGES - 1, st = nt % STAGES;
-            if (nt < ntiles)
-                dl_load_kv_tile<ROWB, kTile, KS, VS>(a, pages, kvh, start + nt * kTile,
-                                                     min(kTile, end - start - nt * kTile), sK + st * kTile * KS,
-                                                     sV + st * kTile * VS, tid, kThreads);
+            if (nt < ntiles) ld.issue(a, kvh, sK + st * kTile * KS, sV + st * kTile * VS, tid, kThreads);
             dl_cp_async_commit();
+            if (nt + 1 < ntiles)
+                ld.fetch(a, pages, start + (nt + 1) * kTile, min(kTile, end - start - (nt + 1) * kTile), tid, kThreads);
         }
         const int st = it % STAGES;
         const uint8_t *tk = sK + st * kTile * KS, *tv = sV + st * kTile * VS;
@@ -168,7 +174,7 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
             uint32_t kb[2][E / 2];
 #pragma unroll
             for (int n = 0; n < 2; n++) {
-                raw_t<16> raw = lds_raw<16>(tk + (kbase + n * 8 + g) * KS + blk * 64 + c * 16);
+                raw_t<16> raw = lds_raw<16>(tk + dl_swz<ROWB, 1>(kbase + n * 8 + g, blk * 4 + c));
                 dl_deq_bf16<KV, FAST, E>(raw.w, ks_b, k_unit, kb[n]);
             }
 #pragma unroll
@@ -233,7 +239,8 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
 #pragma unroll
             for (int r = 0; r < 4; r++) {
                 const int row = kbase + 2 * c + (r & 1) + 8 * (r >> 1);
-                raw_t<R> raw = lds_raw<R>(tv + row * VS + step * 8 * R + g * R);
+                const int byte = step * 8 * R + g * R; /* logical byte in the row */
+                raw_t<R> raw = lds_raw<R>(tv + dl_swz<ROWB, 2>(row, byte / 16) + byte % 16);
                 dl_deq_bf16<KV, FAST, EV>(raw.w, vs_b, v_unit, vr[r]);
             }
 #pragma unroll

@@ -25,14 +25,20 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kStages = 4;
+#ifndef DL_SIMT_STAGES
+#define DL_SIMT_STAGES 4 /* cp.async pipeline depth (tuning knob) */
+#endif
+#ifndef DL_SIMT_TILE_BYTES
+#define DL_SIMT_TILE_BYTES 8192 /* bytes of K (and of V) per tile (tuning knob) */
+#endif
+constexpr int kStages = DL_SIMT_STAGES;
 
 template <int D, dl_dtype KV> struct simt_shape {
     static constexpr int ES = dl_kv_size<KV>::value;
     static constexpr int VEC = 16 / ES;       /* elements per thread per row: 16 bytes */
     static constexpr int BDX = D / VEC;       /* threads per row */
     static constexpr int ROWB = D * ES;       /* bytes per K/V row */
-    static constexpr int T = 8192 / ROWB;     /* tokens per tile: 8 KiB of K + 8 KiB of V */
+    static constexpr int T = DL_SIMT_TILE_BYTES / ROWB; /* tokens per tile */
     static constexpr int PIPE_BYTES = kStages * 2 * T * ROWB;
 };
 
@@ -90,23 +96,27 @@ __global__ void __launch_bounds__(512, 1) simt_decode_kernel(const dl_gpu_args a
 
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (end - start + T - 1) / T;
+    /* nthreads > 128 always (see simt_token_lanes): ceil(chunks / 129) per thread cover a tile */
+    dl_tile_loader<ROWB, T, (T * ROWB / 16 + 128) / 129, 0, 0> ld(a.page_size);
 #pragma unroll
     for (int s = 0; s < kStages - 1; s++) {
-        if (s < ntiles)
-            dl_load_kv_tile<ROWB, T, ROWB, ROWB>(a, pages, kvh, start + s * T, min(T, end - start - s * T),
-                                                 sK + s * T * ROWB, sV + s * T * ROWB, tid, nthreads);
+        if (s < ntiles) {
+            ld.fetch(a, pages, start + s * T, min(T, end - start - s * T), tid, nthreads);
+            ld.issue(a, kvh, sK + s * T * ROWB, sV + s * T * ROWB, tid, nthreads);
+        }
         dl_cp_async_commit();
     }
+    if (kStages - 1 < ntiles)
+        ld.fetch(a, pages, start + (kStages - 1) * T, min(T, end - start - (kStages - 1) * T), tid, nthreads);
 
     for (int it = 0; it < ntiles; it++) {
         dl_cp_async_wait<kStages - 2>();
         __syncthreads();
         {
             const int nt = it + kStages - 1, st = nt % kStages;
-            if (nt < ntiles)
-                dl_load_kv_tile<ROWB, T, ROWB, ROWB>(a, pages, kvh, start + nt * T, min(T, end - start - nt * T),
-                                                     sK + st * T * ROWB, sV + st * T * ROWB, tid, nthreads);
+            if (nt < ntiles) ld.issue(a, kvh, sK + st * T * ROWB, sV + st * T * ROWB, tid, nthreads);
             dl_cp_async_commit();
+            if (nt + 1 < ntiles) ld.fetch(a, pages, start + (nt + 1) * T, min(T, end - start - (nt + 1) * T), tid, nthreads);
         }
         const int st = it % kStages;
         const uint8_t *tk = sK + st * T * ROWB, *tv = sV + st * T * ROWB;

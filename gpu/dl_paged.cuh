@@ -15,29 +15,68 @@
 
 #include "dl_cuda.cuh"
 
-template <int ROWB, int T, int KSTRIDE, int VSTRIDE>
-__device__ __forceinline__ void dl_load_kv_tile(const dl_gpu_args &a, const int32_t *pages, int head, int tile_base,
-                                                int nvalid, uint8_t *sK, uint8_t *sV, int tid, int nthreads)
+/* Shared-memory placement of 16-byte chunk ch of tile row r (rows of ROWB
+ * bytes, no padding). SWZ 0: plain. SWZ 1 (the MMA kernel's K): rows r and r+1
+ * land in different 64-byte halves of a 128-byte bank window. SWZ 2 (its V):
+ * rows 0,2,4,6 (mod 8) land in distinct 32-byte (16 when rows are 64 bytes)
+ * bank groups. Both XOR chunk bits inside an aligned window, so a row stays a
+ * permutation of itself. */
+template <int ROWB, int SWZ> __device__ __forceinline__ int dl_swz(int r, int ch)
 {
-    constexpr int CPR = ROWB / 16; /* 16-byte chunks per row */
-    const int ps = a.page_size;
-    const uint8_t *gk = (const uint8_t *)a.k_cache, *gv = (const uint8_t *)a.v_cache;
-    for (int i = tid; i < T * CPR; i += nthreads) {
-        const int row = i / CPR, ch = i % CPR;
-        int64_t off = 0;
-        int bytes = 0;
-        if (row < nvalid) {
-            const int t = tile_base + row, pi = t / ps, slot = t - pi * ps;
-            const int64_t page = pages[pi];
-            const int64_t r = a.kv_layout == DL_NHD ? (page * ps + slot) * a.num_kv_heads + head
-                                                    : (page * a.num_kv_heads + head) * ps + slot;
-            off = r * ROWB + ch * 16;
-            bytes = 16;
-        }
-        dl_cp_async16(sK + row * KSTRIDE + ch * 16, gk + off, bytes);
-        dl_cp_async16(sV + row * VSTRIDE + ch * 16, gv + off, bytes);
-    }
+    constexpr int CPR = ROWB / 16;
+    if constexpr (SWZ == 1 && CPR >= 8) ch ^= (r & 1) << 2;
+    if constexpr (SWZ == 2 && CPR >= 8) ch ^= ((r >> 1) & 3) << 1;
+    if constexpr (SWZ == 2 && CPR == 4) ch ^= (r >> 1) & 3;
+    return r * ROWB + ch * 16;
 }
+
+/* Loader of one tile of T tokens. Thread tid owns chunks i = tid + k*nthreads
+ * (k < NPT, chunk-major so a warp's copies are coalesced). fetch() reads the
+ * page ids of the thread's rows into registers one tile ahead, so the
+ * dependent page-table load is off the critical path; issue() starts the
+ * cp.async copies of the tile whose ids were fetched. */
+template <int ROWB, int T, int NPT, int KSWZ, int VSWZ> struct dl_tile_loader {
+    static constexpr int CPR = ROWB / 16, CHUNKS = T * CPR;
+    int32_t pg[NPT], sl[NPT]; /* page id (-1: zero fill) and slot of each owned chunk's token */
+    uint32_t magic;           /* t / page_size = umulhi(t, magic), exact for t < 2^32 / page_size */
+
+    __device__ __forceinline__ explicit dl_tile_loader(int page_size)
+        : magic(page_size == 1 ? 0u : 0xFFFFFFFFu / (uint32_t)page_size + 1u) {}
+
+    __device__ __forceinline__ void fetch(const dl_gpu_args &a, const int32_t *pages, int tile_base, int nvalid,
+                                          int tid, int nthreads)
+    {
+        const int ps = a.page_size;
+#pragma unroll
+        for (int k = 0; k < NPT; k++) {
+            const int i = tid + k * nthreads, row = i / CPR;
+            const uint32_t t = (uint32_t)(tile_base + row);
+            const int pi = ps == 1 ? (int)t : (int)__umulhi(t, magic);
+            sl[k] = (int)t - pi * ps;
+            pg[k] = (i < CHUNKS && row < nvalid) ? pages[pi] : -1;
+        }
+    }
+    __device__ __forceinline__ void issue(const dl_gpu_args &a, int head, uint8_t *sK, uint8_t *sV, int tid,
+                                          int nthreads) const
+    {
+        const int ps = a.page_size, H = a.num_kv_heads;
+        const bool nhd = a.kv_layout == DL_NHD;
+        const uint8_t *gk = (const uint8_t *)a.k_cache, *gv = (const uint8_t *)a.v_cache;
+#pragma unroll
+        for (int k = 0; k < NPT; k++) {
+            const int i = tid + k * nthreads;
+            if (i < CHUNKS) {
+                const int row = i / CPR, ch = i % CPR;
+                const int p = pg[k] < 0 ? 0 : pg[k];
+                const uint32_t r = nhd ? ((uint32_t)p * ps + sl[k]) * H + head : ((uint32_t)p * H + head) * ps + sl[k];
+                const size_t off = (size_t)r * ROWB + ch * 16;
+                const int bytes = pg[k] < 0 ? 0 : 16;
+                dl_cp_async16(sK + dl_swz<ROWB, KSWZ>(row, ch), gk + off, bytes);
+                dl_cp_async16(sV + dl_swz<ROWB, VSWZ>(row, ch), gv + off, bytes);
+            }
+        }
+    }
+};
 
 /* Online-softmax state in base-2 units: m = running max of log2-scaled
  * scores, d = sum of 2^(s - m). Merge weight of a state into a common max M;
