@@ -102,6 +102,13 @@ $(BUILD)/gpu/%.o: gpu/%.cu
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@ 2> $(BUILD)/gpu/$*.ptxas.txt || { cat $(BUILD)/gpu/$*.ptxas.txt; exit 1; }
 	@grep -iE 'warning|spill' $(BUILD)/gpu/$*.ptxas.txt | grep -v ' 0 bytes spill' || true
 
+# The generator string names the git commit: rebuild golden.o whenever the commit (or dirtiness) changes.
+GIT_STAMP := $(BUILD)/git_commit.stamp
+$(GIT_STAMP): FORCE
+	@mkdir -p $(BUILD); echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/harness/golden.o: $(GIT_STAMP)
+FORCE:
+
 $(LIB): $(LIB_OBJ) $(CU_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
