@@ -75,7 +75,7 @@ int dl_bench_graph_capture(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, i
 int dl_bench_time_graph(dl_bench *b, int flush, double *sec_per_launch);
 
 /* Peak read bandwidth calibration: a grid-stride streaming read of a device
- * buffer of `bytes` (0: max(1 GiB, 16 x L2), at most half the free memory)
+ * buffer of `bytes` (0: max(4 GiB, 64 x L2), at most half the free memory)
  * with 16-byte loads, L2 flushed before each of `runs` timed runs after 2
  * warm-ups. bandwidth = bytes / median time. */
 typedef struct {
