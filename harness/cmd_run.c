@@ -94,7 +94,7 @@ static void run_help(FILE *f)
             "  --min-samples N         (default 10)      --max-stdrel X   (default 0.005)\n"
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
             "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
-            "                          (atomically; schema: data/SCHEMA-results.md). Without it nothing is written.\n\n"
+            "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n\n"
             "Without a CUDA device: says so, lists the variants that would have run, exits 0.\n"
             "exit status: 0 all checks PASS/MARGINAL/SKIP, 1 a variant FAILed, 2 bad input or setup error.\n");
 }

@@ -1,6 +1,6 @@
 /* dl_results.h - the results table of `decodelab run`: one row per (golden
  * file, variant), appended atomically to an HDF5 file and rewritten in full to
- * its CSV twin. Schema: data/SCHEMA-results.md (one 1-D dataset per column
+ * its CSV twin. Schema: data/SCHEMA.md (results table) (one 1-D dataset per column
  * under the group /results; the column table in results.c is the source).
  *
  * Atomic append: take an exclusive flock on "<path>.lock", read every row of

@@ -1,5 +1,5 @@
 /* results.c - the results table of `decodelab run` (see dl_results.h and
- * data/SCHEMA-results.md): a column table, an HDF5 writer/reader (one 1-D
+ * data/SCHEMA.md (results table)): a column table, an HDF5 writer/reader (one 1-D
  * dataset per column under /results) and a CSV twin, appended atomically. */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,7 @@ typedef struct {
     {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8},                                \
     {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8}
 
-/* The schema, in column order. data/SCHEMA-results.md documents each. */
+/* The schema, in column order. data/SCHEMA.md (results table) documents each. */
 static const col_def cols[] = {
     CS(golden_path), CS(golden_hash),
     CS(variant), CS(compute), CS(dequant), CS(unit), CS(model), CS(kernel_file),
