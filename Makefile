@@ -153,7 +153,7 @@ demo: $(BIN)
 	$(BIN) golden --preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --out $(DEMO_OUT) --force
 	$(BIN) check $(DEMO_OUT)
 	$(BIN) inspect $(DEMO_OUT)
-	$(BIN) run $(DEMO_OUT) || true
+	$(BIN) run $(DEMO_OUT)
 
 static:
 	$(MAKE) STATIC=1 BUILD=$(BUILD)-static $(BUILD)-static/decodelab
