@@ -29,8 +29,9 @@ static const char *const model_descriptions[DL_MODEL_COUNT] = {
     "FP64 attention on the dequantized stored inputs (decode(code)*scale), gathered pages, OpenBLAS dgemm",
     "FP64 attention on the original values before storage rounding (q_orig, k_orig, v_orig)",
     "CUDA-core kernel arithmetic: FP32 dequant, FP32 dots in index order, FP32 online softmax per kv_block",
-    "BF16 tensor-core kernel arithmetic: Q, K, V rounded to BF16, FP32 accumulation, online softmax per "
-    "kv_block, P rounded to BF16 before P*V, normalizer from FP32 P",
+    "BF16 tensor-core kernel arithmetic: Q and decode(code) of K, V rounded to BF16, FP32 accumulation, "
+    "scores * (sm_scale * k_scale), online softmax per kv_block, P rounded to BF16 before P*V, normalizer "
+    "from FP32 P, output * v_scale",
     "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
     "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
     "before P*V, normalizer from FP32 P"};
@@ -263,15 +264,17 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     gather_codes(c, lut, 1, b, g, len, V);
 
     p_rounding pr_mode = P_FLOAT;
-    if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16) {
+    if (model == DL_MODEL_FP32) {
         /* dequantize in float: code * scale, one element at a time */
         for (int64_t i = 0; i < len * D; i++) K[i] = K[i] * ks;
         for (int64_t i = 0; i < len * D; i++) V[i] = V[i] * vs;
-        if (model == DL_MODEL_BF16) {
-            for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
-            for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
-            pr_mode = P_BF16;
-        }
+    } else if (model == DL_MODEL_BF16) {
+        /* bf16(decode(code)), the scales stay out of the elements (folded into
+         * the score and output scales below): exact for fp8 codes and a bf16
+         * cache, one rounding for an f16 cache */
+        for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
+        for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
+        pr_mode = P_BF16;
     } else { /* fp8 */
         if (cfg->kv_dtype != DL_E4M3 && cfg->kv_dtype != DL_E5M2) {
             /* A 16-bit cache is first quantized to e4m3 with one scale per
@@ -295,10 +298,12 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
             for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum);
         } else if (model == DL_MODEL_BF16) {
             for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
-            /* bf16 x bf16 products are exact in float; the sum is rounded */
-            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sm;
+            /* bf16 x bf16 products are exact in float; the sum is rounded;
+             * k_scale folds into the score scale, v_scale into the output */
+            const float sk = sm * ks;
+            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sk;
             online_softmax(s, V, len, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
-            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum);
+            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * vs);
         } else {
             const float qs = quantize_e4m3(q, D, qr);
             /* e4m3 x e4m3 (or e5m2) products are exact in float */

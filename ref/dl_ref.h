@@ -6,8 +6,10 @@
  *   exact - FP64 on the dequantized stored inputs, via OpenBLAS (dgemm/dgemv)
  *   orig  - FP64 on the original values before storage rounding
  *   fp32  - a CUDA-core kernel: FP32 dequant, FP32 dots, FP32 online softmax
- *   bf16  - a BF16 tensor-core kernel: Q, K, V rounded to BF16, FP32 accumulation,
- *           P rounded to BF16 before P*V
+ *   bf16  - a BF16 tensor-core kernel: Q and the decoded K, V codes rounded to BF16
+ *           (scales not applied per element), FP32 accumulation, P rounded to BF16
+ *           before P*V; the scales are folded as production kernels do:
+ *           s = (q . k) * (sm_scale * k_scale), o = acc / sum * v_scale
  *   fp8   - an FP8 tensor-core kernel: Q quantized to e4m3 per head, K/V codes as
  *           stored, QK accumulated in FP32 (or a reduced-precision accumulator),
  *           P quantized to e4m3 with a static scale before P*V

@@ -351,12 +351,13 @@ START_TEST(test_length_one)
             float a32 = 0.0f, a16 = 0.0f, ks = c.k_scale[h / G];
             for (int64_t d = 0; d < D; d++) {
                 float qf = (float)qval(&c, b, h, d);
-                float kf = dl_decode_elem(cfg.kv_dtype, c.k_cache, test_offset(&c, b, 0, h / G) + d) * ks;
-                a32 += qf * kf;
-                a16 += dl_round_bf16(qf) * dl_round_bf16(kf);
+                float code = dl_decode_elem(cfg.kv_dtype, c.k_cache, test_offset(&c, b, 0, h / G) + d);
+                a32 += qf * (code * ks);
+                /* bf16 model: scale folded into the score scale, not into the element */
+                a16 += dl_round_bf16(qf) * dl_round_bf16(code);
             }
             lse32[b * Hq + h] = (double)(a32 * smf);
-            lse16[b * Hq + h] = (double)(a16 * smf);
+            lse16[b * Hq + h] = (double)(a16 * (smf * ks));
         }
     dl_output out;
     run_model(&c, DL_MODEL_EXACT, NULL, &out);
@@ -367,10 +368,15 @@ START_TEST(test_length_one)
     ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 1e-4, "fp32 length 1: lse is not near s_0");
     ck_assert_msg(memcmp(out.lse, lse32, sizeof lse32) == 0, "fp32 length 1: lse is not the float s_0");
     dl_output_free(&out);
-    /* bf16: P = 1 is exact, so o is v_0 dequantized in float and rounded to bf16 */
-    for (int64_t i = 0; i < B * Hq * D; i++) o32[i] = (double)dl_round_bf16((float)o32[i]);
+    /* bf16: P = 1 is exact, so o is bf16(decode(v_0 code)) * v_scale, one float multiply */
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t d = 0; d < D; d++) {
+                float code = dl_decode_elem(cfg.kv_dtype, c.v_cache, test_offset(&c, b, 0, h / G) + d);
+                o32[(b * Hq + h) * D + d] = (double)(dl_round_bf16(code) * c.v_scale[h / G]);
+            }
     run_model(&c, DL_MODEL_BF16, NULL, &out);
-    ck_assert_msg(memcmp(out.o, o32, sizeof o32) == 0, "bf16 length 1: o is not bf16(v_0)");
+    ck_assert_msg(memcmp(out.o, o32, sizeof o32) == 0, "bf16 length 1: o is not bf16(code of v_0) * v_scale");
     ck_assert_msg(max_abs_diff(out.lse, lse, B * Hq) < 5e-2, "bf16 length 1: lse is not near s_0");
     ck_assert_msg(memcmp(out.lse, lse16, sizeof lse16) == 0, "bf16 length 1: lse is not the bf16-product s_0");
     dl_output_free(&out);
@@ -412,14 +418,51 @@ START_TEST(test_normalizer_uses_float_p)
     dl_output_free(&out);
     const dl_model rounded[] = {DL_MODEL_BF16, DL_MODEL_FP8};
     for (int i = 0; i < 2; i++) {
-        double vr[2 * 4 * 32]; /* v as the model holds it: bf16 rounds V, fp8 keeps the codes */
-        for (int64_t j = 0; j < n; j++) vr[j] = rounded[i] == DL_MODEL_BF16 ? (double)dl_round_bf16((float)v[j]) : v[j];
+        double vr[2 * 4 * 32]; /* v as the model holds it: bf16 rounds the decoded code (exact for e4m3)
+                                  and scales the output, fp8 keeps the codes */
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t b = j / 128, h = (j / 32) % 4, d = j % 32;
+            float code = dl_decode_elem(cfg.kv_dtype, c.v_cache, test_offset(&c, b, 0, h / 2) + d);
+            vr[j] = rounded[i] == DL_MODEL_BF16 ? (double)(dl_round_bf16(code) * c.v_scale[h / 2]) : v[j];
+        }
         run_model(&c, rounded[i], NULL, &out);
         double e = rel_l2(out.o, vr, n);
         ck_assert_msg(e > 1e-5 && e < 5e-2, "%s: o vs v rel L2 %.3g, expected the P-rounding bias (1e-5..5e-2)",
                       dl_model_name(rounded[i]), e);
         dl_output_free(&out);
     }
+    dl_case_free(&c);
+}
+END_TEST
+
+/* The bf16 model folds v_scale into the output instead of rounding
+ * bf16(decode(code) * v_scale) per element (dl_ref.h): on an f16 cache (where
+ * bf16(decode(code)) is a real rounding), o with v_scale = s is exactly the
+ * float product (o with v_scale = 1) * s, and lse does not depend on v_scale. */
+START_TEST(test_bf16_v_scale_folded)
+{
+    const int64_t lens[] = {1, 70, 129};
+    dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_HND, DL_F16, lens, 17);
+    dl_case c;
+    build(&cfg, &c);
+    const int64_t n = 3 * 4, no = n * 32;
+    c.v_scale[0] = 1.0f;
+    c.v_scale[1] = 1.0f;
+    dl_output one, scaled;
+    run_model(&c, DL_MODEL_BF16, NULL, &one);
+    const float s[2] = {0.7f, 3.3f};
+    c.v_scale[0] = s[0];
+    c.v_scale[1] = s[1];
+    run_model(&c, DL_MODEL_BF16, NULL, &scaled);
+    for (int64_t i = 0; i < no; i++) {
+        const int64_t h = (i / 32) % 4;
+        const double want = (double)((float)one.o[i] * s[h / 2]);
+        ck_assert_msg(scaled.o[i] == want, "o[%lld] = %.9g, expected bf16-model o(v_scale=1) * %g = %.9g",
+                      (long long)i, scaled.o[i], (double)s[h / 2], want);
+    }
+    ck_assert_msg(memcmp(one.lse, scaled.lse, (size_t)n * sizeof(double)) == 0, "lse depends on v_scale");
+    dl_output_free(&one);
+    dl_output_free(&scaled);
     dl_case_free(&c);
 }
 END_TEST
@@ -693,6 +736,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_dominant_key);
     tcase_add_test(tc, test_length_one);
     tcase_add_test(tc, test_normalizer_uses_float_p);
+    tcase_add_test(tc, test_bf16_v_scale_folded);
     tcase_add_test(tc, test_gqa_equals_mha);
     tcase_add_test(tc, test_nhd_equals_hnd);
     tcase_add_test(tc, test_page_size_and_order);
