@@ -291,6 +291,15 @@ static int parse_args(int argc, char **argv, golden_args *a)
     return 0;
 }
 
+int dl_cmd_golden_parse(int argc, char **argv)
+{
+    static golden_args a; /* ~33 KiB: the explicit length list */
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    a.cfg.sm_scale = dl_sm_scale(&a.cfg);
+    return dl_config_validate(&a.cfg) ? -1 : 0;
+}
+
 static void human_bytes(double b, char *buf, size_t n)
 {
     if (b >= 1 << 30) snprintf(buf, n, "%.2f GiB", b / (1 << 30));

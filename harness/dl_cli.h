@@ -14,6 +14,11 @@ int dl_cmd_run(int argc, char **argv);      /* harness/cmd_run.c */
 int dl_cmd_list(int argc, char **argv);     /* harness/cmd_run.c */
 int dl_cmd_info(int argc, char **argv);     /* harness/cmd_run.c */
 
+/* Option parsing and validation alone (no work, no files): 0 ok, 1 --help was
+ * printed, -1 bad input (recorded). For the fuzzers in tests/fuzz/. */
+int dl_cmd_golden_parse(int argc, char **argv);
+int dl_cmd_run_parse(int argc, char **argv);
+
 /* For subcommands that take one FILE and --help (harness/cmd_inspect.c):
  * returns 0 with *file set, 1 after printing help(stdout), -1 on error (recorded). */
 int dl_cli_one_file(const char *cmd, int argc, char **argv, const char **file, void (*help)(FILE *));

@@ -21,6 +21,7 @@ typedef struct {
     dl_output out[DL_MODEL_COUNT];
     dl_model_params params;           /* read from /golden attributes */
     char generator[256];
+    int allow_nonfinite;              /* /config@allow_nonfinite (optional, default 0): NaN/Inf inputs accepted */
 } dl_golden;
 
 /* Write case + the given model outputs (outs[i] for i < n) to path.

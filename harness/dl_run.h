@@ -34,6 +34,18 @@ void dl_run_bytes(const dl_case *c, dl_bytes *b);
 uint64_t dl_run_inputs_hash(const dl_case *c);
 void dl_run_hash_string(uint64_t h, char *buf, size_t n);
 
+/* The split-KV count `decodelab run --splits` resolves to for case c:
+ * requested when > 0, else dl_gpu_choose_splits for the case (at least 1). */
+int dl_run_resolve_splits(const dl_case *c, int requested);
+
+/* --resume: drop from sel[0..*nsel) every variant that already has a row in
+ * the results table at results_path (absent = no rows) with the same golden
+ * inputs hash, the same resolved split count and the same timing mode (a SKIP
+ * or FAIL row, never timed, matches any timing mode; a SKIP row any split count).
+ * Keeps the order of the rest. */
+int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
+                         const dl_variant **sel, int *nsel);
+
 /* Fill the golden-file and config columns of a row from a case. */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
 

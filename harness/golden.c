@@ -415,7 +415,15 @@ fail:
 typedef struct {
     const char *path;
     hid_t file;
+    int64_t file_bytes; /* size of the file on disk: no dataset may claim more storage */
 } rctx;
+
+/* A chunk may hold at most this many bytes (ours are 256 KiB; h5py's automatic
+ * chunks are at most 1 MiB), and a dataset's data at most DL_MAX_INFLATE times
+ * its stored bytes (deflate cannot compress better than about 1032:1). With
+ * these a file cannot make the reader allocate much more than its own size. */
+#define DL_MAX_CHUNK_BYTES (64 << 20)
+#define DL_MAX_INFLATE 1100.0
 
 /* Open attribute objname@name; checks it is scalar (one element) and of class cls. */
 static hid_t attr_open(const rctx *r, const char *objname, const char *name, H5T_class_t cls)
@@ -649,6 +657,34 @@ static hid_t ds_open(const rctx *r, const ds_spec *sp, hsize_t *dims_out)
     t = -1;
     H5Sclose(s);
     s = -1;
+    {
+        /* the data must be on disk before anything is sized by the header */
+        hid_t dcpl = H5Dget_create_plist(d);
+        hsize_t cd[4] = {1, 1, 1, 1};
+        double chunk = 0, need = elems * (double)sz, stored = (double)H5Dget_storage_size(d);
+        H5D_layout_t lay = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+        int ext = dcpl >= 0 ? H5Pget_external_count(dcpl) : -1;
+        if (lay == H5D_CHUNKED && H5Pget_chunk(dcpl, 4, cd) == rank) {
+            chunk = (double)sz;
+            for (int i = 0; i < rank; i++) chunk *= (double)cd[i];
+        }
+        if (dcpl >= 0) H5Pclose(dcpl);
+        H5Eclear2(H5E_DEFAULT);
+        if ((lay != H5D_CHUNKED && lay != H5D_CONTIGUOUS && lay != H5D_COMPACT) || ext != 0) {
+            dl_fail("%s: dataset %s has layout %d with %d external files: only data inside the file "
+                    "(contiguous, chunked or compact) is read", path, name, (int)lay, ext);
+            goto fail;
+        }
+        if (chunk > DL_MAX_CHUNK_BYTES) {
+            dl_fail("%s: dataset %s has chunks of %.0f bytes, over the limit %d", path, name, chunk, DL_MAX_CHUNK_BYTES);
+            goto fail;
+        }
+        if (stored > (double)r->file_bytes || need > DL_MAX_INFLATE * stored + 4096.0) {
+            dl_fail("%s: dataset %s holds %.0f bytes of data but %.0f bytes are stored (file: %lld bytes): "
+                    "unwritten or implausible storage", path, name, need, stored, (long long)r->file_bytes);
+            goto fail;
+        }
+    }
     if (H5Aexists(d, "dtype") <= 0) {
         dl_fail("%s: dataset %s has no dtype attribute (expected '%s')", path, name, enc_name(sp->enc));
         goto fail;
@@ -707,11 +743,11 @@ fail:
 
 /* Non-finite values: q, scales, orig values of used slots refused; poison
  * slots of the caches must hold NaN and used slots must be finite. */
-static int check_values(const char *path, const dl_case *c)
+static int check_values(const char *path, const dl_case *c, int allow_nonfinite)
 {
     const dl_config *cfg = &c->cfg;
     int64_t nq = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, D = cfg->head_dim;
-    for (int64_t i = 0; i < nq; i++) {
+    for (int64_t i = 0; i < nq && !allow_nonfinite; i++) {
         float x = dl_decode_elem(cfg->q_dtype, c->q, i);
         if (!isfinite(x)) return dl_fail("%s: /inputs/q[%lld] = %g is not finite", path, (long long)i, x);
         if (c->q_orig && !isfinite(c->q_orig[i]))
@@ -737,7 +773,7 @@ static int check_values(const char *path, const dl_case *c)
                     for (int k = 0; k < 2; k++)
                         for (int64_t d = 0; d < D; d++) {
                             float x = dl_decode_elem(cfg->kv_dtype, t[k].codes, off + d);
-                            if (slot < used && !isfinite(x))
+                            if (slot < used && !isfinite(x) && !allow_nonfinite)
                                 return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite "
                                                "(request %lld)", path, t[k].name, (long long)page, (long long)slot,
                                                (long long)h, (long long)d, x, (long long)b);
@@ -746,7 +782,7 @@ static int check_values(const char *path, const dl_case *c)
                                                "(past the end of request %lld) and must hold NaN", path, t[k].name,
                                                (long long)page, (long long)slot, (long long)h, (long long)d, x,
                                                (long long)b);
-                            if (slot < used && t[k].orig && !isfinite(t[k].orig[off + d]))
+                            if (slot < used && t[k].orig && !isfinite(t[k].orig[off + d]) && !allow_nonfinite)
                                 return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite", path,
                                                t[k].oname, (long long)page, (long long)slot, (long long)h,
                                                (long long)d, t[k].orig[off + d]);
@@ -809,12 +845,12 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
         for (int64_t i = 0; i < no; i++) out->o[i] = ((float *)o)[i];
         for (int64_t i = 0; i < nl; i++) out->lse[i] = ((float *)l)[i];
     }
-    for (int64_t i = 0; i < no; i++)
+    for (int64_t i = 0; i < no && !g->allow_nonfinite; i++)
         if (!isfinite(out->o[i])) {
             dl_fail("%s: %s[%lld] = %g is not finite", path, on, (long long)i, out->o[i]);
             goto fail;
         }
-    for (int64_t i = 0; i < nl; i++)
+    for (int64_t i = 0; i < nl && !g->allow_nonfinite; i++)
         if (!isfinite(out->lse[i])) {
             dl_fail("%s: %s[%lld] = %g is not finite", path, ln, (long long)i, out->lse[i]);
             goto fail;
@@ -846,6 +882,13 @@ static int read_all(const rctx *r, dl_golden *g)
                        DL_GOLDEN_VERSION);
     DL_TRY(rattr_str(r, "/", "generator", g->generator, sizeof g->generator));
     DL_TRY(read_config(r, cfg));
+    /* optional: a case whose inputs hold NaN/Inf on purpose says so (default 0: refused) */
+    if (H5Aexists_by_name(r->file, "/config", "allow_nonfinite", H5P_DEFAULT) > 0) {
+        DL_TRY(rattr_i64(r, "/config", "allow_nonfinite", &v));
+        if (v != 0 && v != 1) return dl_fail("%s: /config@allow_nonfinite = %lld, expected 0 or 1", path, (long long)v);
+        g->allow_nonfinite = (int)v;
+    }
+    H5Eclear2(H5E_DEFAULT);
 
     const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
     const int64_t d1 = cfg->kv_layout == DL_NHD ? cfg->page_size : Hkv, d2 = cfg->kv_layout == DL_NHD ? Hkv : cfg->page_size;
@@ -903,7 +946,7 @@ static int read_all(const rctx *r, dl_golden *g)
     /* explicit lengths are recovered from the page table */
     if (cfg->num_explicit_lens > 0)
         for (int64_t b = 0; b < B; b++) cfg->explicit_lens[b] = dl_case_seq_len(c, b);
-    DL_TRY(check_values(path, c));
+    DL_TRY(check_values(path, c, g->allow_nonfinite));
 
     if (H5Lexists(r->file, "/golden", H5P_DEFAULT) <= 0) return dl_fail("%s: group /golden is missing", path);
     DL_TRY(read_params(r, &g->params));
@@ -927,7 +970,7 @@ int dl_golden_read(const char *path, dl_golden *g)
         H5Eclear2(H5E_DEFAULT);
         return dl_fail("%s: not an HDF5 file", path);
     }
-    rctx r = {path, -1};
+    rctx r = {path, -1, (int64_t)st.st_size};
     int rc = -1;
     H5_CHECK(r.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
     rc = read_all(&r, g);

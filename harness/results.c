@@ -300,6 +300,13 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         rc = dl_fail("results: %s: group /results is missing", path);
     else if (read_i64_attr(g, "num_rows", &n) || n < 0 || n > (INT64_C(1) << 31))
         rc = dl_fail("results: %s: /results attribute num_rows is missing or out of range (%lld)", path, (long long)n);
+    /* size limit before allocating: every numeric column stores 8 bytes per row in the file */
+    struct stat st;
+    int64_t num_numeric = 0;
+    for (int i = 0; i < num_cols; i++) num_numeric += cols[i].type != DL_COL_STR;
+    if (!rc && (stat(path, &st) != 0 || n > (int64_t)st.st_size / (8 * num_numeric)))
+        rc = dl_fail("results: %s: /results@num_rows = %lld needs at least %lld bytes, the file has %lld", path,
+                     (long long)n, (long long)(n * 8 * num_numeric), (long long)st.st_size);
     dl_result_row *rows = NULL;
     void *buf = NULL;
     if (!rc) {

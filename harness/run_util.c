@@ -2,9 +2,12 @@
  * variant selection by glob, bytes-moved accounting, the golden inputs' hash,
  * and the config columns of a results row. Kept apart from cmd_run.c so the
  * tests link them without the CLI. */
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dl_run.h"
 
@@ -147,3 +150,54 @@ void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case
     r->max_seq_len = maxlen;
 }
 
+
+int dl_run_resolve_splits(const dl_case *c, int requested)
+{
+    if (requested > 0) return requested;
+    dl_gpu_args a;
+    memset(&a, 0, sizeof a);
+    a.batch_size = (int)c->cfg.batch_size;
+    a.num_qo_heads = (int)c->cfg.num_qo_heads;
+    a.num_kv_heads = (int)c->cfg.num_kv_heads;
+    a.head_dim = (int)c->cfg.head_dim;
+    a.page_size = (int)c->cfg.page_size;
+    int64_t maxlen = 0;
+    for (int64_t b = 0; b < c->cfg.batch_size; b++) {
+        int64_t len = dl_case_seq_len(c, b);
+        if (len > maxlen) maxlen = len;
+    }
+    a.max_seq_len = (int)maxlen;
+    int s = dl_gpu_choose_splits(&a);
+    return s < 1 ? 1 : s;
+}
+
+int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
+                         const dl_variant **sel, int *nsel)
+{
+    struct stat st;
+    if (stat(results_path, &st) != 0) {
+        if (errno == ENOENT) return 0; /* nothing recorded yet */
+        return dl_fail("--resume: cannot stat %s: %s", results_path, strerror(errno));
+    }
+    dl_result_row *rows = NULL;
+    int64_t nrows = 0;
+    DL_TRY(dl_results_read(results_path, &rows, &nrows));
+    char hash[32];
+    dl_run_hash_string(dl_run_inputs_hash(c), hash, sizeof hash);
+    const int64_t want_splits = dl_run_resolve_splits(c, splits);
+    int kept = 0;
+    for (int i = 0; i < *nsel; i++) {
+        int done = 0;
+        for (int64_t r = 0; r < nrows && !done; r++) {
+            const dl_result_row *x = &rows[r];
+            int skip = !strcmp(x->verdict, "SKIP"), fail = !strcmp(x->verdict, "FAIL");
+            done = !strcmp(x->golden_hash, hash) && !strcmp(x->variant, sel[i]->name) &&
+                   (skip || x->num_splits == want_splits) &&
+                   (skip || fail || !strcmp(x->timing_mode, timing_mode));
+        }
+        if (!done) sel[kept++] = sel[i];
+    }
+    *nsel = kept;
+    free(rows);
+    return 0;
+}
