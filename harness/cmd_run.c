@@ -70,6 +70,7 @@ typedef struct {
     const char *golden, *variants, *out;
     int time, hot_l2, graph, graph_launches, peak_runs;
     int splits; /* 0 = auto */
+    int resume; /* skip variants whose row is already in --out */
     dl_timing_opts topt;
 } run_opts;
 
@@ -94,7 +95,10 @@ static void run_help(FILE *f)
             "  --min-samples N         (default 10)      --max-stdrel X   (default 0.005)\n"
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
             "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
-            "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n\n"
+            "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n"
+            "  --resume                skip the variants that already have a row in --out for the same golden\n"
+            "                          inputs (content hash), split count and timing mode (an interrupted sweep\n"
+            "                          reruns without duplicating rows)\n\n"
             "Without a CUDA device: says so, lists the variants that would have run, exits 0.\n"
             "exit status: 0 all checks PASS/MARGINAL/SKIP, 1 a variant FAILed, 2 bad input or setup error.\n");
 }
@@ -118,6 +122,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
             o->hot_l2 = 1;
         } else if (!strcmp(a, "--graph")) {
             o->graph = 1;
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = 1;
         } else if (a[0] == '-' && a[1] == '-' && !val) {
             return dl_fail("%s: missing value (or unknown flag; see decodelab run --help)", a);
         } else if (!strcmp(a, "--variants")) {
@@ -154,6 +160,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
         }
     }
     if (!o->golden) return dl_fail("missing GOLDEN.h5 (see decodelab run --help)");
+    if (o->resume && !o->out) return dl_fail("--resume: needs --out RESULTS.h5 (the table to resume)");
     if ((o->hot_l2 || o->graph) && !o->time) o->time = 1;
     return 0;
 }
@@ -452,6 +459,12 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
 
 /* ================================================================ run */
 
+int dl_cmd_run_parse(int argc, char **argv)
+{
+    run_opts o;
+    return parse_run(argc, argv, &o);
+}
+
 int dl_cmd_run(int argc, char **argv)
 {
     run_opts o;
@@ -474,6 +487,21 @@ int dl_cmd_run(int argc, char **argv)
     char name[512];
     dl_config_name(&g.c.cfg, name, sizeof name);
     printf("golden: %s\ncase:   %s\n", o.golden, name);
+    if (o.resume) {
+        int before = nsel;
+        if (dl_run_resume_filter(o.out, &g.c, o.splits, o.time ? timing_mode(&o) : "none", sel, &nsel)) {
+            dl_golden_free(&g);
+            free(sel);
+            return dl_cli_error("run");
+        }
+        printf("resume: %d of %d selected variants already have a row in %s: skipped\n", before - nsel, before, o.out);
+        if (nsel == 0) {
+            printf("resume: nothing left to run\n");
+            dl_golden_free(&g);
+            free(sel);
+            return 0;
+        }
+    }
 
     dl_clear_error();
     int ndev = dl_gpu_device_count();
