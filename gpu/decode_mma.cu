@@ -7,9 +7,10 @@
  * zero padding); raw K/V tiles of 64 tokens stream into shared memory through a
  * multi-stage cp.async pipeline (read from DRAM once per group); each warp takes
  * 16 tokens of a tile. K and V are dequantized in registers to BF16 exactly as
- * the bf16 model does: round_bf16(decode(code) * scale) (an f16 cache is thus
- * rounded to bf16 too; a bf16 cache with scale 1 passes through); Q is rounded
- * to bf16; S = Q K^T and O += P V accumulate in FP32; the running max is the
+ * the bf16 model does: bf16(decode(code)) (exact for fp8 codes; an f16 cache is
+ * rounded, a bf16 cache passes through), the per-head scales folded into the
+ * score scale (sm_scale * k_scale) and the output (v_scale), never applied per
+ * element; Q is rounded to bf16; S = Q K^T and O += P V accumulate in FP32; the running max is the
  * max over whole 64-token tiles shared by the 4 warps (the model's kv_block);
  * P = exp(s - m) is summed in FP32 and rounded to BF16 before P*V.
  * Fragment trick: the head_dim order inside each 16-wide k-step is permuted
@@ -21,8 +22,9 @@
  * come out permuted and are put back in place when written.
  *
  * Sibling difference: bf16-cast-mma converts each FP8 code on its own
- * (fp8 -> half -> float); bf16-fast-mma uses the four-at-a-time bit trick
- * (template parameter FAST). Everything else is identical.
+ * (fp8 -> half -> float -> bf16); bf16-fast-mma uses the four-at-a-time bit
+ * trick straight to bf16 (template parameter FAST; its 2^-bias is folded into
+ * the Q/P operands and the score/output scales). Everything else is identical.
  * Hypothesis (mission E1/E3): tensor cores amortize the dequant over the GQA
  * group; MHA stays memory-bound whatever the unit.
  * Run: decodelab run FILE.h5 --variants 'bf16-*-mma' --time */
@@ -94,6 +96,9 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
     constexpr int ROWB = S::ROWB, KS = S::KSTRIDE, VS = S::VSTRIDE, STAGES = S::STAGES;
     constexpr int E = S::E, KSPB = S::KSPB, EV = S::EV, R = S::R;
     constexpr int NT = D / 8; /* n8 tiles of the output */
+    constexpr int BIAS = dl_bf16_bias_log2<KV, FAST>();
+    constexpr float kHalfBias = (float)(1ull << (BIAS - BIAS / 2)); /* exact, <= 2^60 */
+    constexpr float kQMul = (float)(1ull << (BIAS / 2)), kPMul = kQMul;
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t *sK = smem, *sV = smem + STAGES * kTile * KS;
     constexpr int BIG = S::PIPE > S::MERGE ? S::PIPE : S::MERGE;
@@ -136,16 +141,17 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
             const int row = g + 8 * r;
             const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + row) * D + d0;
 #pragma unroll
-            for (int e = 0; e < 4; e++) v[r][e] = row < G ? dl_q_bf16(a, base + e) : 0.0f;
+            for (int e = 0; e < 4; e++) v[r][e] = row < G ? dl_q_bf16(a, base + e) * kQMul : 0.0f;
         }
         sQ[ks * 32 + lane] = make_uint4(dl_pack_bf16x2(v[0][0], v[0][1]), dl_pack_bf16x2(v[1][0], v[1][1]),
                                         dl_pack_bf16x2(v[0][2], v[0][3]), dl_pack_bf16x2(v[1][2], v[1][3]));
     }
 
-    const float sm = a.sm_scale;
-    constexpr float bias = dl_deq_bias<KV, FAST>();
-    const float ks_b = a.k_scale[kvh] * bias, vs_b = a.v_scale[kvh] * bias;
-    const bool k_unit = a.k_scale[kvh] == 1.0f, v_unit = a.v_scale[kvh] == 1.0f;
+    /* scales folded (the bf16 model): s = dot * (sm_scale * k_scale), o = acc / sum * v_scale;
+     * the bit trick's 2^-BIAS on K (V) is undone half by Q (P), half by the score (output)
+     * scale, all exact powers of two, so no product leaves the normal range */
+    const float sk_b = a.sm_scale * a.k_scale[kvh] * kHalfBias;
+    const float vs_b = a.v_scale[kvh] * kHalfBias;
 
     float acc[NT][4];
 #pragma unroll
@@ -175,7 +181,7 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
 #pragma unroll
             for (int n = 0; n < 2; n++) {
                 raw_t<16> raw = lds_raw<16>(tk + dl_swz<ROWB, 1>(kbase + n * 8 + g, blk * 4 + c));
-                dl_deq_bf16<KV, FAST, E>(raw.w, ks_b, k_unit, kb[n]);
+                dl_deq_bf16<KV, FAST, E>(raw.w, kb[n]);
             }
 #pragma unroll
             for (int j = 0; j < KSPB; j++) {
@@ -192,7 +198,7 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int tok = kbase + n * 8 + 2 * c + (i & 1);
-                s[n][i] = tok < nvalid ? s[n][i] * sm : -INFINITY;
+                s[n][i] = tok < nvalid ? s[n][i] * sk_b : -INFINITY;
                 mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
             }
 #pragma unroll
@@ -228,8 +234,8 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
                 p[i] = expf(s[n][i] - m[i >> 1]);
                 dsum[i >> 1] += p[i];
             }
-            pa[2 * n] = dl_pack_bf16x2(p[0], p[1]);
-            pa[2 * n + 1] = dl_pack_bf16x2(p[2], p[3]);
+            pa[2 * n] = dl_pack_bf16x2(p[0] * kPMul, p[1] * kPMul);
+            pa[2 * n + 1] = dl_pack_bf16x2(p[2] * kPMul, p[3] * kPMul);
         }
         /* O += P V: rows 2c, 2c+1 (k 2c, 2c+1) and 2c+8, 2c+9 of the warp's tokens;
          * head_dim element step*8*EV + g*EV + e goes to n-tile step*EV + e, column g. */
@@ -241,7 +247,7 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
                 const int row = kbase + 2 * c + (r & 1) + 8 * (r >> 1);
                 const int byte = step * 8 * R + g * R; /* logical byte in the row */
                 raw_t<R> raw = lds_raw<R>(tv + dl_swz<ROWB, 2>(row, byte / 16) + byte % 16);
-                dl_deq_bf16<KV, FAST, EV>(raw.w, vs_b, v_unit, vr[r]);
+                dl_deq_bf16<KV, FAST, EV>(raw.w, vr[r]);
             }
 #pragma unroll
             for (int e = 0; e < EV; e++) {
@@ -284,7 +290,7 @@ __global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args 
             o += red[(w * 16 + row) * (D + 1) + dd];
             den += red[(w * 16 + row) * (D + 1) + D];
         }
-        dl_out_o_row(a, b, kvh * G + row, split)[dd] = o / den;
+        dl_out_o_row(a, b, kvh * G + row, split)[dd] = o / den * vs_b;
     }
     if (tid < G) {
         float den = 0.0f;

@@ -6,9 +6,10 @@
  * loads. The CPU twin of the bit trick is ref/dl_formats.c (dl_fast_dequant_*).
  *
  * Convention: dl_deq4_f32<KV, FAST> turns 4 stored elements into 4 floats equal
- * to decode(code) / dl_deq_bias<KV, FAST>(); the caller multiplies the bias back
- * in with the scale (k_scale into the score scale, v_scale into the output or,
- * for the bf16 model, into the per-element dequant before rounding to bf16). */
+ * to decode(code) / dl_deq_bias<KV, FAST>(); dl_deq_bf16<KV, FAST> into bf16
+ * equal to decode(code) * 2^-dl_bf16_bias_log2<KV, FAST>(). The caller folds the
+ * bias back in with the scales (k_scale into the score scale, v_scale into the
+ * output), never per element. */
 #ifndef DL_DEQUANT_CUH
 #define DL_DEQUANT_CUH
 
@@ -97,23 +98,46 @@ __device__ __forceinline__ uint32_t dl_pack_bf16x2(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&v);
 }
 
-/* N stored elements -> N/2 bf16x2 words holding round_bf16(decode(code) * scale),
- * the bf16 model's "dequantize in float, then round" (scale_b = scale * bias).
- * A bf16 cache with unit scale is passed through (round(x * 1) = x). */
-template <dl_dtype KV, bool FAST, int N>
-__device__ __forceinline__ void dl_deq_bf16(const uint32_t *w, float scale_b, bool unit_scale, uint32_t *out)
+/* The bf16 bit trick: four fp8 codes (little-endian in w) to two bf16x2 words,
+ * each code moved to the high byte of its 16-bit lane and its exponent+mantissa
+ * shifted right by 8 - 5 + 1 (e4m3: 4; e5m2: 3) keeping the sign, so the value
+ * is decode(code) * 2^-dl_bf16_bias_log2 (exact on normals, subnormals and zero;
+ * e4m3's smallest codes become bf16 subnormals). */
+template <dl_dtype KV> __device__ __forceinline__ void dl_fast_fp8x4_bf16(uint32_t w, uint32_t &b01, uint32_t &b23)
+{
+    constexpr int SH = KV == DL_E4M3 ? 4 : 3;
+    constexpr uint32_t M = (0x7F007F00u >> SH) & 0x7FFF7FFFu;
+    const uint32_t a = __byte_perm(w, 0u, 0x1404u), b = __byte_perm(w, 0u, 0x3424u);
+    b01 = (a & 0x80008000u) | ((a >> SH) & M);
+    b23 = (b & 0x80008000u) | ((b >> SH) & M);
+}
+
+/* log2 of the factor the bf16 bit trick leaves out: 2^(127-7) for e4m3, 2^(127-15)
+ * for e5m2; 0 for the cast path and 16-bit caches. */
+template <dl_dtype KV, bool FAST> __host__ __device__ constexpr int dl_bf16_bias_log2()
+{
+    return !FAST ? 0 : (KV == DL_E4M3 ? 120 : (KV == DL_E5M2 ? 112 : 0));
+}
+
+/* N stored elements -> N/2 bf16x2 words holding bf16(decode(code)) (the bf16
+ * model: scales are not applied per element; they fold into the score and
+ * output scales). Cast: each fp8 code through half and float on its own, then
+ * rounded (exact); FAST: the bit trick, values times 2^-dl_bf16_bias_log2. f16:
+ * rounded to bf16; bf16: passed through. */
+template <dl_dtype KV, bool FAST, int N> __device__ __forceinline__ void dl_deq_bf16(const uint32_t *w, uint32_t *out)
 {
     if constexpr (KV == DL_BF16) {
-        if (unit_scale) {
 #pragma unroll
-            for (int i = 0; i < N / 2; i++) out[i] = w[i];
-            return;
-        }
+        for (int i = 0; i < N / 2; i++) out[i] = w[i];
+    } else if constexpr (FAST && (KV == DL_E4M3 || KV == DL_E5M2)) {
+#pragma unroll
+        for (int g = 0; g < N / 4; g++) dl_fast_fp8x4_bf16<KV>(w[g], out[2 * g], out[2 * g + 1]);
+    } else {
+        float f[N];
+        dl_deq_f32<KV, false, N>(w, f);
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) out[i] = dl_pack_bf16x2(f[2 * i], f[2 * i + 1]);
     }
-    float f[N];
-    dl_deq_f32<KV, FAST, N>(w, f);
-#pragma unroll
-    for (int i = 0; i < N / 2; i++) out[i] = dl_pack_bf16x2(f[2 * i] * scale_b, f[2 * i + 1] * scale_b);
 }
 
 /* Q element i of a [.., D] f16 or bf16 tensor as float. */
