@@ -26,6 +26,10 @@ typedef struct dl_variant {
     dl_launch_fn launch;     /* NULL when built without CUDA */
     /* Returns 1 if the variant can run cfg; else 0 and writes why into reason. */
     int (*supports)(const struct dl_variant *v, const dl_config *cfg, char *reason, size_t n);
+    /* Shell glob (fnmatch) over the demangled kernel names (c++filt) that selects this
+     * variant's kernel instantiations in the SASS census and in Nsight Compute output
+     * (harness/census.c), e.g. "*simt_decode_kernel<*, false>(*". */
+    const char *kernel;
 } dl_variant;
 
 extern const dl_variant dl_variants[];

@@ -70,16 +70,20 @@ static int supports_common(const dl_variant *v, const dl_config *cfg, char *reas
 const dl_variant dl_variants[] = {
     {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
-     DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common},
+     DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common,
+     "*::simt_decode_kernel<*, false>(*"},
     {"fp32-fast-simt", DL_COMPUTE_FP32, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "fp32-cast-simt with only the conversion replaced by the four-at-a-time bit-trick dequant",
-     DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common},
+     DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common,
+     "*::simt_decode_kernel<*, true>(*"},
     {"bf16-cast-mma", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "tensor cores (mma.sync m16n8k16 bf16, FP32 acc), GQA heads as MMA rows, per-element FP8 cast",
-     DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common},
+     DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common,
+     "*::mma_decode_kernel<*, false>(*"},
     {"bf16-fast-mma", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
-     DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common},
+     DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common,
+     "*::mma_decode_kernel<*, true>(*"},
 };
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
 
