@@ -28,7 +28,7 @@ static const int num_presets = (int)(sizeof presets / sizeof presets[0]);
 enum {
     O_HELP = 'h', O_PRESET = 256, O_BATCH, O_HQ, O_HKV, O_D, O_PAGE, O_LAYOUT, O_QT, O_KVT, O_SM, O_SEED, O_DIST,
     O_LEN, O_KVSCALE, O_MEAN, O_STD, O_LO, O_HI, O_OPROB, O_OVAR, O_OCH, O_CHS, O_MODELS, O_OUT, O_FORCE,
-    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE
+    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE, O_ACCPROMOTE
 };
 
 static const struct option long_opts[] = {
@@ -62,6 +62,7 @@ static const struct option long_opts[] = {
     {"acc-mantissa-bits", required_argument, 0, O_ACCBITS},
     {"acc-block", required_argument, 0, O_ACCBLOCK},
     {"p-scale", required_argument, 0, O_PSCALE},
+    {"acc-promote-blocks", required_argument, 0, O_ACCPROMOTE},
     {0, 0, 0, 0},
 };
 
@@ -98,11 +99,12 @@ static void usage(FILE *f)
             "  --outlier-prob X --outlier-var X  outlier: N(0,1) + N(0,var)*Bernoulli(prob) (default 0.001, 100)\n"
             "  --num-outlier-channels N --channel-scale X  channel-outlier: K channels scaled (default 4, 20)\n"
             "models:\n"
-            "  --models LIST            comma-separated of exact,orig,fp32,bf16,fp8 or all (default all)\n"
+            "  --models LIST            comma-separated of exact,orig,fp32,bf16,fp8,fp8acc,bf16simt or all (default all)\n"
             "  --kv-block N             tokens per online-softmax step of fp32/bf16/fp8 (default 64)\n"
             "  --acc-mantissa-bits N    fp8: accumulator mantissa bits, 23 = true FP32 (default 23)\n"
             "  --acc-block N            fp8: k-elements per accumulation block (default 32)\n"
             "  --p-scale X              fp8: static scale of P before e4m3 (default 448)\n"
+            "  --acc-promote-blocks N   fp8acc: k-blocks per partial before it is added in FP32 (default 2)\n"
             "output:\n"
             "  --out FILE               the golden file (required)\n"
             "  --force                  overwrite FILE if it exists\n"
@@ -233,6 +235,7 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
         a->params.p_scale = (float)s;
         return 0;
     }
+    case O_ACCPROMOTE: return dl_parse_i64("--acc-promote-blocks", v, 1, DL_MAX_HEAD_DIM, &a->params.acc_promote_blocks);
     }
     return dl_fail("internal: option %d not handled", code);
 }

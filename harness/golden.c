@@ -69,7 +69,8 @@ static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 const char *dl_generator_string(void) { return "decodelab " DL_VERSION " (git " DL_GIT_COMMIT ")"; }
 
 static const char *const model_dirs[DL_MODEL_COUNT] = {"/golden/exact", "/golden/orig", "/golden/fp32",
-                                                       "/golden/bf16", "/golden/fp8"};
+                                                       "/golden/bf16", "/golden/fp8", "/golden/fp8acc",
+                                                       "/golden/bf16simt"};
 
 static int model_is_f64(dl_model m) { return m == DL_MODEL_EXACT || m == DL_MODEL_ORIG; }
 
@@ -323,7 +324,8 @@ static int write_params(const wctx *w, const dl_model_params *p)
     if (attr_i64(w, g, "/golden", "kv_block", p->kv_block) ||
         attr_i64(w, g, "/golden", "acc_mantissa_bits", p->acc_mantissa_bits) ||
         attr_i64(w, g, "/golden", "acc_block", p->acc_block) ||
-        attr_f64(w, g, "/golden", "p_scale", (double)p->p_scale))
+        attr_f64(w, g, "/golden", "p_scale", (double)p->p_scale) ||
+        attr_i64(w, g, "/golden", "acc_promote_blocks", p->acc_promote_blocks))
         goto fail;
     rc = 0;
 fail:
@@ -811,6 +813,12 @@ static int read_params(const rctx *r, dl_model_params *p)
     DL_TRY(rattr_f64(r, "/golden", "p_scale", &x));
     if (!(x > 0.0) || !isfinite(x) || x > 1e30) return dl_fail("%s: /golden@p_scale = %g must be finite and > 0", path, x);
     p->p_scale = (float)x;
+    /* acc_promote_blocks (fp8acc) came later: absent in older files, which have no fp8acc group */
+    if (H5Aexists_by_name(r->file, "/golden", "acc_promote_blocks", H5P_DEFAULT) > 0) {
+        DL_TRY(rattr_i64(r, "/golden", "acc_promote_blocks", &v));
+        if (v < 1 || v > DL_MAX_HEAD_DIM) return dl_fail("%s: /golden@acc_promote_blocks = %lld is outside 1..%d", path, (long long)v, DL_MAX_HEAD_DIM);
+        p->acc_promote_blocks = v;
+    }
     return 0;
 }
 

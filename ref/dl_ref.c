@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const model_names[DL_MODEL_COUNT] = {"exact", "orig", "fp32", "bf16", "fp8"};
+static const char *const model_names[DL_MODEL_COUNT] = {"exact", "orig", "fp32", "bf16", "fp8", "fp8acc", "bf16simt"};
 
 static const char *const model_descriptions[DL_MODEL_COUNT] = {
     "FP64 attention on the dequantized stored inputs (decode(code)*scale), gathered pages, OpenBLAS dgemm",
@@ -34,7 +34,11 @@ static const char *const model_descriptions[DL_MODEL_COUNT] = {
     "from FP32 P, output * v_scale",
     "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
     "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
-    "before P*V, normalizer from FP32 P"};
+    "before P*V, normalizer from FP32 P",
+    "FP8 tensor-core kernel arithmetic with two-level accumulation: as fp8, but the MMA accumulator is a fresh "
+    "partial for acc_promote_blocks k-blocks (QK dims, P*V tokens), then added to an FP32 accumulator",
+    "BF16 CUDA-core kernel arithmetic: Q, K, V rounded to BF16, q.k by packed bf16x2 FMA over runs of 8 dims "
+    "(one BF16 rounding per FMA), FP32 cross-lane butterfly, FP32 online softmax and P*V, v_scale at the end"};
 
 void dl_model_params_default(dl_model_params *p)
 {
@@ -43,6 +47,7 @@ void dl_model_params_default(dl_model_params *p)
     p->acc_mantissa_bits = 23;
     p->acc_block = 32;
     p->p_scale = 448.0f;
+    p->acc_promote_blocks = 2;
 }
 
 const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? model_names[m] : "?"; }
@@ -56,7 +61,8 @@ int dl_model_parse(const char *s, dl_model *out)
 {
     for (int i = 0; i < DL_MODEL_COUNT; i++)
         if (s && strcmp(s, model_names[i]) == 0) { *out = (dl_model)i; return 0; }
-    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16 or fp8)", s ? s : "(null)");
+    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16, fp8, fp8acc or bf16simt)",
+                   s ? s : "(null)");
 }
 
 void dl_output_free(dl_output *o)
@@ -242,6 +248,122 @@ static float quantize_e4m3(const float *x, int64_t n, float *out)
     return scale;
 }
 
+/* ---- the FP8 MMA accumulator (fp8, fp8acc) ----
+ * One chain of MMAs accumulates k-blocks of acc_block products: the running
+ * value gets each product added in order (binary32) and is truncated with
+ * truncate_mantissa(., acc_mantissa_bits) at the end of every k-block
+ * (acc_mantissa_bits 0 or 23: no truncation). promote = 0: one chain for the
+ * whole sum. promote = N > 0 (fp8acc): the chain restarts at 0 every N
+ * k-blocks and its value is added to a separate FP32 accumulator. */
+static float acc_trunc(float x, int bits) { return (bits <= 0 || bits >= 23) ? x : truncate_mantissa(x, bits); }
+
+/* q.k over D dims in k-blocks of p->acc_block dims, as described above. */
+static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_params *p, int64_t promote)
+{
+    float main = 0.0f, part = 0.0f;
+    int64_t nblk = 0;
+    for (int64_t d0 = 0; d0 < D; d0 += p->acc_block) {
+        const int64_t d1 = d0 + p->acc_block < D ? d0 + p->acc_block : D;
+        for (int64_t d = d0; d < d1; d++) part += q[d] * k[d];
+        part = acc_trunc(part, p->acc_mantissa_bits);
+        if (promote > 0 && (++nblk % promote == 0 || d1 == D)) {
+            main += part;
+            part = 0.0f;
+        }
+    }
+    return promote > 0 ? main : part;
+}
+
+/* online_softmax with P_E4M3 and the MMA accumulator on P*V: per kv_block, the
+ * accumulator acc (the chain when promote = 0, the FP32 sum when promote > 0)
+ * and sum are rescaled by f = expf(m - m_new); then tokens go in k-blocks of
+ * acc_block tokens counted from the kv_block start: acc_part[d] += pr * V[j, d]
+ * in token order, truncated at each k-block end; with promote > 0 the partial
+ * is added to acc and restarts every promote k-blocks and at the kv_block end
+ * (the kernel promotes before it rescales). part is scratch [D]. */
+static void online_softmax_mma(const float *s, const float *V, int64_t len, int64_t D, const dl_model_params *p,
+                               int64_t promote, float *acc, float *part, float *m_out, float *sum_out)
+{
+    float m = -INFINITY, sum = 0.0f;
+    float *chain = promote > 0 ? part : acc;
+    for (int64_t d = 0; d < D; d++) acc[d] = part[d] = 0.0f;
+    for (int64_t j0 = 0; j0 < len; j0 += p->kv_block) {
+        int64_t j1 = j0 + p->kv_block < len ? j0 + p->kv_block : len;
+        float bmax = -INFINITY;
+        for (int64_t j = j0; j < j1; j++) bmax = max_nan(bmax, s[j]);
+        float m_new = max_nan(m, bmax);
+        float f = m == -INFINITY ? 0.0f : expf(m - m_new);
+        sum *= f;
+        for (int64_t d = 0; d < D; d++) acc[d] *= f;
+        int64_t nblk = 0;
+        for (int64_t k0 = j0; k0 < j1; k0 += p->acc_block) {
+            const int64_t k1 = k0 + p->acc_block < j1 ? k0 + p->acc_block : j1;
+            for (int64_t j = k0; j < k1; j++) {
+                float pj = expf(s[j] - m_new);
+                sum += pj;
+                float pr = dl_e4m3_to_f32(dl_f32_to_e4m3(pj * p->p_scale, DL_SATFINITE));
+                const float *v = V + j * D;
+                for (int64_t d = 0; d < D; d++) chain[d] += pr * v[d];
+            }
+            for (int64_t d = 0; d < D; d++) chain[d] = acc_trunc(chain[d], p->acc_mantissa_bits);
+            if (promote > 0 && (++nblk % promote == 0 || k1 == j1))
+                for (int64_t d = 0; d < D; d++) {
+                    acc[d] += part[d];
+                    part[d] = 0.0f;
+                }
+        }
+        m = m_new;
+    }
+    *m_out = m;
+    *sum_out = sum;
+}
+
+/* ---- bf16simt: the CUDA-core BF16 kernel (gpu/decode_bf16_simt.cu) ----
+ * Lane t of the BDX = D / VEC lanes of a row (VEC = 16 elements for a 1-byte
+ * cache, 8 otherwise: 16 bytes per lane) owns dims t*VEC .. t*VEC+VEC-1, in
+ * runs of 8 dims. A run is one bf16x2 accumulator, starting at +0: the even
+ * dims go to its low half, the odd ones to its high half, each by
+ * fma.rn.bf16x2 (a*b + c exact, rounded once to BF16, RNE) for dims in order.
+ * The lane's value x = 0.0f; x += (float(low) + float(high)) per run in order.
+ * Then the butterfly: for off = L/2, L/4, .., 1: x[i] = x[i] + x[i + off]
+ * (L = BDX rounded up to a power of two, missing lanes 0); lane 0's x is the dot. */
+
+/* x rounded once to BF16 (RNE), subnormals included; x is finite and far below overflow. */
+static float round_bf16_once(double x)
+{
+    if (x == 0.0 || !isfinite(x)) return (float)x;
+    int e;
+    (void)frexp(x, &e);          /* |x| in [2^(e-1), 2^e) */
+    int ulp = e - 8;             /* 8 significant bits */
+    if (ulp < -133) ulp = -133;  /* BF16 subnormal spacing */
+    return (float)ldexp(nearbyint(ldexp(x, -ulp)), ulp);
+}
+
+static float fma_bf16(float a, float b, float c) { return round_bf16_once((double)a * (double)b + (double)c); }
+
+static float bf16simt_dot(const float *q, const float *k, int64_t D, int64_t vec)
+{
+    float lane[DL_MAX_HEAD_DIM / 8 + 1];
+    const int64_t bdx = (D + vec - 1) / vec;
+    int64_t L = 1;
+    while (L < bdx) L *= 2;
+    for (int64_t t = 0; t < L; t++) {
+        float x = 0.0f;
+        for (int64_t r0 = t * vec; t < bdx && r0 < (t + 1) * vec && r0 < D; r0 += 8) {
+            float lo = 0.0f, hi = 0.0f;
+            for (int64_t d = r0; d < r0 + 8 && d < D; d += 2) {
+                lo = fma_bf16(q[d], k[d], lo);
+                if (d + 1 < D) hi = fma_bf16(q[d + 1], k[d + 1], hi);
+            }
+            x += lo + hi;
+        }
+        lane[t] = x;
+    }
+    for (int64_t off = L / 2; off >= 1; off /= 2)
+        for (int64_t i = 0; i < off; i++) lane[i] = lane[i] + lane[i + off];
+    return lane[0];
+}
+
 /* fp32, bf16 or fp8 model for one (b, g). */
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
                          int64_t b, int64_t g, double *o, double *lse)
@@ -252,7 +374,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *V = malloc((size_t)(len * D) * sizeof(float));
     float *s = malloc((size_t)len * sizeof(float));
     float *qv = malloc((size_t)(2 * D) * sizeof(float));
-    float *acc = malloc((size_t)D * sizeof(float));
+    float *acc = malloc((size_t)(2 * D) * sizeof(float)); /* acc [D], then fp8 partial [D] */
     if (!K || !V || !s || !qv || !acc) {
         free(K); free(V); free(s); free(qv); free(acc);
         return -1;
@@ -275,7 +397,11 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
         for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
         for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
         pr_mode = P_BF16;
-    } else { /* fp8 */
+    } else if (model == DL_MODEL_BF16SIMT) {
+        /* K, V = bf16(decode(code)): exact for FP8 and BF16 caches; scales applied outside */
+        for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
+        for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
+    } else { /* fp8, fp8acc */
         if (cfg->kv_dtype != DL_E4M3 && cfg->kv_dtype != DL_E5M2) {
             /* A 16-bit cache is first quantized to e4m3 with one scale per
              * (request, KV head): absmax of the dequantized values / 448. */
@@ -304,12 +430,19 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
             for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sk;
             online_softmax(s, V, len, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
             for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * vs);
+        } else if (model == DL_MODEL_BF16SIMT) {
+            const int64_t vec = dl_dtype_size(cfg->kv_dtype) == 1 ? 16 : 8;
+            for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
+            for (int64_t j = 0; j < len; j++) s[j] = bf16simt_dot(qr, K + j * D, D, vec) * ks * sm;
+            online_softmax(s, V, len, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
+            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * vs);
         } else {
+            const int64_t promote = model == DL_MODEL_FP8ACC ? p->acc_promote_blocks : 0;
             const float qs = quantize_e4m3(q, D, qr);
             /* e4m3 x e4m3 (or e5m2) products are exact in float */
-            for (int64_t j = 0; j < len; j++)
-                s[j] = dot_f32(qr, K + j * D, D, p->acc_mantissa_bits, p->acc_block) * qs * ks * sm;
-            online_softmax(s, V, len, D, p->kv_block, pr_mode, p->p_scale, acc, &m, &sum);
+            for (int64_t j = 0; j < len; j++) s[j] = dot_mma(qr, K + j * D, D, p, promote) * qs * ks * sm;
+            (void)pr_mode;
+            online_softmax_mma(s, V, len, D, p, promote, acc, acc + D, &m, &sum);
             const float out_scale = vs / p->p_scale;
             for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * out_scale);
         }
@@ -329,6 +462,8 @@ static int check_params(const dl_model_params *p)
         return dl_fail("model params: acc_mantissa_bits = %d is outside 0..23", p->acc_mantissa_bits);
     if (!(p->p_scale > 0.0f) || !isfinite(p->p_scale))
         return dl_fail("model params: p_scale = %g must be finite and > 0", (double)p->p_scale);
+    if (p->acc_promote_blocks < 1)
+        return dl_fail("model params: acc_promote_blocks = %lld must be >= 1", (long long)p->acc_promote_blocks);
     return 0;
 }
 

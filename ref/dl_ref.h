@@ -13,6 +13,11 @@
  *   fp8   - an FP8 tensor-core kernel: Q quantized to e4m3 per head, K/V codes as
  *           stored, QK accumulated in FP32 (or a reduced-precision accumulator),
  *           P quantized to e4m3 with a static scale before P*V
+ *   fp8acc - fp8 with two-level accumulation: the MMA accumulator is a fresh
+ *           partial for acc_promote_blocks k-blocks, then added into an FP32 sum
+ *   bf16simt - a CUDA-core BF16 kernel: Q, K, V rounded to BF16, q.k by packed
+ *           bf16x2 FMA over runs of 8 dims (one rounding per FMA), FP32 for the
+ *           cross-lane butterfly, the softmax and P*V
  * All are slow and plain on purpose: they are what fast kernels are judged by.
  *
  * Details of the emulated models (fp32, bf16, fp8), see dl_ref.c for the exact rules:
@@ -24,8 +29,15 @@
  *    is rounded (bf16(p), or e4m3(p * p_scale) satfinite, divided back at the end);
  *  - fp8: q_scale = absmax(q_h)/448 per query head (1 if zero); s = dot * q_scale *
  *    k_scale * sm_scale; o = acc / sum * (v_scale / p_scale). The reduced-precision
- *    accumulator applies to QK only; P*V accumulates in FP32. A 16-bit KV cache is
- *    first quantized to e4m3 with one scale per (request, KV head) = absmax / 448. */
+ *    accumulator (acc_mantissa_bits < 23) applies to both MMA chains: QK over the
+ *    head_dim in k-blocks of acc_block dims, and P*V over the tokens of each
+ *    kv_block in k-blocks of acc_block tokens (the chain carries across kv_blocks,
+ *    rescaled in FP32 by the softmax factor). A 16-bit KV cache is first quantized
+ *    to e4m3 with one scale per (request, KV head) = absmax / 448.
+ *  - fp8acc: as fp8, but every acc_promote_blocks k-blocks (and at the end of the
+ *    dot, and of each kv_block for P*V) the truncated partial is added to a
+ *    separate FP32 accumulator in one binary32 add, and the partial restarts at 0.
+ *  - bf16simt: see dl_ref.c (bf16simt_dot) for the exact order the kernel uses. */
 #ifndef DL_REF_H
 #define DL_REF_H
 
@@ -35,7 +47,10 @@
 extern "C" {
 #endif
 
-typedef enum { DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_COUNT } dl_model;
+typedef enum {
+    DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8,
+    DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT, DL_MODEL_COUNT
+} dl_model;
 
 /* Parameters of the arithmetic models. */
 typedef struct {
@@ -47,11 +62,13 @@ typedef struct {
     int acc_mantissa_bits; /* default 23 */
     int64_t acc_block;     /* default 32 (the k of one m16n8k32 MMA) */
     float p_scale;         /* fp8: P is encoded as e4m3(p * p_scale), divided back after P*V; default 448 */
+    int64_t acc_promote_blocks; /* fp8acc: k-blocks per partial before it is added to FP32; default 2
+                                 * (the fp8 model never promotes) */
 } dl_model_params;
 
 void dl_model_params_default(dl_model_params *p);
 
-const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" */
+const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" */
 int dl_model_parse(const char *s, dl_model *out);
 const char *dl_model_description(dl_model m);   /* one sentence for the file attribute */
 
