@@ -1,0 +1,536 @@
+/* census.c - the SASS instruction census (see dl_census.h): find cuobjdump,
+ * disassemble, split the listing into kernels, count opcodes by class,
+ * demangle, map kernels to registry variants, and the census CSV table
+ * (data/SCHEMA.md, census table) shared with the Nsight Compute counters. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../gpu/dl_registry.h"
+#include "dl_census.h"
+#include "dl_golden.h"
+#include "dl_proc.h"
+
+/* ---------------------------------------------------------------- classes */
+
+static const char *const class_names[DL_CLS_COUNT] = {"tensor", "fp32", "packed16", "conv", "bytebit", "mem", "mufu"};
+
+static const struct {
+    const char *op;
+    int cls;
+} opcodes[] = {
+    {"HMMA", DL_CLS_TENSOR},  {"HGMMA", DL_CLS_TENSOR},  {"QGMMA", DL_CLS_TENSOR}, {"IMMA", DL_CLS_TENSOR},
+    {"QMMA", DL_CLS_TENSOR}, /* FP8 mma.sync may assemble to this on sm_89+ */
+    {"FFMA", DL_CLS_FP32},    {"FMUL", DL_CLS_FP32},     {"FADD", DL_CLS_FP32},
+    {"HFMA2", DL_CLS_PACKED16}, {"HMUL2", DL_CLS_PACKED16}, {"HADD2", DL_CLS_PACKED16},
+    {"F2F", DL_CLS_CONV},     {"F2FP", DL_CLS_CONV},     {"I2F", DL_CLS_CONV},     {"F2I", DL_CLS_CONV},
+    {"PRMT", DL_CLS_BYTEBIT}, {"LOP3", DL_CLS_BYTEBIT},  {"SHF", DL_CLS_BYTEBIT},
+    {"LDG", DL_CLS_MEM},      {"LDGSTS", DL_CLS_MEM},    {"LDS", DL_CLS_MEM},      {"STS", DL_CLS_MEM},
+    {"LDSM", DL_CLS_MEM},     {"UTMALDG", DL_CLS_MEM},
+    {"MUFU", DL_CLS_MUFU},
+};
+#define NUM_OPS ((int)(sizeof opcodes / sizeof opcodes[0]))
+
+const char *dl_census_class_name(int cls) { return cls >= 0 && cls < DL_CLS_COUNT ? class_names[cls] : "?"; }
+int dl_census_class_parse(const char *s)
+{
+    for (int i = 0; i < DL_CLS_COUNT; i++)
+        if (s && !strcmp(s, class_names[i])) return i;
+    return -1;
+}
+int dl_census_num_opcodes(void) { return NUM_OPS; }
+const char *dl_census_opcode_name(int i) { return i >= 0 && i < NUM_OPS ? opcodes[i].op : "?"; }
+int dl_census_opcode_class_of(int i) { return i >= 0 && i < NUM_OPS ? opcodes[i].cls : -1; }
+int dl_census_opcode_index(const char *op)
+{
+    for (int i = 0; i < NUM_OPS; i++)
+        if (!strcmp(op, opcodes[i].op)) return i;
+    return -1;
+}
+
+void dl_census_free(dl_census *c)
+{
+    for (int i = 0; c && i < c->n; i++) free(c->k[i].op);
+    if (c) free(c->k);
+    if (c) memset(c, 0, sizeof *c);
+}
+
+/* ---------------------------------------------------------------- finding tools */
+
+static int executable(const char *p) { return access(p, X_OK) == 0; }
+
+int dl_census_find_tool(const char *tool, const char *envvar, char *path, size_t n)
+{
+    char tried[2048] = "";
+    size_t used = 0;
+#define TRIED(...) do { if (used < sizeof tried) used += (size_t)snprintf(tried + used, sizeof tried - used, __VA_ARGS__); } while (0)
+    const char *pathenv = getenv("PATH");
+    if (pathenv && *pathenv) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", pathenv);
+        char *save = NULL;
+        for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+            snprintf(path, n, "%s/%s", *d ? d : ".", tool);
+            if (executable(path)) return 0;
+        }
+        TRIED("PATH");
+    } else {
+        TRIED("PATH (unset)");
+    }
+    const char *cuda_home = getenv("CUDA_HOME");
+    if (cuda_home && *cuda_home) {
+        snprintf(path, n, "%s/bin/%s", cuda_home, tool);
+        if (executable(path)) return 0;
+        TRIED(", %s", path);
+    } else {
+        TRIED(", $CUDA_HOME/bin (CUDA_HOME unset)");
+    }
+    if (!cuda_home || strcmp(cuda_home, "/usr/local/cuda")) {
+        snprintf(path, n, "/usr/local/cuda/bin/%s", tool);
+        if (executable(path)) return 0;
+        TRIED(", %s", path);
+    }
+    const char *env = envvar ? getenv(envvar) : NULL;
+    if (env && *env) {
+        snprintf(path, n, "%s", env);
+        if (executable(path)) return 0;
+        TRIED(", %s=%s (not an executable file)", envvar, env);
+    } else if (envvar) {
+        TRIED(", $%s (unset)", envvar);
+    }
+#undef TRIED
+    path[0] = 0;
+    return dl_fail("%s not found; tried %s", tool, tried);
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+static dl_census_kernel *new_kernel(dl_census *c, const char *arch, const char *mangled)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        dl_census_kernel *k = realloc(c->k, (size_t)cap * sizeof *k);
+        if (!k) return NULL;
+        c->k = k;
+        c->cap = cap;
+    }
+    dl_census_kernel *k = &c->k[c->n];
+    memset(k, 0, sizeof *k);
+    k->op = calloc((size_t)NUM_OPS, sizeof *k->op);
+    if (!k->op) return NULL;
+    snprintf(k->arch, sizeof k->arch, "%s", arch);
+    snprintf(k->mangled, sizeof k->mangled, "%s", mangled);
+    snprintf(k->name, sizeof k->name, "%s", mangled);
+    c->n++;
+    return k;
+}
+
+/* The base opcode of an instruction line "        /x0040x/   @!P0 FFMA.FTZ R1, ..." (x = '*'),
+ * written into op; 0 if the line holds an instruction, -1 if not. */
+static int line_opcode(const char *s, char *op, size_t n)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    if (s[0] != '/' || s[1] != '*') return -1;
+    const char *p = s + 2;
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return -1; /* the address */
+    while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) p++;
+    if (p[0] != '*' || p[1] != '/') return -1;
+    p += 2;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '{') p++; /* dual-issue braces of old architectures */
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '@') { /* predicate */
+        while (*p && *p != ' ' && *p != '\t') p++;
+        while (*p == ' ' || *p == '\t') p++;
+    }
+    size_t i = 0;
+    while (((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_') && i + 1 < n) op[i++] = *p++;
+    op[i] = 0;
+    return i > 0 ? 0 : -1;
+}
+
+int dl_census_parse(FILE *f, dl_census *c)
+{
+    char line[8192], arch[16] = "", op[64];
+    dl_census_kernel *cur = NULL;
+    while (fgets(line, sizeof line, f)) {
+        const char *a = strstr(line, "arch = ");
+        if (a && !strstr(line, "Function")) {
+            sscanf(a + 7, "%15s", arch);
+            cur = NULL;
+            continue;
+        }
+        const char *fn = strstr(line, "Function : ");
+        if (fn) {
+            char name[512];
+            if (sscanf(fn + 11, "%511s", name) != 1) return dl_fail("sass listing: unreadable function line: %.80s", line);
+            cur = new_kernel(c, arch, name);
+            if (!cur) return dl_fail("sass listing: out of memory");
+            continue;
+        }
+        if (!cur || line_opcode(line, op, sizeof op)) continue;
+        cur->total++;
+        int i = dl_census_opcode_index(op);
+        if (i >= 0) {
+            cur->op[i]++;
+            cur->cls[opcodes[i].cls]++;
+        }
+    }
+    if (ferror(f)) return dl_fail("sass listing: read error");
+    return 0;
+}
+
+/* kv_dtype from a "(dl_dtype)N" template argument of a demangled name. */
+static void fill_kv_dtype(dl_census_kernel *k)
+{
+    const char *p = strstr(k->name, "(dl_dtype)");
+    k->kv_dtype[0] = 0;
+    if (!p) return;
+    int v = atoi(p + 10);
+    if (v >= 0 && v < DL_DTYPE_COUNT) snprintf(k->kv_dtype, sizeof k->kv_dtype, "%s", dl_dtype_name((dl_dtype)v));
+}
+
+int dl_census_demangle(dl_census *c)
+{
+    char filt[1024];
+    int have = dl_census_find_tool("c++filt", NULL, filt, sizeof filt) == 0;
+    dl_clear_error();
+    if (have && c->n > 0) {
+        FILE *in = tmpfile(), *out = tmpfile();
+        if (!in || !out) {
+            if (in) fclose(in);
+            if (out) fclose(out);
+            return dl_fail("census: cannot create temporary files: %s", strerror(errno));
+        }
+        for (int i = 0; i < c->n; i++) fprintf(in, "%s\n", c->k[i].mangled);
+        fflush(in);
+        rewind(in);
+        const char *argv[] = {filt, NULL};
+        int status = -1;
+        if (dl_proc_run(argv, fileno(in), fileno(out), -1, NULL, &status) == 0 && status == 0) {
+            rewind(out);
+            char line[1024];
+            for (int i = 0; i < c->n && fgets(line, sizeof line, out); i++) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(c->k[i].name, sizeof c->k[i].name, "%s", line);
+            }
+        }
+        dl_clear_error();
+        fclose(in);
+        fclose(out);
+    }
+    for (int i = 0; i < c->n; i++) fill_kv_dtype(&c->k[i]);
+    return 0;
+}
+
+int dl_census_disassemble(const char *binary, dl_census *c)
+{
+    char tool[1024];
+    if (access(binary, R_OK) != 0) return dl_fail("sass: --binary '%s': %s", binary, strerror(errno));
+    DL_TRY(dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool));
+    /* cuobjdump -sass runs nvdisasm: a toolkit from PyPI keeps both in one directory that
+     * need not be on PATH, so name that directory when nvdisasm is there. */
+    char dir[1024], nvd[1100];
+    snprintf(dir, sizeof dir, "%s", tool);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    snprintf(nvd, sizeof nvd, "%s/nvdisasm", dir);
+    const char *env[] = {executable(nvd) ? "NVDISASM_PATH" : NULL, dir, NULL};
+    FILE *out = tmpfile(), *err = tmpfile();
+    if (!out || !err) {
+        if (out) fclose(out);
+        if (err) fclose(err);
+        return dl_fail("sass: cannot create temporary files: %s", strerror(errno));
+    }
+    const char *argv[] = {tool, "-sass", binary, NULL};
+    int status = -1, rc = dl_proc_run(argv, -1, fileno(out), fileno(err), env[0] ? env : NULL, &status);
+    if (!rc && status != 0) {
+        char msg[512] = "";
+        rewind(err);
+        size_t k = fread(msg, 1, sizeof msg - 1, err);
+        msg[k] = 0;
+        msg[strcspn(msg, "\n")] = 0;
+        rc = dl_fail("sass: %s -sass %s exited with status %d: %s", tool, binary, status, msg[0] ? msg : "(no message)");
+    }
+    if (!rc) {
+        rewind(out);
+        rc = dl_census_parse(out, c);
+    }
+    fclose(out);
+    fclose(err);
+    DL_TRY(rc);
+    snprintf(c->tool, sizeof c->tool, "%s", tool);
+    snprintf(c->binary, sizeof c->binary, "%s", binary);
+    return dl_census_demangle(c);
+}
+
+int dl_census_kernel_matches(const char *glob, const char *demangled)
+{
+    return glob && *glob && fnmatch(glob, demangled, 0) == 0;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+void dl_census_row_init(dl_census_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->value = NAN;
+    r->launches = -1;
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(r->date_utc, sizeof r->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(r->hostname, sizeof r->hostname) != 0) snprintf(r->hostname, sizeof r->hostname, "unknown");
+    r->hostname[sizeof r->hostname - 1] = 0;
+    snprintf(r->generator, sizeof r->generator, "%s", dl_generator_string());
+}
+
+static void kernel_rows(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out,
+                        int64_t *n)
+{
+    dl_census_row base;
+    dl_census_row_init(&base);
+    snprintf(base.source, sizeof base.source, "sass");
+    snprintf(base.variant, sizeof base.variant, "%s", variant);
+    snprintf(base.kernel, sizeof base.kernel, "%s", k->name);
+    snprintf(base.arch, sizeof base.arch, "%s", k->arch);
+    snprintf(base.kv_dtype, sizeof base.kv_dtype, "%s", k->kv_dtype);
+    snprintf(base.unit, sizeof base.unit, "inst");
+    snprintf(base.binary, sizeof base.binary, "%s", c->binary);
+    snprintf(base.tool, sizeof base.tool, "%s", c->tool);
+    dl_census_row *r = &out[(*n)++];
+    *r = base;
+    snprintf(r->metric, sizeof r->metric, "total");
+    r->value = (double)k->total;
+    for (int i = 0; i < DL_CLS_COUNT; i++) {
+        r = &out[(*n)++];
+        *r = base;
+        snprintf(r->metric, sizeof r->metric, "class:%s", class_names[i]);
+        r->value = (double)k->cls[i];
+    }
+    for (int i = 0; i < NUM_OPS; i++) {
+        r = &out[(*n)++];
+        *r = base;
+        snprintf(r->metric, sizeof r->metric, "op:%s", opcodes[i].op);
+        r->value = (double)k->op[i];
+    }
+}
+
+int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n)
+{
+    const int per = 1 + DL_CLS_COUNT + NUM_OPS;
+    int64_t pairs = 0;
+    for (int i = 0; i < c->n; i++) {
+        int m = 0;
+        for (int v = 0; v < dl_num_variants; v++) m += dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name);
+        pairs += m ? m : 1;
+    }
+    *rows = calloc((size_t)(pairs > 0 ? pairs : 1) * per, sizeof **rows);
+    *n = 0;
+    if (!*rows) return dl_fail("census: out of memory for %lld rows", (long long)(pairs * per));
+    for (int v = 0; v < dl_num_variants; v++)
+        for (int i = 0; i < c->n; i++)
+            if (dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name))
+                kernel_rows(c, &c->k[i], dl_variants[v].name, *rows, n);
+    for (int i = 0; i < c->n; i++) {
+        int m = 0;
+        for (int v = 0; v < dl_num_variants; v++) m += dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name);
+        if (!m) kernel_rows(c, &c->k[i], "-", *rows, n);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- CSV table */
+
+typedef enum { T_STR, T_F64, T_I64 } ctype;
+typedef struct {
+    const char *name;
+    ctype t;
+    size_t off, size;
+} cdef;
+#define RS(f) {#f, T_STR, offsetof(dl_census_row, f), sizeof(((dl_census_row *)0)->f)}
+static const cdef ccols[] = {
+    RS(source), RS(variant), RS(kernel), RS(arch), RS(kv_dtype), RS(metric),
+    {"value", T_F64, offsetof(dl_census_row, value), 8}, RS(unit),
+    {"launches", T_I64, offsetof(dl_census_row, launches), 8},
+    RS(golden_path), RS(golden_hash), RS(binary), RS(tool), RS(device_name), RS(generator), RS(date_utc), RS(hostname),
+};
+#define NCC ((int)(sizeof ccols / sizeof ccols[0]))
+
+static void put_field(FILE *f, const char *s)
+{
+    int q = s[0] == ' ' || (s[0] && s[strlen(s) - 1] == ' ') || strpbrk(s, ",\"\r\n") != NULL;
+    if (!q) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_header(FILE *f)
+{
+    for (int i = 0; i < NCC; i++) fprintf(f, "%s%s", i ? "," : "", ccols[i].name);
+    fputc('\n', f);
+}
+
+static void write_row(FILE *f, const dl_census_row *r)
+{
+    char buf[64];
+    for (int i = 0; i < NCC; i++) {
+        if (i) fputc(',', f);
+        const char *p = (const char *)r + ccols[i].off;
+        if (ccols[i].t == T_STR) put_field(f, p);
+        else if (ccols[i].t == T_I64) fprintf(f, "%lld", (long long)*(const int64_t *)p);
+        else {
+            double v = *(const double *)p;
+            if (isnan(v)) fputs("nan", f);
+            else {
+                snprintf(buf, sizeof buf, "%.17g", v);
+                fputs(buf, f);
+            }
+        }
+    }
+    fputc('\n', f);
+}
+
+/* Read one CSV record (RFC 4180) into fields; returns the number of fields, 0 at EOF, -1 on error. */
+static int read_record(FILE *f, char **fields, int max, char *buf, size_t cap)
+{
+    int nf = 0, ch, inq = 0;
+    size_t used = 0;
+    int started = 0;
+    fields[nf++] = buf;
+    while ((ch = fgetc(f)) != EOF) {
+        started = 1;
+        if (inq) {
+            if (ch == '"') {
+                int nx = fgetc(f);
+                if (nx == '"') ch = '"';
+                else {
+                    inq = 0;
+                    if (nx != EOF) ungetc(nx, f);
+                    continue;
+                }
+            }
+        } else if (ch == '"') {
+            inq = 1;
+            continue;
+        } else if (ch == ',') {
+            if (used + 1 >= cap || nf == max) return -1;
+            buf[used++] = 0;
+            fields[nf++] = buf + used;
+            continue;
+        } else if (ch == '\n') {
+            break;
+        } else if (ch == '\r') {
+            continue;
+        }
+        if (used + 1 >= cap) return -1;
+        buf[used++] = (char)ch;
+    }
+    if (!started) return 0;
+    buf[used] = 0;
+    return nf;
+}
+
+int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    FILE *f = fopen(csv_path, "r");
+    if (!f) return dl_fail("census: cannot open %s: %s", csv_path, strerror(errno));
+    static char buf[16384];
+    char *fields[64];
+    int nf = read_record(f, fields, 64, buf, sizeof buf);
+    int rc = 0;
+    if (nf != NCC) rc = dl_fail("census: %s: header has %d fields, expected %d (format %s)", csv_path, nf, NCC, DL_CENSUS_FORMAT);
+    for (int i = 0; !rc && i < NCC; i++)
+        if (strcmp(fields[i], ccols[i].name))
+            rc = dl_fail("census: %s: column %d is '%s', expected '%s'", csv_path, i + 1, fields[i], ccols[i].name);
+    int64_t cap = 0, line = 1;
+    while (!rc && (nf = read_record(f, fields, 64, buf, sizeof buf)) != 0) {
+        line++;
+        if (nf != NCC) {
+            rc = dl_fail("census: %s: line %lld has %d fields, expected %d", csv_path, (long long)line, nf, NCC);
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            dl_census_row *r = realloc(*rows, (size_t)cap * sizeof *r);
+            if (!r) {
+                rc = dl_fail("census: out of memory reading %s", csv_path);
+                break;
+            }
+            *rows = r;
+        }
+        dl_census_row *r = &(*rows)[(*n)++];
+        memset(r, 0, sizeof *r);
+        for (int i = 0; i < NCC; i++) {
+            char *p = (char *)r + ccols[i].off;
+            if (ccols[i].t == T_STR) snprintf(p, ccols[i].size, "%s", fields[i]);
+            else if (ccols[i].t == T_I64) *(int64_t *)p = strtoll(fields[i], NULL, 10);
+            else *(double *)p = strtod(fields[i], NULL);
+        }
+    }
+    fclose(f);
+    if (rc) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int dl_census_append(const char *csv_path, const dl_census_row *rows, int64_t n)
+{
+    char dir[4096], tmp[4200];
+    snprintf(dir, sizeof dir, "%s", csv_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", csv_path, (long)getpid());
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return dl_fail("census: cannot open directory %s of %s: %s", dir, csv_path, strerror(errno));
+    if (flock(dfd, LOCK_EX) != 0) {
+        int e = errno;
+        close(dfd);
+        return dl_fail("census: cannot lock directory %s: %s", dir, strerror(e));
+    }
+    dl_census_row *old = NULL;
+    int64_t nold = 0;
+    int rc = 0;
+    struct stat st;
+    if (stat(csv_path, &st) == 0) rc = dl_census_read(csv_path, &old, &nold);
+    FILE *f = rc ? NULL : fopen(tmp, "w");
+    if (!rc && !f) rc = dl_fail("census: cannot create %s: %s", tmp, strerror(errno));
+    if (!rc) {
+        write_header(f);
+        for (int64_t i = 0; i < nold; i++) write_row(f, &old[i]);
+        for (int64_t i = 0; i < n; i++) write_row(f, &rows[i]);
+        int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+        if (fclose(f) != 0) bad = 1;
+        if (bad) rc = dl_fail("census: writing %s failed", tmp);
+        if (!rc && rename(tmp, csv_path) != 0) rc = dl_fail("census: rename %s -> %s: %s", tmp, csv_path, strerror(errno));
+        if (rc) unlink(tmp);
+        else fsync(dfd);
+    }
+    flock(dfd, LOCK_UN);
+    close(dfd);
+    free(old);
+    return rc;
+}

@@ -1,0 +1,159 @@
+/* cmd_sass.c - `decodelab sass`: the instruction census of the variants'
+ * kernels. Disassembles a binary (by default this very executable) with
+ * cuobjdump -sass, counts instruction classes per kernel instantiation, maps
+ * kernels to variants by the registry's kernel globs, prints a table and
+ * optionally appends the census to a CSV table (data/SCHEMA.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gpu/dl_registry.h"
+#include "dl_census.h"
+#include "dl_cli.h"
+#include "dl_proc.h"
+
+static void sass_help(FILE *f)
+{
+    fprintf(f,
+            "usage: decodelab sass [--binary PATH] [--variants GLOB[,GLOB]] [--out CENSUS.csv] [--all]\n\n"
+            "Disassembles the GPU kernels of PATH (default: this decodelab executable) with\n"
+            "`cuobjdump -sass` and counts, per kernel instantiation, the instruction classes:\n"
+            "  tensor   HMMA HGMMA QGMMA IMMA       fp32     FFMA FMUL FADD\n"
+            "  packed16 HFMA2 HMUL2 HADD2          conv     F2F F2FP I2F F2I\n"
+            "  bytebit  PRMT LOP3 SHF              mem      LDG LDGSTS LDS STS LDSM UTMALDG\n"
+            "  mufu     MUFU\n"
+            "Kernels are mapped to variants by the glob in each registry row (decodelab list).\n"
+            "cuobjdump is looked for on PATH, then in $CUDA_HOME/bin and /usr/local/cuda/bin, then at\n"
+            "the path in $DL_CUOBJDUMP (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm provides\n"
+            "both tools under site-packages/nvidia/cu13/bin).\n\n"
+            "  --variants GLOB   only these variants (default all)\n"
+            "  --all             also list kernels no variant claims (merge, calibration kernels)\n"
+            "  --out FILE.csv    append the census rows (one per variant, kernel and class/opcode) to FILE.csv\n\n"
+            "exit status: 0 ok, 2 bad usage or cuobjdump missing/failing.\n");
+}
+
+/* "void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)3, true>(dl_gpu_args, int)"
+ * -> "simt_decode_kernel<128,e4m3,true>" */
+static void short_name(const char *name, char *buf, size_t n)
+{
+    const char *p = name;
+    if (!strncmp(p, "void ", 5)) p += 5;
+    const char *ns = strstr(p, "::");
+    const char *lt = strchr(p, '<'), *par = strchr(p, '(');
+    while (ns && (!lt || ns < lt) && (!par || ns < par || !strncmp(p, "(anonymous namespace)", 21))) {
+        p = ns + 2;
+        ns = strstr(p, "::");
+        lt = strchr(p, '<');
+        par = strchr(p, '(');
+    }
+    size_t k = 0;
+    int depth = 0;
+    for (; *p && k + 8 < n; p++) {
+        if (*p == '(' && depth == 0) break;
+        if (*p == '<') depth++;
+        if (*p == '>') depth--;
+        if (*p == ' ') continue;
+        if (!strncmp(p, "(dl_dtype)", 10)) {
+            int v = atoi(p + 10);
+            const char *dn = (v >= 0 && v < DL_DTYPE_COUNT) ? dl_dtype_name((dl_dtype)v) : "?";
+            k += (size_t)snprintf(buf + k, n - k, "%s", dn);
+            p += 10;
+            while (p[1] >= '0' && p[1] <= '9') p++;
+            continue;
+        }
+        buf[k++] = *p;
+    }
+    buf[k] = 0;
+}
+
+static void print_line(const char *variant, const dl_census_kernel *k)
+{
+    char sn[160];
+    short_name(k->name, sn, sizeof sn);
+    printf("%-16s %-40s %6lld", variant, sn, (long long)k->total);
+    for (int c = 0; c < DL_CLS_COUNT; c++) printf(" %8lld", (long long)k->cls[c]);
+    printf("\n");
+}
+
+int dl_cmd_sass(int argc, char **argv)
+{
+    const char *binary = NULL, *out = NULL, *globs = NULL;
+    int all = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            sass_help(stdout);
+            return 0;
+        } else if (!strcmp(a, "--all")) {
+            all = 1;
+        } else if ((!strcmp(a, "--binary") || !strcmp(a, "--out") || !strcmp(a, "--variants")) && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (!*v) {
+                dl_fail("%s: '' is empty", a);
+                return dl_cli_error("sass");
+            }
+            if (a[2] == 'b') binary = v;
+            else if (a[2] == 'o') out = v;
+            else globs = v;
+        } else {
+            dl_fail("unknown or incomplete argument '%s' (see decodelab sass --help)", a);
+            return dl_cli_error("sass");
+        }
+    }
+    char self[4096];
+    if (!binary) {
+        if (dl_proc_self_exe(self, sizeof self)) return dl_cli_error("sass");
+        binary = self;
+    }
+    if (globs) {
+        int hit = 0;
+        for (int v = 0; v < dl_num_variants; v++) hit |= dl_variant_matches(&dl_variants[v], globs);
+        if (!hit) {
+            dl_fail("--variants: '%s' selects no variant (see decodelab list)", globs);
+            return dl_cli_error("sass");
+        }
+    }
+    dl_census c;
+    memset(&c, 0, sizeof c);
+    if (dl_census_disassemble(binary, &c)) {
+        dl_census_free(&c);
+        return dl_cli_error("sass");
+    }
+    printf("binary: %s\ntool:   %s\nkernels: %d\n\n", binary, c.tool, c.n);
+    printf("%-16s %-40s %6s", "variant", "kernel", "total");
+    for (int k = 0; k < DL_CLS_COUNT; k++) printf(" %8s", dl_census_class_name(k));
+    printf("\n");
+    int shown = 0;
+    for (int v = 0; v < dl_num_variants; v++) {
+        const dl_variant *var = &dl_variants[v];
+        if (globs && !dl_variant_matches(var, globs)) continue;
+        int any = 0;
+        for (int i = 0; i < c.n; i++)
+            if (dl_census_kernel_matches(var->kernel, c.k[i].name)) {
+                print_line(var->name, &c.k[i]);
+                any = 1;
+                shown++;
+            }
+        if (!any)
+            printf("%-16s %s\n", var->name,
+                   var->kernel ? "no kernel in this binary matches its glob (built without CUDA?)"
+                               : "no kernel glob in its registry row");
+    }
+    if (all)
+        for (int i = 0; i < c.n; i++) {
+            int m = 0;
+            for (int v = 0; v < dl_num_variants; v++) m |= dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name);
+            if (!m) print_line("-", &c.k[i]);
+        }
+    int rc = 0;
+    if (out) {
+        dl_census_row *rows = NULL;
+        int64_t n = 0;
+        if (dl_census_rows(&c, &rows, &n) || dl_census_append(out, rows, n)) rc = dl_cli_error("sass");
+        else printf("\ncensus: %lld rows appended to %s\n", (long long)n, out);
+        free(rows);
+    }
+    if (!rc && shown == 0) printf("\nno variant kernel found in %s\n", binary);
+    dl_census_free(&c);
+    return rc;
+}

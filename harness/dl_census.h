@@ -1,0 +1,120 @@
+/* dl_census.h - the instruction census of the GPU kernels (`decodelab sass`)
+ * and the census table that also holds Nsight Compute counters (`decodelab ncu`).
+ *
+ * The census disassembles a binary with `cuobjdump -sass`, splits the listing
+ * into kernel functions, counts each instruction by its base opcode (the part
+ * before the first '.', predicate stripped) into classes, demangles the names
+ * (c++filt) and maps every kernel to the registry variants whose `kernel` glob
+ * matches its demangled name. Table format: data/SCHEMA.md (census table). */
+#ifndef DL_CENSUS_H
+#define DL_CENSUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DL_CENSUS_FORMAT "decodelab-census"
+
+/* Instruction classes (mission E2/E3). */
+typedef enum {
+    DL_CLS_TENSOR = 0, /* HMMA HGMMA QGMMA IMMA (and QMMA) */
+    DL_CLS_FP32,       /* FFMA FMUL FADD */
+    DL_CLS_PACKED16,   /* HFMA2 HMUL2 HADD2 */
+    DL_CLS_CONV,       /* F2F F2FP I2F F2I */
+    DL_CLS_BYTEBIT,    /* PRMT LOP3 SHF */
+    DL_CLS_MEM,        /* LDG LDGSTS LDS STS LDSM UTMALDG */
+    DL_CLS_MUFU,       /* MUFU */
+    DL_CLS_COUNT
+} dl_census_class;
+
+/* Class names as stored ("tensor" "fp32" "packed16" "conv" "bytebit" "mem" "mufu"). */
+const char *dl_census_class_name(int cls);
+/* Parse a class name; -1 if unknown. */
+int dl_census_class_parse(const char *s);
+/* The opcodes the census counts one by one (the members of all classes), and their class. */
+int dl_census_num_opcodes(void);
+const char *dl_census_opcode_name(int i);
+int dl_census_opcode_class_of(int i);
+/* Index of a base opcode among them, -1 if it is not counted. */
+int dl_census_opcode_index(const char *op);
+
+/* One kernel function of the listing. */
+typedef struct {
+    char arch[16];          /* "sm_90a" */
+    char mangled[512];
+    char name[1024];        /* demangled (c++filt), or the mangled name when it cannot be demangled */
+    char kv_dtype[8];       /* from a "(dl_dtype)N" template argument, "" if none */
+    int64_t total;          /* every instruction */
+    int64_t cls[DL_CLS_COUNT];
+    int64_t *op;            /* [dl_census_num_opcodes()] */
+} dl_census_kernel;
+
+typedef struct {
+    dl_census_kernel *k;
+    int n, cap;
+    char tool[1024];        /* the cuobjdump that made it ("" when parsed from text) */
+    char binary[1024];
+} dl_census;
+
+void dl_census_free(dl_census *c);
+
+/* Find a tool: on PATH, then $CUDA_HOME/bin (and /usr/local/cuda/bin), then the
+ * path in env var `envvar`. On failure records one line naming everything tried. */
+int dl_census_find_tool(const char *tool, const char *envvar, char *path, size_t n);
+
+/* Parse a `cuobjdump -sass` listing from f into c (appends kernels). */
+int dl_census_parse(FILE *f, dl_census *c);
+/* Demangle every kernel's name through c++filt (left mangled if c++filt is
+ * missing; returns 0 either way unless out of memory) and fill kv_dtype. */
+int dl_census_demangle(dl_census *c);
+/* Find cuobjdump (env DL_CUOBJDUMP last), disassemble binary, parse, demangle. */
+int dl_census_disassemble(const char *binary, dl_census *c);
+
+/* Does the demangled kernel name match a variant's kernel glob (fnmatch)? */
+int dl_census_kernel_matches(const char *glob, const char *demangled);
+
+/* ---- the census table (CSV, appended atomically: data/SCHEMA.md) ---- */
+typedef struct {
+    char source[8];         /* "sass" or "ncu" */
+    char variant[64];       /* registry name, "-" when no variant's glob matches */
+    char kernel[1024];      /* demangled kernel name */
+    char arch[16];          /* sass: the listing's arch; ncu: "sm_<cc>" */
+    char kv_dtype[8];
+    char metric[128];       /* sass: "class:<name>", "op:<OPCODE>" or "total"; ncu: the metric name */
+    double value;
+    char unit[24];          /* "inst" for sass; ncu's unit */
+    int64_t launches;       /* ncu: launches of the kernel profiled (value is the first); sass: -1 */
+    char golden_path[1024]; /* ncu: the golden file run; sass: "" */
+    char golden_hash[32];
+    char binary[1024];      /* the disassembled / profiled binary */
+    char tool[1024];        /* cuobjdump or ncu path */
+    char device_name[128];
+    char generator[256];
+    char date_utc[32];
+    char hostname[64];
+} dl_census_row;
+
+void dl_census_row_init(dl_census_row *r);   /* empty strings, value NaN, launches -1, date/host/generator stamped */
+/* Rows of the sass census: for each variant and each kernel its glob matches, one row per
+ * class, per counted opcode and the total. Kernels no variant claims get variant "-".
+ * *rows is allocated (free()). */
+int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n);
+/* Append rows to a CSV census table (created with its header if absent):
+ * flock the directory, read the old file (refusing another header), write old + new
+ * to a temporary, fsync, rename. */
+int dl_census_append(const char *csv_path, const dl_census_row *rows, int64_t n);
+/* Read every row of a census table. *rows allocated (free()). */
+int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n);
+
+/* The subcommands (harness/cmd_sass.c, harness/cmd_ncu.c); exit status as in dl_cli.h. */
+int dl_cmd_sass(int argc, char **argv);
+int dl_cmd_ncu(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

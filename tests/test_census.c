@@ -1,0 +1,309 @@
+/* test_census.c - Check suite for the SASS instruction census (harness/census.c):
+ * the listing parser on a hand-written listing, the tool search and its error,
+ * the census CSV table, and - on the real build/decodelab - what the design of
+ * the variants implies about their machine code. Needs cuobjdump (+ nvdisasm):
+ * on PATH, in $CUDA_HOME/bin, or at $DL_CUOBJDUMP (.ci/run installs them from
+ * PyPI). When it cannot be found the disassembly tests FAIL, saying so. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../gpu/dl_registry.h"
+#include "../harness/dl_census.h"
+#include "dl_test.h"
+
+#ifndef DL_HAVE_CUDA
+#define DL_HAVE_CUDA 0
+#endif
+
+/* ---------------------------------------------------------------- parser */
+
+static const char *listing =
+    "\n\tcode for sm_90a\n"
+    "Fatbin elf code:\n================\narch = sm_90a\n\n"
+    "\t\tFunction : _Z3fooILi1EEvv\n"
+    "\t.headerflags\t@\"EF_CUDA_SM90\"\n"
+    "        /*0000*/                   LDC R1, c[0x0][0x28] ;      /* 0x00000a00ff017b82 */\n"
+    "                                                                /* 0x000fe20000000800 */\n"
+    "        /*0010*/              @!P1 FFMA.FTZ R2, R2, R3, R4 ;   /* 0x0000000102029824 */\n"
+    "        /*0020*/               @P0 HMMA.16816.F32.BF16 R4, R8, R12, R4 ; /* 0x1 */\n"
+    "        /*0030*/                   F2FP.BF16.F32.PACK_AB R0, R1, R2 ; /* 0x2 */\n"
+    "        /*0040*/                   LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64] ; /* 0x3 */\n"
+    "        /*0050*/                   LDG.E.128 R4, desc[UR4][R2.64] ; /* 0x4 */\n"
+    "        /*0060*/                   EXIT ;  /* 0x5 */\n"
+    "\t\tFunction : _Z3barv\n"
+    "        /*0000*/                   MUFU.EX2 R1, R2 ;  /* 0x6 */\n"
+    "        /*0010*/                   PRMT R1, R2, 0x7604, R3 ;  /* 0x7 */\n"
+    "        /*0020*/                   HFMA2.MMA R1, R2, R3, R4 ;  /* 0x8 */\n";
+
+START_TEST(test_parse_listing)
+{
+    FILE *f = fmemopen((void *)listing, strlen(listing), "r");
+    ck_assert_ptr_nonnull(f);
+    dl_census c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(dl_census_parse(f, &c), 0);
+    fclose(f);
+    ck_assert_int_eq(c.n, 2);
+    const dl_census_kernel *k = &c.k[0];
+    ck_assert_str_eq(k->mangled, "_Z3fooILi1EEvv");
+    ck_assert_str_eq(k->arch, "sm_90a");
+    /* 7 instruction lines; the encoding-only continuation line is not one */
+    ck_assert_int_eq(k->total, 7);
+    ck_assert_int_eq(k->cls[DL_CLS_TENSOR], 1);  /* predicated HMMA, suffixes stripped */
+    ck_assert_int_eq(k->cls[DL_CLS_FP32], 1);    /* @!P1 FFMA.FTZ */
+    ck_assert_int_eq(k->cls[DL_CLS_CONV], 1);    /* F2FP (not F2F: whole base opcode) */
+    ck_assert_int_eq(k->op[dl_census_opcode_index("F2F")], 0);
+    ck_assert_int_eq(k->cls[DL_CLS_MEM], 2);     /* LDGSTS and LDG, counted apart */
+    ck_assert_int_eq(k->op[dl_census_opcode_index("LDGSTS")], 1);
+    ck_assert_int_eq(k->op[dl_census_opcode_index("LDG")], 1);
+    ck_assert_int_eq(c.k[1].total, 3);
+    ck_assert_int_eq(c.k[1].cls[DL_CLS_MUFU], 1);
+    ck_assert_int_eq(c.k[1].cls[DL_CLS_BYTEBIT], 1);
+    ck_assert_int_eq(c.k[1].cls[DL_CLS_PACKED16], 1);
+    /* every counted opcode belongs to exactly one class: class sums equal opcode sums */
+    for (int i = 0; i < c.n; i++) {
+        int64_t by_op = 0, by_cls = 0;
+        for (int o = 0; o < dl_census_num_opcodes(); o++) by_op += c.k[i].op[o];
+        for (int q = 0; q < DL_CLS_COUNT; q++) by_cls += c.k[i].cls[q];
+        ck_assert_int_eq(by_op, by_cls);
+    }
+    dl_census_demangle(&c);
+    /* c++filt (binutils) is part of the build tools: foo<1> demangles */
+    ck_assert_ptr_nonnull(strstr(c.k[0].name, "foo<1>"));
+    dl_census_free(&c);
+}
+END_TEST
+
+START_TEST(test_find_tool_error_names_every_place)
+{
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    char *old_home = getenv("CUDA_HOME") ? strdup(getenv("CUDA_HOME")) : NULL;
+    setenv("PATH", "/nonexistent-dir-a", 1);
+    setenv("CUDA_HOME", "/nonexistent-cuda", 1);
+    setenv("DL_TEST_TOOL", "/nonexistent-tool", 1);
+    char p[1024];
+    ck_assert_int_ne(dl_census_find_tool("no-such-tool-xyz", "DL_TEST_TOOL", p, sizeof p), 0);
+    const char *e = dl_last_error();
+    ck_assert_ptr_nonnull(strstr(e, "no-such-tool-xyz not found"));
+    ck_assert_ptr_nonnull(strstr(e, "PATH"));
+    ck_assert_ptr_nonnull(strstr(e, "/nonexistent-cuda/bin/no-such-tool-xyz"));
+    ck_assert_ptr_nonnull(strstr(e, "DL_TEST_TOOL=/nonexistent-tool"));
+    /* the env var is honoured when it names an executable */
+    setenv("DL_TEST_TOOL", "/bin/sh", 1);
+    ck_assert_int_eq(dl_census_find_tool("no-such-tool-xyz", "DL_TEST_TOOL", p, sizeof p), 0);
+    ck_assert_str_eq(p, "/bin/sh");
+    unsetenv("DL_TEST_TOOL");
+    if (old_path) setenv("PATH", old_path, 1);
+    if (old_home) setenv("CUDA_HOME", old_home, 1);
+    else unsetenv("CUDA_HOME");
+    free(old_path);
+    free(old_home);
+}
+END_TEST
+
+START_TEST(test_csv_round_trip)
+{
+    char dir[] = "/tmp/dl_test_census.XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/census.csv", dir);
+    dl_census_row r[2];
+    dl_census_row_init(&r[0]);
+    snprintf(r[0].source, sizeof r[0].source, "sass");
+    snprintf(r[0].kernel, sizeof r[0].kernel, "void k<128, (dl_dtype)3, true>(dl_gpu_args, int)");
+    snprintf(r[0].metric, sizeof r[0].metric, "class:conv");
+    r[0].value = 40;
+    r[1] = r[0];
+    snprintf(r[1].kernel, sizeof r[1].kernel, "a \"quoted\" name");
+    r[1].value = 0.1;
+    ck_assert_int_eq(dl_census_append(path, r, 1), 0);
+    ck_assert_int_eq(dl_census_append(path, r + 1, 1), 0);
+    dl_census_row *back = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_census_read(path, &back, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(back[0].kernel, r[0].kernel); /* commas inside a field survive */
+    ck_assert_str_eq(back[1].kernel, r[1].kernel); /* quotes survive */
+    ck_assert(back[0].value == 40 && back[1].value == 0.1); /* %.17g reads back exactly */
+    ck_assert(isnan(back[0].value) == 0 && back[0].launches == -1);
+    free(back);
+    /* a file of another format is refused, not overwritten */
+    FILE *f = fopen(path, "w");
+    fputs("a,b\n1,2\n", f);
+    fclose(f);
+    ck_assert_int_ne(dl_census_append(path, r, 1), 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "header"));
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the real binary */
+
+static dl_census real;
+static int real_loaded = 0;
+
+static void load_real(void)
+{
+    if (real_loaded) return;
+    const char *bin = getenv("DL_BIN");
+    char path[1024];
+    snprintf(path, sizeof path, "%s", bin ? bin : "build/decodelab");
+    memset(&real, 0, sizeof real);
+    if (dl_census_disassemble(path, &real) != 0)
+        ck_abort_msg("cannot take the census of %s: %s (install cuobjdump + nvdisasm: "
+                     "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm, then put site-packages/nvidia/cu13/bin "
+                     "on PATH or set DL_CUOBJDUMP to its cuobjdump)", path, dl_last_error());
+    real_loaded = 1;
+}
+
+/* Sum of class cls over the variant's kernels whose kv template argument is kv ("" = any). */
+static int64_t sum_class(const dl_variant *v, const char *kv, int cls, int *nk)
+{
+    int64_t s = 0;
+    *nk = 0;
+    for (int i = 0; i < real.n; i++)
+        if (dl_census_kernel_matches(v->kernel, real.k[i].name) && (!*kv || !strcmp(real.k[i].kv_dtype, kv))) {
+            s += real.k[i].cls[cls];
+            (*nk)++;
+        }
+    return s;
+}
+
+START_TEST(test_design_in_the_disassembly)
+{
+    if (!DL_HAVE_CUDA) {
+        printf("test_census: this build has no CUDA kernels (CUDA=0): design assertions not applicable\n");
+        return;
+    }
+    load_real();
+    int checked_fast = 0;
+    for (int i = 0; i < dl_num_variants; i++) {
+        const dl_variant *v = &dl_variants[i];
+        if (!v->launch) continue; /* a registry row with no kernel in this build */
+        int nk;
+        int64_t tensor = sum_class(v, "", DL_CLS_TENSOR, &nk);
+        /* Every built variant must be findable in its machine code, or the census says nothing about it. */
+        ck_assert_msg(v->kernel && nk > 0, "%s: no kernel of the binary matches its registry glob '%s'", v->name,
+                      v->kernel ? v->kernel : "(none)");
+        if (v->unit == DL_UNIT_SIMT) {
+            /* CUDA-core variants are the E2 control: their design issues FFMA/HFMA2 only, so any tensor
+             * instruction would mean a helper or the compiler brought in MMA and the E2 comparison
+             * (profiler counter vs machine code) would be about the wrong kernel. */
+            ck_assert_msg(tensor == 0, "%s holds %lld tensor instructions", v->name, (long long)tensor);
+        } else {
+            /* Tensor-core variants exist to put QK and PV on the MMA units: every instantiation must
+             * hold tensor instructions (mma.sync -> HMMA/QMMA, wgmma -> HGMMA/QGMMA). */
+            for (int k = 0; k < real.n; k++)
+                if (dl_census_kernel_matches(v->kernel, real.k[k].name))
+                    ck_assert_msg(real.k[k].cls[DL_CLS_TENSOR] > 0, "%s: %s holds no tensor instruction", v->name,
+                                  real.k[k].name);
+            if (v->unit == DL_UNIT_WGMMA) {
+                /* warpgroup MMA must assemble to the Hopper GMMA instructions, not to HMMA */
+                int64_t g = 0;
+                for (int k = 0; k < real.n; k++)
+                    if (dl_census_kernel_matches(v->kernel, real.k[k].name))
+                        g += real.k[k].op[dl_census_opcode_index("HGMMA")] + real.k[k].op[dl_census_opcode_index("QGMMA")];
+                ck_assert_msg(g > 0, "%s: no HGMMA/QGMMA", v->name);
+            }
+        }
+        if (v->dequant != DL_DEQUANT_FAST) continue;
+        /* the cast sibling: same compute and unit, dequant cast */
+        const dl_variant *cast = NULL;
+        for (int j = 0; j < dl_num_variants; j++)
+            if (dl_variants[j].compute == v->compute && dl_variants[j].unit == v->unit &&
+                dl_variants[j].dequant == DL_DEQUANT_CAST && dl_variants[j].launch)
+                cast = &dl_variants[j];
+        if (!cast) continue;
+        const char *fp8[] = {"e4m3", "e5m2"};
+        for (int t = 0; t < 2; t++) {
+            int nf, nc, n16;
+            int64_t conv_fast = sum_class(v, fp8[t], DL_CLS_CONV, &nf);
+            int64_t conv_cast = sum_class(cast, fp8[t], DL_CLS_CONV, &nc);
+            ck_assert_msg(nf > 0 && nc > 0, "%s/%s: no %s instantiation", v->name, cast->name, fp8[t]);
+            /* The bit trick replaces the per-element F2F/F2FP conversions by byte moves and one
+             * multiply, so the fast kernel must hold fewer conversion instructions than its cast
+             * sibling on an FP8 cache (seen in the disassembly: 8 vs 40 per simt instantiation,
+             * 20 vs 116..404 per mma instantiation, for e4m3 and e5m2 alike). */
+            ck_assert_msg(conv_fast < conv_cast, "%s %s: %lld conversions, %s: %lld", v->name, fp8[t],
+                          (long long)conv_fast, cast->name, (long long)conv_cast);
+            /* Stronger, also seen in the disassembly: the fast dequant adds no conversion at all over
+             * the same kernel reading a bf16 cache (which has nothing to dequantize), i.e. what
+             * conversions remain are the kernel's own (P to bf16, the output), not the dequant. */
+            int64_t conv_bf16 = sum_class(cast, "bf16", DL_CLS_CONV, &n16);
+            if (n16 == nc)
+                ck_assert_msg(conv_fast <= conv_bf16, "%s %s: %lld conversions, %s on bf16: %lld", v->name, fp8[t],
+                              (long long)conv_fast, cast->name, (long long)conv_bf16);
+            checked_fast++;
+        }
+        /* For a 16-bit cache the dequant axis has nothing to do: the FAST template flag must not
+         * change a single instruction of the 16-bit instantiations. */
+        const char *b16[] = {"bf16", "f16"};
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < real.n; k++) {
+                if (!dl_census_kernel_matches(v->kernel, real.k[k].name) || strcmp(real.k[k].kv_dtype, b16[t])) continue;
+                /* its cast twin: the same name with the other flag */
+                for (int m = 0; m < real.n; m++) {
+                    if (!dl_census_kernel_matches(cast->kernel, real.k[m].name) || strcmp(real.k[m].kv_dtype, b16[t]))
+                        continue;
+                    char a[1024], b[1024];
+                    snprintf(a, sizeof a, "%s", real.k[k].name);
+                    snprintf(b, sizeof b, "%s", real.k[m].name);
+                    char *pa = strstr(a, ", true>"), *pb = strstr(b, ", false>");
+                    if (!pa || !pb) continue;
+                    *pa = 0;
+                    *pb = 0;
+                    if (strcmp(a, b)) continue;
+                    ck_assert_msg(real.k[k].total == real.k[m].total, "%s vs %s: %lld vs %lld instructions",
+                                  real.k[k].name, real.k[m].name, (long long)real.k[k].total,
+                                  (long long)real.k[m].total);
+                }
+            }
+    }
+    /* the registry has fast/cast pairs (fp32-*-simt, bf16-*-mma): the comparison must have run */
+    ck_assert_int_ge(checked_fast, 2);
+}
+END_TEST
+
+START_TEST(test_rows_cover_every_kernel)
+{
+    if (!DL_HAVE_CUDA) return;
+    load_real();
+    dl_census_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_census_rows(&real, &rows, &n), 0);
+    /* each (variant, kernel) pair gives 1 total + one row per class + one per opcode, and the
+     * class rows of a pair add up to the sum of its opcode rows */
+    const int per = 1 + DL_CLS_COUNT + dl_census_num_opcodes();
+    ck_assert_int_eq(n % per, 0);
+    ck_assert_int_ge(n / per, real.n);
+    for (int64_t i = 0; i < n; i += per) {
+        double cls = 0, ops = 0;
+        for (int j = 1; j < per; j++) {
+            if (!strncmp(rows[i + j].metric, "class:", 6)) cls += rows[i + j].value;
+            else ops += rows[i + j].value;
+        }
+        ck_assert_str_eq(rows[i].metric, "total");
+        ck_assert(cls == ops && ops <= rows[i].value);
+    }
+    free(rows);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("census");
+    TCase *tc = tcase_create("census");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_parse_listing);
+    tcase_add_test(tc, test_find_tool_error_names_every_place);
+    tcase_add_test(tc, test_csv_round_trip);
+    tcase_add_test(tc, test_design_in_the_disassembly);
+    tcase_add_test(tc, test_rows_cover_every_kernel);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
