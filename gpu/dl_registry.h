@@ -12,7 +12,8 @@ extern "C" {
 #endif
 
 typedef enum { DL_COMPUTE_FP32 = 0, DL_COMPUTE_BF16, DL_COMPUTE_FP8 } dl_compute;
-typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST } dl_dequant;
+/* NONE: an FP8 cache feeds FP8 arithmetic as stored (no conversion at all) */
+typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST, DL_DEQUANT_NONE } dl_dequant;
 typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA } dl_unit;
 
 typedef struct dl_variant {

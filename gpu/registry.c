@@ -67,6 +67,31 @@ static int supports_common(const dl_variant *v, const dl_config *cfg, char *reas
     return 1;
 }
 
+/* FP8 compute (gpu/decode_fp8_mma.cu): the cache is the MMA operand as stored. */
+static int supports_fp8_mma(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
+{
+    if (!supports_common(v, cfg, reason, n)) return 0;
+    if (!is_fp8(cfg->kv_dtype))
+        return skip(reason, n, "fp8 compute needs an fp8 KV cache (kv is %s)", dl_dtype_name(cfg->kv_dtype));
+    return 1;
+}
+
+/* Hopper has no FP8 arithmetic outside the tensor cores: the cell exists only to say so. */
+static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
+{
+    (void)v;
+    (void)cfg;
+    return skip(reason, n, "no FP8 arithmetic on CUDA cores: Hopper has FP8 only in tensor-core MMA");
+}
+
+#if DL_HAVE_CUDA
+/* launchers of gpu/decode_fp8_mma.cu and gpu/decode_bf16_simt.cu */
+int dl_launch_fp8_none_mma(const dl_gpu_args *a);
+int dl_launch_fp8acc_none_mma(const dl_gpu_args *a);
+int dl_launch_bf16_cast_simt(const dl_gpu_args *a);
+int dl_launch_bf16_fast_simt(const dl_gpu_args *a);
+#endif
+
 const dl_variant dl_variants[] = {
     {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
@@ -84,6 +109,25 @@ const dl_variant dl_variants[] = {
      "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
      DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common,
      "*::mma_decode_kernel<*, true>(*"},
+    {"fp8-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8, "decode_fp8_mma",
+     "tensor cores in FP8 (mma.sync m16n8k32 e4m3, FP32 acc), Q to e4m3 per head, P to e4m3(p*448), no split-KV",
+     DL_LAUNCH(dl_launch_fp8_none_mma), supports_fp8_mma,
+     "*::fp8_mma_decode_kernel<*, 0>(*"},
+    {"fp8acc-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8ACC, "decode_fp8_mma",
+     "fp8-none-mma with two-level accumulation: MMA partials promoted to FP32 every 2 k32 blocks",
+     DL_LAUNCH(dl_launch_fp8acc_none_mma), supports_fp8_mma,
+     "*::fp8_mma_decode_kernel<*, 2>(*"},
+    {"fp8-none-simt", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_SIMT, DL_MODEL_FP8, NULL,
+     "does not exist: Hopper CUDA cores have no FP8 arithmetic (always SKIP)",
+     NULL, supports_fp8_simt, NULL},
+    {"bf16-cast-simt", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
+     "CUDA cores, q.k by packed bf16x2 FMA over 8-dim runs, FP32 reduction/softmax/P*V, per-element FP8 cast",
+     DL_LAUNCH(dl_launch_bf16_cast_simt), supports_common,
+     "*::bf16_simt_decode_kernel<*, false>(*"},
+    {"bf16-fast-simt", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
+     "bf16-cast-simt with the four-at-a-time fp8->bf16 bit trick",
+     DL_LAUNCH(dl_launch_bf16_fast_simt), supports_common,
+     "*::bf16_simt_decode_kernel<*, true>(*"},
 };
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
 
@@ -120,8 +164,8 @@ const char *dl_compute_name(dl_compute c)
 }
 const char *dl_dequant_name(dl_dequant d)
 {
-    static const char *const names[] = {"cast", "fast"};
-    return (unsigned)d < 2 ? names[d] : "?";
+    static const char *const names[] = {"cast", "fast", "none"};
+    return (unsigned)d < 3 ? names[d] : "?";
 }
 const char *dl_unit_name(dl_unit u)
 {
