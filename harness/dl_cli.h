@@ -13,6 +13,7 @@ int dl_cmd_check(int argc, char **argv);    /* harness/cmd_check.c */
 int dl_cmd_run(int argc, char **argv);      /* harness/cmd_run.c */
 int dl_cmd_list(int argc, char **argv);     /* harness/cmd_run.c */
 int dl_cmd_info(int argc, char **argv);     /* harness/cmd_run.c */
+int dl_cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c */
 
 /* Option parsing and validation alone (no work, no files): 0 ok, 1 --help was
  * printed, -1 bad input (recorded). For the fuzzers in tests/fuzz/. */

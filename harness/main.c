@@ -19,6 +19,7 @@ static const dl_subcommand subcommands[] = {
     {"run", dl_cmd_run, "run GPU decode variants on a golden file: check, time, record results"},
     {"list", dl_cmd_list, "print the variant registry (axes, golden model, thresholds)"},
     {"info", dl_cmd_info, "print the GPU and its measured peak read bandwidth"},
+    {"compare", dl_cmd_compare, "score an external kernel's output (candidate file) against a golden file"},
 };
 static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);
 

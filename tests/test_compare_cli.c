@@ -1,0 +1,445 @@
+/* test_compare_cli.c - `decodelab compare` (binary in $DL_BIN) and the
+ * candidate file (harness/candidate.c): candidates are written from a golden
+ * file's own model outputs, so every expected error is known in closed form
+ * (zero, one rounding, a 5 % scaling, a log-base mix-up); strict refusals
+ * (format, version, hash, shape, dtype, LSE base, timing) exit 2 with one
+ * line naming the field; the appended results row reads back. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../harness/dl_candidate.h"
+#include "../harness/dl_compare.h"
+#include "../harness/dl_golden.h"
+#include "../harness/dl_results.h"
+#include "../harness/dl_run.h"
+#include "../ref/dl_formats.h"
+#include "dl_test.h"
+#include "golden_mutate.h"
+
+static char dir[256], gold[300], gold2[300], cand[300], res[300], out_path[300], err_path[300];
+static char out_buf[65536], err_buf[65536];
+static dl_golden G;
+static char hash[32];
+
+static const char *bin(void)
+{
+    const char *b = getenv("DL_BIN");
+    return b ? b : "build/decodelab";
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
+
+static int run_args(const char *const *args)
+{
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin();
+    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    slurp(out_path, out_buf, sizeof out_buf);
+    slurp(err_path, err_buf, sizeof err_buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int64_t n_o(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads * G.c.cfg.head_dim; }
+static int64_t n_l(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads; }
+
+/* A candidate holding golden model m's outputs, o scaled by (1 + eps), in o_dtype. */
+static void make_cand(dl_candidate *c, dl_model m, double eps, dl_dtype o_dtype, int lse_base)
+{
+    dl_candidate_init(c);
+    snprintf(c->producer, sizeof c->producer, "unit-test 1.0");
+    snprintf(c->backend, sizeof c->backend, "copy-%s", dl_model_name(m));
+    snprintf(c->settings, sizeof c->settings, "golden model %s, eps %g", dl_model_name(m), eps);
+    snprintf(c->golden_hash, sizeof c->golden_hash, "%s", hash);
+    c->lse_base = lse_base;
+    c->batch_size = G.c.cfg.batch_size;
+    c->num_qo_heads = G.c.cfg.num_qo_heads;
+    c->head_dim = G.c.cfg.head_dim;
+    c->o_dtype = o_dtype;
+    c->o = malloc((size_t)n_o() * sizeof(float));
+    c->lse = malloc((size_t)n_l() * sizeof(float));
+    ck_assert_ptr_nonnull(c->o);
+    ck_assert_ptr_nonnull(c->lse);
+    ck_assert(G.have[m]);
+    for (int64_t i = 0; i < n_o(); i++) c->o[i] = (float)(G.out[m].o[i] * (1.0 + eps));
+    for (int64_t i = 0; i < n_l(); i++) c->lse[i] = (float)G.out[m].lse[i];
+}
+
+static void write_cand(const dl_candidate *c, const char *path)
+{
+    ck_assert_msg(dl_candidate_write(path, c, 1) == 0, "write %s: %s", path, dl_last_error());
+}
+
+/* The single row of a fresh results file after `compare gold cand --out res`. */
+static int compare_to_row(const char *extra_model, dl_result_row *row)
+{
+    unlink(res);
+    int rc = extra_model ? RUN("compare", gold, cand, "--model", extra_model, "--out", res)
+                         : RUN("compare", gold, cand, "--out", res);
+    if (rc > 1) return rc;
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(res, &rows, &n) == 0, "read %s: %s", res, dl_last_error());
+    ck_assert_int_eq(n, 1);
+    *row = rows[0];
+    free(rows);
+    return rc;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/dl_test_compare_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    snprintf(gold, sizeof gold, "%s/g.h5", dir);
+    snprintf(gold2, sizeof gold2, "%s/g2.h5", dir);
+    snprintf(cand, sizeof cand, "%s/cand.h5", dir);
+    snprintf(res, sizeof res, "%s/res.h5", dir);
+    ck_assert_int_eq(access(bin(), X_OK), 0);
+    int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+                 "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact,fp32,bf16", "--seed", "5", "--out",
+                 gold);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
+    memset(&G, 0, sizeof G);
+    ck_assert_msg(dl_golden_read(gold, &G) == 0, "%s", dl_last_error());
+    dl_run_hash_string(dl_run_inputs_hash(&G.c), hash, sizeof hash);
+}
+
+static void teardown(void)
+{
+    dl_golden_free(&G);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+START_TEST(help_and_hash)
+{
+    ck_assert_int_eq(RUN("compare", "--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "usage: decodelab compare"));
+    ck_assert_int_eq(RUN("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "compare"));
+    /* the hash producers must write is the one run records */
+    ck_assert_int_eq(RUN("compare", "--golden-hash", gold), 0);
+    char want[64];
+    snprintf(want, sizeof want, "%s\n", hash);
+    ck_assert_str_eq(out_buf, want);
+    ck_assert_int_eq(strncmp(hash, "fnv1a64:", 8), 0);
+    ck_assert_int_eq(strlen(hash), 24);
+}
+END_TEST
+
+START_TEST(exact_copy_passes_vs_exact)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0);
+    write_cand(&c, cand);
+    dl_result_row r;
+    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_str_eq(r.variant, "ext:unit-test 1.0:copy-exact");
+    ck_assert_str_eq(r.compute, "unknown");
+    ck_assert_str_eq(r.unit, "unknown");
+    ck_assert_str_eq(r.model, "exact"); /* no model claimed: judged against exact */
+    ck_assert_str_eq(r.verdict, "PASS");
+    ck_assert_str_eq(r.verdict_exact, "PASS");
+    ck_assert_str_eq(r.golden_hash, hash);
+    ck_assert_int_eq(r.batch_size, 4);
+    /* float32 of the exact values: every element within one rounding (2^-24 relative) */
+    ck_assert(r.exact_o.rel_l2 <= ldexp(1.0, -24));
+    ck_assert(r.exact_lse.max_abs <= ldexp(1.0, -24) * 64);
+    ck_assert_int_eq(r.exact_o.n, n_o());
+    ck_assert_int_eq(r.exact_o.nonfinite, 0);
+    /* thresholds: bf16's vs-exact ones for e4m3 when nothing is claimed */
+    const dl_threshold *t = dl_threshold_vs_exact(DL_MODEL_BF16, DL_E4M3);
+    ck_assert(r.thr_o_pass == t->o_pass && r.thr_lse_marginal == t->lse_marginal);
+    ck_assert_str_eq(r.timing_mode, "none");
+    ck_assert(isnan(r.time_median_s));
+    ck_assert_ptr_nonnull(strstr(r.reason, "no model claimed"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "ext:unit-test 1.0:copy-exact"));
+    dl_candidate_free(&c);
+}
+END_TEST
+
+START_TEST(bf16_model_as_bf16_passes_at_bf16_level)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 0);
+    snprintf(c.model, sizeof c.model, "bf16");
+    snprintf(c.compute, sizeof c.compute, "bf16");
+    write_cand(&c, cand);
+    dl_result_row r;
+    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_str_eq(r.model, "bf16");
+    ck_assert_str_eq(r.compute, "bf16");
+    ck_assert_str_eq(r.verdict_model, "PASS");
+    /* storing o in bf16 rounds each element by at most 2^-8 relative (ties to even) */
+    ck_assert(r.model_o.rel_l2 > 0 && r.model_o.rel_l2 <= ldexp(1.0, -8));
+    /* the exact-side metric, computed here from the bf16 codes directly */
+    double e2 = 0, r2 = 0;
+    for (int64_t i = 0; i < n_o(); i++) {
+        double x = dl_bf16_to_f32(dl_f32_to_bf16((float)G.out[DL_MODEL_BF16].o[i], DL_NOSAT));
+        double d = x - G.out[DL_MODEL_EXACT].o[i];
+        e2 += d * d;
+        r2 += G.out[DL_MODEL_EXACT].o[i] * G.out[DL_MODEL_EXACT].o[i];
+    }
+    ck_assert_msg(fabs(r.exact_o.rel_l2 - sqrt(e2 / r2)) <= 1e-12 * sqrt(e2 / r2), "%.17g vs %.17g", r.exact_o.rel_l2,
+                  sqrt(e2 / r2));
+    ck_assert_str_eq(r.verdict_exact, sqrt(e2 / r2) <= dl_threshold_vs_exact(DL_MODEL_BF16, DL_E4M3)->o_pass ? "PASS"
+                                                                                                            : "MARGINAL");
+    const dl_threshold *t = dl_threshold_impl(DL_MODEL_BF16);
+    ck_assert(r.thr_o_pass == t->o_pass && r.thr_lse_pass == t->lse_pass);
+    ck_assert_ptr_nonnull(strstr(r.reason, "o stored as bf16"));
+    /* f16 storage reads back too (rounding at most 2^-11 relative for these magnitudes) */
+    dl_candidate_free(&c);
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_F16, 0);
+    snprintf(c.model, sizeof c.model, "bf16");
+    write_cand(&c, cand);
+    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert(r.model_o.rel_l2 > 0 && r.model_o.rel_l2 <= ldexp(1.0, -11));
+    dl_candidate_free(&c);
+}
+END_TEST
+
+START_TEST(perturbed_fails)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.05, DL_F32, 0);
+    snprintf(c.model, sizeof c.model, "fp32");
+    write_cand(&c, cand);
+    dl_result_row r;
+    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    /* o scaled by 1.05: relative L2 against exact is 0.05 (up to float rounding) */
+    ck_assert_msg(fabs(r.exact_o.rel_l2 - 0.05) < 1e-6, "%g", r.exact_o.rel_l2);
+    ck_assert_str_eq(r.verdict, "FAIL");
+    ck_assert_str_eq(r.verdict_model, "FAIL");
+    ck_assert_str_eq(r.model, "fp32");
+    /* --model none: judged against exact only, still 5 % off: FAIL */
+    ck_assert_int_eq(compare_to_row("none", &r), 1);
+    ck_assert_str_eq(r.model, "exact");
+    /* a NaN in o is a FAIL, not a refusal */
+    c.o[3] = NAN;
+    snprintf(c.model, sizeof c.model, "exact");
+    write_cand(&c, cand);
+    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    ck_assert_int_eq(r.exact_o.nonfinite, 1);
+    dl_candidate_free(&c);
+}
+END_TEST
+
+START_TEST(log2_lse_converted)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2); /* the writer stores lse / ln 2 */
+    write_cand(&c, cand);
+    dl_result_row r;
+    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    double maxl = 0;
+    for (int64_t i = 0; i < n_l(); i++) maxl = fmax(maxl, fabs(G.out[DL_MODEL_EXACT].lse[i]));
+    ck_assert(maxl > 0.5); /* a real test: the bases differ visibly on these values */
+    ck_assert_msg(r.exact_lse.max_abs <= 4 * ldexp(maxl, -24), "%g", r.exact_lse.max_abs);
+    /* the same log2 values declared natural: off by max |lse| (1/ln2 - 1) */
+    for (int64_t i = 0; i < n_l(); i++) c.lse[i] = (float)(G.out[DL_MODEL_EXACT].lse[i] / log(2.0));
+    c.lse_base = 0;
+    write_cand(&c, cand);
+    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    double want = maxl * (1 / log(2.0) - 1);
+    ck_assert_msg(fabs(r.exact_lse.max_abs - want) <= 1e-5 * want, "%g vs %g", r.exact_lse.max_abs, want);
+    /* without lse: judged on o alone */
+    free(c.lse);
+    c.lse = NULL;
+    write_cand(&c, cand);
+    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert_int_eq(r.exact_lse.n, -1);
+    ck_assert_ptr_nonnull(strstr(r.reason, "no lse"));
+    dl_candidate_free(&c);
+}
+END_TEST
+
+START_TEST(timing_columns_from_attributes)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 2);
+    snprintf(c.model, sizeof c.model, "bf16");
+    snprintf(c.compute, sizeof c.compute, "fp32");
+    snprintf(c.unit, sizeof c.unit, "simt");
+    snprintf(c.timing_mode, sizeof c.timing_mode, "cold-l2");
+    c.median_us = 100;
+    c.min_us = 90;
+    c.max_us = 120;
+    c.stdrel = 0.004;
+    c.samples = 12;
+    c.converged = 1;
+    c.peak_read_gbps = 4000;
+    snprintf(c.device_name, sizeof c.device_name, "Test GPU");
+    write_cand(&c, cand);
+    dl_result_row r;
+    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert_str_eq(r.timing_mode, "cold-l2");
+    ck_assert(r.time_median_s == 100e-6 && r.time_min_s == 90e-6 && r.time_max_s == 120e-6);
+    ck_assert_int_eq(r.time_samples, 12);
+    ck_assert_int_eq(r.time_converged, 1);
+    ck_assert_str_eq(r.device_name, "Test GPU");
+    ck_assert_str_eq(r.unit, "simt");
+    /* bytes from the case in closed form: q bf16, K and V e4m3 of the exact tokens, scales, page table, o, lse */
+    const dl_config *g = &G.c.cfg;
+    int64_t tokens = 1 + 16 + 17 + 200, pages = 1 + 1 + 2 + 13;
+    int64_t want = g->batch_size * g->num_qo_heads * g->head_dim * 2 + 2 * tokens * g->num_kv_heads * g->head_dim * 1 +
+                   2 * g->num_kv_heads * 4 + 4 * ((g->batch_size + 1) + pages + g->batch_size) +
+                   g->batch_size * g->num_qo_heads * g->head_dim * 4 + g->batch_size * g->num_qo_heads * 4;
+    ck_assert_int_eq(r.bytes_total, want);
+    ck_assert(fabs(r.gbps - want / 100e-6 / 1e9) <= 1e-12 * r.gbps);
+    ck_assert(fabs(r.frac_peak - r.gbps / 4000) <= 1e-15);
+    /* two candidates in one call: two rows, one append */
+    unlink(res);
+    char cand2[320];
+    snprintf(cand2, sizeof cand2, "%s/cand2.h5", dir);
+    snprintf(c.backend, sizeof c.backend, "second");
+    write_cand(&c, cand2);
+    ck_assert_int_eq(RUN("compare", gold, cand, cand2, "--out", res), 0);
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res, &rows, &n), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(rows[1].variant, "ext:unit-test 1.0:second");
+    free(rows);
+    dl_candidate_free(&c);
+}
+END_TEST
+
+/* Each damaged candidate: exit 2, one line on stderr holding `want`, no results file. */
+static void refused(const char *want)
+{
+    unlink(res);
+    int rc = RUN("compare", gold, cand, "--out", res);
+    ck_assert_msg(rc == 2, "expected exit 2 (%s), got %d: %s", want, rc, err_buf);
+    ck_assert_msg(lines(err_buf) == 1, "one line expected: %s", err_buf);
+    ck_assert_msg(strstr(err_buf, want) != NULL, "'%s' not in: %s", want, err_buf);
+    ck_assert_msg(strstr(err_buf, cand) != NULL || strstr(err_buf, "--model") != NULL, "file not named: %s", err_buf);
+    ck_assert_int_eq(access(res, F_OK), -1);
+}
+
+START_TEST(refusals)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2);
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/", "format", "decodelab-golden"), 0);
+    refused("format is 'decodelab-golden'");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_i64(cand, "/", "format_version", 2), 0);
+    refused("format_version is 2");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/", "golden_hash", "fnv1a64:0000000000000000"), 0);
+    refused("golden_hash is 'fnv1a64:0000000000000000'");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/", "lse_base", "10"), 0);
+    refused("lse_base is '10'");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_delete_attr(cand, "/", "producer"), 0);
+    refused("producer is missing");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/o", "dtype", "e4m3"), 0);
+    refused("dtype 'e4m3'");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/o", "dtype", "bf16"), 0); /* says bf16, holds float32 */
+    refused("HDF5 type is float");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_str(cand, "/", "model", "fp16"), 0);
+    refused("model is 'fp16'");
+    write_cand(&c, cand);
+    double neg = -3;
+    ck_assert_int_eq(gm_set_attr(cand, "/", "median_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &neg), 0);
+    refused("median_us is -3");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_i64(cand, "/", "samples", 12), 0);
+    refused("median_us is missing");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_delete(cand, "/o"), 0);
+    refused("dataset /o is missing");
+    /* wrong shapes: one request short; lse of the wrong length */
+    c.batch_size--;
+    write_cand(&c, cand);
+    refused("has shape [3,8,64], expected [4,8,64]");
+    c.batch_size++;
+    write_cand(&c, cand);
+    hsize_t ld[2] = {4, 7};
+    ck_assert_int_eq(gm_replace(cand, "/lse", H5T_IEEE_F32LE, 2, ld, "f32"), 0);
+    refused("/lse has shape [4,7]");
+    /* a candidate made for another golden file (same shape, another seed) */
+    int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+                 "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact", "--seed", "6", "--out", gold2);
+    ck_assert_int_eq(rc, 0);
+    dl_golden g2;
+    memset(&g2, 0, sizeof g2);
+    ck_assert_int_eq(dl_golden_read(gold2, &g2), 0);
+    dl_run_hash_string(dl_run_inputs_hash(&g2.c), c.golden_hash, sizeof c.golden_hash);
+    ck_assert_str_ne(c.golden_hash, hash);
+    write_cand(&c, cand);
+    refused("a candidate for another golden file");
+    dl_golden_free(&g2);
+    /* not HDF5; a bad --model */
+    FILE *f = fopen(cand, "w");
+    fputs("not hdf5\n", f);
+    fclose(f);
+    refused("not an HDF5 file");
+    snprintf(c.golden_hash, sizeof c.golden_hash, "%s", hash);
+    write_cand(&c, cand);
+    unlink(res);
+    ck_assert_int_eq(RUN("compare", gold, cand, "--model", "fp16"), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--model: 'fp16'"));
+    ck_assert_int_eq(RUN("compare", gold), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "missing CANDIDATE.h5"));
+    dl_candidate_free(&c);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("compare_cli");
+    TCase *t = tcase_create("compare");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, help_and_hash);
+    tcase_add_test(t, exact_copy_passes_vs_exact);
+    tcase_add_test(t, bf16_model_as_bf16_passes_at_bf16_level);
+    tcase_add_test(t, perturbed_fails);
+    tcase_add_test(t, log2_lse_converted);
+    tcase_add_test(t, timing_columns_from_attributes);
+    tcase_add_test(t, refusals);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+DL_TEST_MAIN
