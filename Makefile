@@ -31,12 +31,12 @@ else
   HAVE_CUDA := $(CUDA)
 endif
 
-PKGS      := hdf5 openblas
+PKGS      := hdf5 openblas libconfig
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(STATIC),1)
   LIBDIR  := /usr/lib/x86_64-linux-gnu
   PKG_LIBS := $(LIBDIR)/hdf5/serial/libhdf5.a $(LIBDIR)/openblas-pthread/libopenblas.a \
-              $(LIBDIR)/libsz.a $(LIBDIR)/libaec.a $(LIBDIR)/libz.a -lpthread -ldl -lm
+              $(LIBDIR)/libsz.a $(LIBDIR)/libaec.a $(LIBDIR)/libz.a $(LIBDIR)/libconfig.a -lpthread -ldl -lm
 else
   PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 endif

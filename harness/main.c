@@ -5,6 +5,8 @@
 #include "../ref/dl_common.h"
 #include "dl_cli.h"
 #include "dl_golden.h"
+#include "dl_census.h"
+#include "dl_experiment.h"
 
 typedef struct {
     const char *name;
@@ -19,6 +21,9 @@ static const dl_subcommand subcommands[] = {
     {"run", dl_cmd_run, "run GPU decode variants on a golden file: check, time, record results"},
     {"list", dl_cmd_list, "print the variant registry (axes, golden model, thresholds)"},
     {"info", dl_cmd_info, "print the GPU and its measured peak read bandwidth"},
+    {"sass", dl_cmd_sass, "instruction census of the variants' kernels (cuobjdump -sass)"},
+    {"ncu", dl_cmd_ncu, "Nsight Compute tensor-pipe counters per variant on a golden file (GPU)"},
+    {"experiment", dl_cmd_experiment, "run an experiment file (experiments/E*.cfg): sweep, measure, verdicts, report"},
     {"compare", dl_cmd_compare, "score an external kernel's output (candidate file) against a golden file"},
 };
 static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);
