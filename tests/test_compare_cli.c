@@ -425,6 +425,44 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* harness/baselines/flashinfer_decode.py without a GPU: its golden reader, its
+ * Python FNV-1a hash and its candidate writer, checked by the C reader. Needs
+ * python3 with h5py and numpy; says SKIP otherwise. */
+START_TEST(python_baseline_writes_what_compare_reads)
+{
+    if (system("python3 -c 'import h5py, numpy' > /dev/null 2>&1") != 0) {
+        printf("SKIP python_baseline_writes_what_compare_reads: python3 with h5py and numpy not found\n");
+        return;
+    }
+    const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
+    char cmd[1400], fake[320];
+    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' --fake-o bf16 > '%s' 2>&1",
+             root, gold, dir, out_path);
+    ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (slurp(out_path, out_buf, sizeof out_buf), out_buf));
+    snprintf(fake, sizeof fake, "%s/g.fake-bf16.cand.h5", dir);
+    unlink(res);
+    ck_assert_msg(RUN("compare", gold, fake, "--out", res) == 0, "%s%s", out_buf, err_buf);
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res, &rows, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(rows[0].variant, "ext:fake 0:golden-bf16");
+    ck_assert_str_eq(rows[0].model, "bf16");
+    /* its lse was written in log2 and converted back: within float rounding of the golden's */
+    ck_assert(rows[0].model_lse.max_abs < 1e-5);
+    ck_assert(rows[0].model_o.rel_l2 > 0 && rows[0].model_o.rel_l2 <= ldexp(1.0, -8));
+    free(rows);
+    /* per-head scales (this golden file's e4m3 default) are refused before torch is imported */
+    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' > '%s' 2> '%s'",
+             root, gold, dir, out_path, err_path);
+    int st = system(cmd);
+    slurp(err_path, err_buf, sizeof err_buf);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "k_scale differs between KV heads"));
+    ck_assert_int_eq(lines(err_buf), 1);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("compare_cli");
@@ -438,6 +476,7 @@ Suite *make_suite(void)
     tcase_add_test(t, log2_lse_converted);
     tcase_add_test(t, timing_columns_from_attributes);
     tcase_add_test(t, refusals);
+    tcase_add_test(t, python_baseline_writes_what_compare_reads);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+"""flashinfer_decode.py - run FlashInfer's paged-KV decode on a decodelab golden
+file and write one candidate file per backend, for `decodelab compare`.
+
+What it does (see harness/baselines/README.md and data/SCHEMA.md):
+  1. reads the golden file with h5py (format decodelab-golden, version 1): Q, the
+     paged KV cache (same CSR page table, NHD or HND layout, same dtypes: the
+     cache codes are handed to FlashInfer as they are stored, no copy into
+     another layout), the per-KV-head scales, sm_scale;
+  2. builds BatchDecodeWithPagedKVCacheWrapper for each backend:
+       cuda-core  use_tensor_cores=False (FlashInfer's CUDA-core decode)
+       tc-fa2     use_tensor_cores=True, backend="fa2" (the prefill kernel, one query row per request)
+       tc-fa3     use_tensor_cores=True, backend="fa3" (Hopper; FlashInfer allows it only when Q and KV have
+                  the same dtype, so it is skipped with a reason for an FP8 cache with a 16-bit Q)
+     FP8 caches: FlashInfer takes one k_scale and one v_scale float per call, so the
+     golden file must have one scale for all heads (decodelab golden --kv-scale
+     absmax-tensor, or a given scale); per-head scales are refused;
+  3. checks each backend once on an output prefilled with NaN (an element it does not
+     write stays NaN and `decodelab compare` counts it), twice for determinism;
+  4. times it the harness's way: 3 warm-ups; per sample, flush L2 by writing a
+     buffer of 2x the L2 size, then a spin kernel (so that Python's launch overhead
+     stays out of the measurement), CUDA event, one wrapper.run(), CUDA event; stop when
+     the sample stdrel < --max-stdrel with >= --min-samples samples, or at
+     --max-time-s; report the median;
+  5. writes DIR/<golden stem>.<backend>.cand.h5 (format decodelab-candidate v1):
+     o [B, Hq, D] in FlashInfer's output dtype (the Q dtype: bf16 stored as uint16
+     with dtype "bf16"), lse [B, Hq] float32 as FlashInfer returns it (log2:
+     lse_base "2"), and the producer ("flashinfer <version>"), settings, timing.
+
+Without a GPU: `--fake-o MODEL` writes a candidate from the golden file's own
+MODEL output rounded to bf16 (no torch, no FlashInfer): it exercises the golden
+reading, the hash and the candidate writer (tests/test_compare_cli.c runs it).
+`--prebuild DIR` compiles FlashInfer's JIT modules for Hopper without a GPU
+(FLASHINFER_CUDA_ARCH_LIST=9.0a, nvcc needed) into DIR/<module>/<module>.so, the
+layout of FlashInfer's AOT directory (flashinfer/data/aot), so that a machine
+without time to compile can load them; if one fails to load there, FlashInfer
+compiles it itself.
+
+Usage:
+  flashinfer_decode.py GOLDEN.h5 --out-dir DIR [--backends cuda-core,tc-fa2,tc-fa3]
+        [--decodelab PATH | --golden-hash fnv1a64:...] [--peak-read-gbps X]
+        [--max-time-s 2] [--min-samples 10] [--max-stdrel 0.005] [--no-time]
+  flashinfer_decode.py GOLDEN.h5 --out-dir DIR --fake-o bf16
+  flashinfer_decode.py --prebuild DIR [--dtypes bf16:e4m3,bf16:bf16] [--head-dim 128]
+Exit status: 0 written, 1 a backend failed to run (others still written), 2 bad input.
+"""
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BACKENDS = ("cuda-core", "tc-fa2", "tc-fa3")
+FP8 = ("e4m3", "e5m2")
+
+
+class Refused(Exception):
+    """Bad input: one line naming the file, the field and the value (exit 2)."""
+
+
+# ---------------------------------------------------------------- golden file
+
+def decode_bf16(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def read_golden(path, need_models=()):
+    """The golden file as numpy arrays (codes as stored) plus its config."""
+    import h5py
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise Refused(f"{path}: cannot open as HDF5 ({e})")
+    with f:
+        fmt = f.attrs.get("format")
+        fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+        if fmt != "decodelab-golden":
+            raise Refused(f"{path}: format is {fmt!r}, expected 'decodelab-golden'")
+        if int(f.attrs.get("format_version", -1)) != 1:
+            raise Refused(f"{path}: format_version is {f.attrs.get('format_version')}, expected 1")
+        cfg = {}
+        for k, v in f["config"].attrs.items():
+            cfg[k] = v.decode() if isinstance(v, bytes) else v
+        g = {"path": path, "cfg": cfg}
+        inp = f["inputs"]
+        for name in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "kv_indptr", "kv_indices", "kv_last_page_len"):
+            if name not in inp:
+                raise Refused(f"{path}: dataset /inputs/{name} is missing")
+            ds = inp[name]
+            g[name] = ds[...]
+            dt = ds.attrs.get("dtype")
+            g[name + "_dtype"] = dt.decode() if isinstance(dt, bytes) else dt
+        if g["q_dtype"] != cfg["q_dtype"] or g["k_cache_dtype"] != cfg["kv_dtype"]:
+            raise Refused(f"{path}: /inputs dtype attributes {g['q_dtype']}/{g['k_cache_dtype']} disagree with "
+                          f"/config q_dtype/kv_dtype {cfg['q_dtype']}/{cfg['kv_dtype']}")
+        g["models"] = {}
+        for m in need_models:
+            if f"golden/{m}" not in f:
+                raise Refused(f"{path}: /golden/{m} is missing")
+            g["models"][m] = (f[f"golden/{m}/o"][...].astype(np.float64), f[f"golden/{m}/lse"][...].astype(np.float64))
+    B, Hq, D = int(cfg["batch_size"]), int(cfg["num_qo_heads"]), int(cfg["head_dim"])
+    if g["q"].shape != (B, Hq, D):
+        raise Refused(f"{path}: /inputs/q has shape {g['q'].shape}, expected {(B, Hq, D)}")
+    return g
+
+
+def fnv1a64_py(h, data):
+    mask = 0xFFFFFFFFFFFFFFFF
+    for b in data.tobytes():
+        h = ((h ^ b) * 0x100000001B3) & mask
+    return h
+
+
+def fnv_numba():
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    @numba.njit(cache=False)
+    def fnv(h, data):
+        for i in range(data.shape[0]):
+            h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+        return h
+
+    return lambda h, data: int(fnv(np.uint64(h), data))
+
+
+def golden_hash(g, decodelab=None, given=None):
+    """The inputs hash `decodelab run` records (data/SCHEMA.md, results: golden_hash)."""
+    if given:
+        return given
+    if decodelab:
+        r = subprocess.run([decodelab, "compare", "--golden-hash", g["path"]], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Refused(f"{g['path']}: {decodelab} compare --golden-hash failed: {r.stderr.strip()}")
+        return r.stdout.strip()
+    blocks = [np.ascontiguousarray(g[n]).view(np.uint8).reshape(-1) for n in
+              ("q", "k_cache", "v_cache", "k_scale", "v_scale", "kv_indptr", "kv_indices", "kv_last_page_len")]
+    total = sum(b.size for b in blocks)
+    fn = fnv_numba() if total > (1 << 20) else None
+    if fn is None:
+        if total > (64 << 20):
+            print(f"note: hashing {total >> 20} MiB in pure Python is slow; pass --decodelab", file=sys.stderr)
+        fn = fnv1a64_py
+    h = 0xCBF29CE484222325
+    for b in blocks:
+        h = fn(h, np.array([b.size], dtype="<u8").view(np.uint8))
+        h = fn(h, b)
+    return f"fnv1a64:{h:016x}"
+
+
+def per_tensor_scales(g):
+    """FlashInfer's decode takes one k_scale and one v_scale: the golden's must be equal over heads."""
+    ks, vs = g["k_scale"].astype(np.float32), g["v_scale"].astype(np.float32)
+    for name, s in (("k_scale", ks), ("v_scale", vs)):
+        if not np.all(s == s[0]):
+            raise Refused(f"{g['path']}: /inputs/{name} differs between KV heads ({s.min():g}..{s.max():g}, "
+                          f"kv_scale_mode {g['cfg'].get('kv_scale_mode')}): FlashInfer's decode takes one per-tensor "
+                          f"scale; generate the golden file with --kv-scale absmax-tensor")
+    return float(ks[0]), float(vs[0])
+
+
+# ---------------------------------------------------------------- candidate file
+
+def write_candidate(path, g, ghash, o, o_dtype, lse, lse_base, attrs):
+    """Write a decodelab-candidate v1 file atomically. o: numpy float32 [B,Hq,D] (rounded to
+    o_dtype here when o_dtype is bf16/f16) or uint16 codes already in o_dtype; lse float32 or None."""
+    import h5py
+
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with h5py.File(tmp, "w") as f:
+        f.attrs["format"] = "decodelab-candidate"
+        f.attrs["format_version"] = np.int64(1)
+        f.attrs["golden_hash"] = ghash
+        f.attrs["lse_base"] = lse_base
+        for k, v in attrs.items():
+            if v is None:
+                continue
+            if isinstance(v, str):
+                f.attrs[k] = v
+            elif isinstance(v, (bool, np.bool_)):
+                f.attrs[k] = np.int64(int(v))
+            elif isinstance(v, (int, np.integer)):
+                f.attrs[k] = np.int64(v)
+            else:
+                f.attrs[k] = np.float64(v)
+        if o.dtype == np.uint16:
+            d = f.create_dataset("o", data=o)
+        elif o_dtype == "f32":
+            d = f.create_dataset("o", data=o.astype(np.float32))
+        elif o_dtype == "bf16":
+            d = f.create_dataset("o", data=round_bf16_bits(o.astype(np.float32)))
+        elif o_dtype == "f16":
+            d = f.create_dataset("o", data=o.astype(np.float16).view(np.uint16))
+        else:
+            raise ValueError(o_dtype)
+        d.attrs["dtype"] = o_dtype
+        if lse is not None:
+            d = f.create_dataset("lse", data=lse.astype(np.float32))
+            d.attrs["dtype"] = "f32"
+    os.replace(tmp, path)
+
+
+def round_bf16_bits(x):
+    """float32 -> bf16 bit patterns, round to nearest even (NaN kept NaN)."""
+    u = x.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    r[nan] = 0x7FC0
+    return r
+
+
+def stem(path):
+    b = os.path.basename(path)
+    return b[:-3] if b.endswith(".h5") else b
+
+
+# ---------------------------------------------------------------- FlashInfer
+
+TORCH_DT = {}
+
+
+def torch_dtypes():
+    import torch
+
+    TORCH_DT.update({"f16": torch.float16, "bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn,
+                     "e5m2": torch.float8_e5m2, "f32": torch.float32})
+    return TORCH_DT
+
+
+def to_device(g):
+    """The golden inputs as CUDA tensors in FlashInfer's dtypes (bit-identical views of the codes)."""
+    import torch
+
+    dt = torch_dtypes()
+    cfg = g["cfg"]
+    qd, kvd = cfg["q_dtype"], cfg["kv_dtype"]
+    if qd not in ("f16", "bf16"):
+        raise Refused(f"{g['path']}: q_dtype {qd}: FlashInfer's decode takes a f16 or bf16 query")
+    dev = torch.device("cuda")
+
+    def codes(a, d):
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        if d in ("f16", "bf16"):
+            t = t.view(torch.int16)
+        elif d in FP8:
+            t = t.view(torch.uint8)
+        return t.to(dev).view(dt[d])
+
+    return {
+        "q": codes(g["q"], qd),
+        "k": codes(g["k_cache"], kvd),
+        "v": codes(g["v_cache"], kvd),
+        "indptr": torch.from_numpy(g["kv_indptr"].astype(np.int32)).to(dev),
+        "indices": torch.from_numpy(g["kv_indices"].astype(np.int32)).to(dev),
+        "last": torch.from_numpy(g["kv_last_page_len"].astype(np.int32)).to(dev),
+    }
+
+
+def make_wrapper(backend, layout, ws):
+    import flashinfer
+
+    if backend == "cuda-core":
+        return flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, layout, use_tensor_cores=False)
+    fa = backend.split("-")[1]
+    return flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, layout, use_tensor_cores=True, backend=fa)
+
+
+def backend_supported(backend, cfg):
+    """None when the backend can run this case here, else the reason."""
+    import torch
+
+    if backend == "tc-fa3":
+        major, minor = torch.cuda.get_device_capability()
+        if major != 9:
+            return f"fa3 needs a Hopper GPU (sm_90), this one is sm_{major}{minor}"
+        if cfg["kv_dtype"] in FP8 and cfg["q_dtype"] not in FP8:
+            return "FlashInfer's fa3 backend needs an FP8 query for an FP8 KV cache (Q is %s)" % cfg["q_dtype"]
+    return None
+
+
+def timing(run_once, flush, max_time_s, min_samples, max_stdrel, max_samples=1000):
+    """NVBench-style: per sample flush L2, spin, event, one run, event."""
+    import torch
+
+    stream = torch.cuda.current_stream()
+    for _ in range(3):
+        run_once()
+    torch.cuda.synchronize()
+    # spin long enough that the host has enqueued the run before the start event fires
+    spin_cycles = int(2e-3 * 2.0e9)  # ~1 ms at 2 GHz
+    samples, t0 = [], time.perf_counter()
+    i = 0
+    while True:
+        i += 1
+        if flush is not None:
+            flush.fill_(i & 0xFF)
+        torch.cuda._sleep(spin_cycles)
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record(stream)
+        run_once()
+        b.record(stream)
+        b.synchronize()
+        samples.append(a.elapsed_time(b) * 1e3)  # ms -> us
+        n = len(samples)
+        mean = sum(samples) / n
+        std = math.sqrt(sum((s - mean) ** 2 for s in samples) / (n - 1)) if n > 1 else float("inf")
+        stdrel = std / mean if mean > 0 else float("inf")
+        elapsed = time.perf_counter() - t0
+        converged = n >= min_samples and stdrel < max_stdrel
+        if converged or elapsed > max_time_s or n >= max_samples:
+            break
+    s = sorted(samples)
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    return {"median_us": med, "min_us": s[0], "max_us": s[-1], "mean_us": mean, "stdrel": stdrel if n > 1 else 0.0,
+            "samples": n, "converged": int(converged), "elapsed_s": elapsed}
+
+
+def driver_version():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetCudaDriverVersion()
+        return f"{v // 1000}.{(v % 1000) // 10}"
+    except Exception:  # noqa: BLE001 - optional provenance
+        return None
+
+
+def run_backends(args, g, ghash):
+    import torch
+    import flashinfer
+
+    cfg = g["cfg"]
+    B, Hq, Hkv, D, ps = (int(cfg[k]) for k in ("batch_size", "num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    layout, qd, kvd = cfg["kv_layout"], cfg["q_dtype"], cfg["kv_dtype"]
+    ks, vs = per_tensor_scales(g)
+    sm_scale = float(cfg["sm_scale"]) or 1.0 / math.sqrt(D)
+    t = to_device(g)
+    dt = torch_dtypes()
+    ws = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")
+    props = torch.cuda.get_device_properties(0)
+    l2 = int(getattr(props, "L2_cache_size", 50 << 20))
+    flush = None if args.no_time else torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    version = getattr(flashinfer, "__version__", "unknown")
+    producer = f"flashinfer {version}"
+    drv = driver_version()
+    rc = 0
+    for backend in args.backends:
+        why = backend_supported(backend, cfg)
+        if why:
+            print(f"SKIP {backend}: {why}", flush=True)
+            continue
+        t0 = time.perf_counter()
+        try:
+            w = make_wrapper(backend, layout, ws)
+            plan_kw = dict(q_data_type=dt[qd], kv_data_type=dt[kvd], sm_scale=sm_scale)
+            w.plan(t["indptr"], t["indices"], t["last"], Hq, Hkv, D, ps, **plan_kw)
+            run_kw = {"return_lse": True}
+            if ks != 1.0:
+                run_kw["k_scale"] = ks
+            if vs != 1.0:
+                run_kw["v_scale"] = vs
+            out = torch.full((B, Hq, D), float("nan"), dtype=dt[qd], device="cuda")
+            lse = torch.full((B, Hq), float("nan"), dtype=torch.float32, device="cuda")
+            import inspect
+
+            rp = inspect.signature(w.run).parameters
+            if "out" in rp:
+                run_kw["out"] = out
+            if "lse" in rp:
+                run_kw["lse"] = lse
+
+            def run_once():
+                return w.run(t["q"], (t["k"], t["v"]), **run_kw)
+
+            o1, l1 = run_once()
+            torch.cuda.synchronize()
+            o1, l1 = o1.clone(), l1.clone()
+            out.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            o2, l2_ = run_once()
+            torch.cuda.synchronize()
+            det = bool(torch.equal(o1.view(torch.int16), o2.view(torch.int16)) and
+                       torch.equal(l1.view(torch.int32), l2_.view(torch.int32)))
+            setup_s = time.perf_counter() - t0
+            tm = None if args.no_time else timing(run_once, flush, args.max_time_s, args.min_samples, args.max_stdrel)
+        except Exception as e:  # noqa: BLE001 - report, go on with the other backends
+            print(f"FAIL {backend}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+            rc = 1
+            continue
+        o_bits = o1.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+        o_dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[o1.dtype]
+        tc = backend != "cuda-core"
+        attrs = {
+            "producer": producer,
+            "backend": backend,
+            "settings": (f"BatchDecodeWithPagedKVCacheWrapper(kv_layout={layout}, use_tensor_cores={tc}"
+                         + (f", backend={backend.split('-')[1]!r}" if tc else "") + f"); plan(q_data_type={qd}, "
+                         f"kv_data_type={kvd}, sm_scale={sm_scale:.9g}); run(k_scale={ks:.9g}, v_scale={vs:.9g}, "
+                         f"return_lse=True); o dtype {o_dtype}; torch {torch.__version__}; "
+                         f"setup+JIT {setup_s:.1f} s"),
+            # the output is rounded to 16 bits (and P too on tensor cores): judged as the bf16 model
+            "model": "bf16",
+            "compute": "bf16" if tc else "fp32",
+            "dequant": ("fast" if tc else "cast") if kvd in FP8 else "none",
+            "unit": {"cuda-core": "simt", "tc-fa2": "mma", "tc-fa3": "wgmma"}[backend],
+            "deterministic": int(det),
+            "device_name": torch.cuda.get_device_name(0),
+            "runtime_version": torch.version.cuda,
+            "driver_version": drv,
+        }
+        if tm:
+            attrs.update(tm)
+            attrs["timing_mode"] = "cold-l2"
+            if args.peak_read_gbps:
+                attrs["peak_read_gbps"] = args.peak_read_gbps
+        path = os.path.join(args.out_dir, f"{stem(g['path'])}.{backend}.cand.h5")
+        write_candidate(path, g, ghash, o_bits, o_dtype, l1.float().cpu().numpy(), "2", attrs)
+        msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples, stdrel {100 * tm['stdrel']:.2f}%)" if tm else "not timed"
+        print(f"wrote {path}: {backend} {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
+    return rc
+
+
+# ---------------------------------------------------------------- prebuild (no GPU)
+
+def prebuild(args):
+    os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
+    import torch
+    from flashinfer.jit.attention import gen_batch_decode_module, gen_batch_prefill_module
+
+    dt = torch_dtypes()
+    os.makedirs(args.prebuild, exist_ok=True)
+    rc = 0
+    for pair in args.dtypes.split(","):
+        qd, kvd = pair.split(":")
+        q, kv = dt[qd], dt[kvd]
+        specs = [("cuda-core", lambda: gen_batch_decode_module(q, kv, q, torch.int32, args.head_dim, args.head_dim,
+                                                                 0, False, False))]
+        specs.append(("tc-fa2", lambda: gen_batch_prefill_module("fa2", q, kv, q, torch.int32, args.head_dim,
+                                                                   args.head_dim, 0, False, False, False)))
+        if kvd not in FP8:
+            specs.append(("tc-fa3", lambda: gen_batch_prefill_module("fa3", q, kv, q, torch.int32, args.head_dim,
+                                                                       args.head_dim, 0, False, False, False)))
+        for name, gen in specs:
+            t0 = time.perf_counter()
+            try:
+                spec = gen()
+                spec.build(verbose=False)
+                dst = os.path.join(args.prebuild, spec.name)
+                os.makedirs(dst, exist_ok=True)
+                shutil.copy2(spec.jit_library_path, os.path.join(dst, spec.name + ".so"))
+                size = os.path.getsize(spec.jit_library_path)
+                print(f"built {name} q={qd} kv={kvd}: {spec.name}.so {size / 2**20:.1f} MiB in "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+            except Exception as e:  # noqa: BLE001
+                print(f"FAIL prebuild {name} q={qd} kv={kvd}: {type(e).__name__}: {e}", flush=True)
+                rc = 1
+    return rc
+
+
+# ---------------------------------------------------------------- main
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("golden", nargs="?", help="golden file (decodelab-golden v1)")
+    p.add_argument("--out-dir", help="where the candidate files go")
+    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated of " + ", ".join(BACKENDS))
+    p.add_argument("--decodelab", default=os.environ.get("DECODELAB"),
+                   help="decodelab binary, to get the golden hash quickly (default $DECODELAB)")
+    p.add_argument("--golden-hash", help="the golden's input hash (fnv1a64:...), if already known")
+    p.add_argument("--peak-read-gbps", type=float, help="peak read bandwidth measured on this device (for frac_peak)")
+    p.add_argument("--max-time-s", type=float, default=2.0, help="time cap per backend (default 2)")
+    p.add_argument("--min-samples", type=int, default=10)
+    p.add_argument("--max-stdrel", type=float, default=0.005)
+    p.add_argument("--no-time", action="store_true", help="check only")
+    p.add_argument("--fake-o", metavar="MODEL", help="no GPU: write a candidate from the golden's MODEL output (bf16)")
+    p.add_argument("--prebuild", metavar="DIR", help="no GPU: compile the JIT modules for sm_90a into DIR")
+    p.add_argument("--dtypes", default="bf16:e4m3,bf16:bf16", help="prebuild: q:kv pairs")
+    p.add_argument("--head-dim", type=int, default=128, help="prebuild: head dim")
+    a = p.parse_args(argv)
+    if a.prebuild:
+        return a
+    if not a.golden:
+        p.error("GOLDEN.h5 is required")
+    if not a.out_dir:
+        p.error("--out-dir is required")
+    a.backends = [b for b in a.backends.split(",") if b]
+    for b in a.backends:
+        if b not in BACKENDS:
+            p.error(f"--backends: {b!r} is not one of {', '.join(BACKENDS)}")
+    if a.golden_hash and not (a.golden_hash.startswith("fnv1a64:") and len(a.golden_hash) == 24):
+        p.error(f"--golden-hash: {a.golden_hash!r} is not fnv1a64:<16 hex digits>")
+    if a.min_samples < 1 or a.max_time_s <= 0 or a.max_stdrel <= 0:
+        p.error("--min-samples, --max-time-s and --max-stdrel must be positive")
+    return a
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.prebuild:
+            return prebuild(args)
+        os.makedirs(args.out_dir, exist_ok=True)
+        if args.fake_o:
+            g = read_golden(args.golden, need_models=(args.fake_o,))
+            ghash = golden_hash(g, args.decodelab, args.golden_hash)
+            o, lse = g["models"][args.fake_o]
+            path = os.path.join(args.out_dir, f"{stem(args.golden)}.fake-{args.fake_o}.cand.h5")
+            attrs = {"producer": "fake 0", "backend": f"golden-{args.fake_o}",
+                     "settings": f"the golden file's /golden/{args.fake_o} output rounded to bf16, lse in log2",
+                     "model": args.fake_o if args.fake_o in ("exact", "fp32", "bf16", "fp8") else None}
+            write_candidate(path, g, ghash, o.astype(np.float32), "bf16", (lse / math.log(2.0)).astype(np.float32),
+                            "2", attrs)
+            print(f"wrote {path}", flush=True)
+            return 0
+        g = read_golden(args.golden)
+        if g["cfg"]["kv_dtype"] in FP8:
+            per_tensor_scales(g)  # refuse early, before torch and the JIT
+        ghash = golden_hash(g, args.decodelab, args.golden_hash)
+        return run_backends(args, g, ghash)
+    except Refused as e:
+        print(f"flashinfer_decode.py: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
