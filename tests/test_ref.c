@@ -726,6 +726,133 @@ START_TEST(test_names_and_errors)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- fp8 accumulator, fp8acc, bf16simt */
+
+/* One request, one head, D = 64, length 1 (so lse = the score itself): q and
+ * the K row set by hand, scales 1. q_vals/k_vals give (dim, value) pairs; all
+ * other elements are 0. */
+static void one_token_case(dl_dtype kv, const float *q_vals, const float *k_vals, int n, dl_case *c)
+{
+    const int64_t lens[] = {1};
+    dl_config cfg = small_cfg(1, 1, 1, 64, 16, DL_NHD, kv, lens, 3);
+    cfg.q_dtype = DL_BF16;
+    build(&cfg, c);
+    c->k_scale[0] = c->v_scale[0] = 1.0f;
+    const int64_t off = test_offset(c, 0, 0, 0);
+    for (int64_t d = 0; d < 64; d++) {
+        dl_encode_elem(DL_BF16, c->q, d, 0.0f);
+        dl_encode_elem(kv, c->k_cache, off + d, 0.0f);
+    }
+    for (int i = 0; i < n; i++) {
+        dl_encode_elem(DL_BF16, c->q, (int64_t)q_vals[2 * i], q_vals[2 * i + 1]);
+        dl_encode_elem(kv, c->k_cache, off + (int64_t)k_vals[2 * i], k_vals[2 * i + 1]);
+    }
+}
+
+/* fp8 QK truncation, worked by hand: q = 1 everywhere -> q_scale = 1/448 and
+ * every q code is 448; K = 1.0 at dim 0 and 2^-9 (the smallest e4m3
+ * subnormal) at dim 1: dot = 448 + 0.875 = 448.875 exactly. Kept fraction bits
+ * b at 448 = 1.75 * 2^8 leave a step of 2^(8-b): b = 10 -> 448.75, b = 5 -> 448. */
+START_TEST(test_fp8_truncation_worked)
+{
+    const float qv[] = {0, 1.0f, 1, 1.0f}, kv[] = {0, 1.0f, 1, 0x1p-9f};
+    dl_case c;
+    one_token_case(DL_E4M3, qv, kv, 2, &c);
+    for (int64_t d = 0; d < 64; d++) dl_encode_elem(DL_BF16, c.q, d, 1.0f); /* q = 1 everywhere */
+    const float sm = (float)dl_sm_scale(&c.cfg), qs = 1.0f / 448.0f;
+    const int bits[] = {23, 10, 5};
+    const float dots[] = {448.875f, 448.75f, 448.0f};
+    for (int i = 0; i < 3; i++) {
+        dl_model_params p;
+        dl_model_params_default(&p);
+        p.acc_mantissa_bits = bits[i];
+        for (int m = DL_MODEL_FP8; m <= DL_MODEL_FP8ACC; m++) {
+            dl_output out;
+            run_model(&c, (dl_model)m, &p, &out);
+            const float want = dots[i] * qs * 1.0f * sm;
+            ck_assert_msg(out.lse[0] == (double)want, "%s bits %d: lse %.9g, want %.9g", dl_model_name((dl_model)m),
+                          bits[i], out.lse[0], (double)want);
+            dl_output_free(&out);
+        }
+    }
+    dl_case_free(&c);
+}
+END_TEST
+
+/* bf16simt's run accumulator rounds each FMA to BF16: q = 1 at dim 0 and 2^-8
+ * at dims 2, 4, 6 (all in the low half of lane 0's first run), K = 1: each
+ * 1 + 2^-8 is a tie at BF16 (step 2^-7 at 1) and rounds to even, 1. The dot is
+ * 1, where fp32 keeps 1 + 3 * 2^-8. */
+START_TEST(test_bf16simt_rounds_each_fma)
+{
+    const float qv[] = {0, 1.0f, 2, 0x1p-8f, 4, 0x1p-8f, 6, 0x1p-8f};
+    const float kv[] = {0, 1.0f, 2, 1.0f, 4, 1.0f, 6, 1.0f};
+    const dl_dtype caches[] = {DL_BF16, DL_E4M3};
+    for (int t = 0; t < 2; t++) {
+        dl_case c;
+        one_token_case(caches[t], qv, kv, 4, &c);
+        const float sm = (float)dl_sm_scale(&c.cfg);
+        dl_output b, f;
+        run_model(&c, DL_MODEL_BF16SIMT, NULL, &b);
+        run_model(&c, DL_MODEL_FP32, NULL, &f);
+        ck_assert_msg(b.lse[0] == (double)(1.0f * 1.0f * sm), "bf16simt lse %.9g, want %.9g", b.lse[0], (double)sm);
+        ck_assert_msg(fabs(f.lse[0] - (1.0 + 3.0 / 256.0) * sm) < 1e-6, "fp32 lse %.9g", f.lse[0]);
+        dl_output_free(&b);
+        dl_output_free(&f);
+        dl_case_free(&c);
+    }
+}
+END_TEST
+
+/* bf16simt's dot goes lane by lane: the same products split over lanes 0 and 1
+ * (dims 0 and 8 of a bf16 cache: 8 elements per lane) are added in FP32 by the
+ * butterfly, so 1 + 2^-8 survives there (FP32 keeps it) while inside one run it
+ * does not. */
+START_TEST(test_bf16simt_lanes_add_in_fp32)
+{
+    const float qv[] = {0, 1.0f, 8, 0x1p-8f};
+    const float kv[] = {0, 1.0f, 8, 1.0f};
+    dl_case c;
+    one_token_case(DL_BF16, qv, kv, 2, &c);
+    const float sm = (float)dl_sm_scale(&c.cfg);
+    dl_output b;
+    run_model(&c, DL_MODEL_BF16SIMT, NULL, &b);
+    ck_assert_msg(b.lse[0] == (double)((1.0f + 0x1p-8f) * 1.0f * sm), "bf16simt lse %.9g", b.lse[0]);
+    dl_output_free(&b);
+    dl_case_free(&c);
+}
+END_TEST
+
+/* Two-level accumulation: with true FP32 the fp8acc model is fp8 up to the
+ * order of FP32 additions; with a 10-bit accumulator it stays closer to the
+ * FP32 result than the single chain does (the long P*V chain over 1000 tokens
+ * is where the plain accumulator loses most). */
+START_TEST(test_fp8acc_promotion_helps)
+{
+    const int64_t lens[] = {1000, 700};
+    dl_config cfg = small_cfg(2, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 91);
+    dl_case c;
+    build(&cfg, &c);
+    dl_model_params p;
+    dl_model_params_default(&p);
+    dl_output ref, acc23, plain10, acc10;
+    run_model(&c, DL_MODEL_FP8, &p, &ref);
+    run_model(&c, DL_MODEL_FP8ACC, &p, &acc23);
+    p.acc_mantissa_bits = 10;
+    run_model(&c, DL_MODEL_FP8, &p, &plain10);
+    run_model(&c, DL_MODEL_FP8ACC, &p, &acc10);
+    const int64_t n = 2 * 8 * 128;
+    const double e23 = rel_l2(acc23.o, ref.o, n), ep = rel_l2(plain10.o, ref.o, n), ea = rel_l2(acc10.o, ref.o, n);
+    ck_assert_msg(e23 < 1e-5, "fp8acc vs fp8 at 23 bits: %.3g", e23);
+    ck_assert_msg(ea > 0.0 && ea < ep, "10 bits: fp8acc error %.3g is not below fp8's %.3g", ea, ep);
+    dl_output_free(&ref);
+    dl_output_free(&acc23);
+    dl_output_free(&plain10);
+    dl_output_free(&acc10);
+    dl_case_free(&c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("ref");
@@ -746,6 +873,10 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_kv_block_changes_little);
     tcase_add_test(tc, test_deterministic_threads);
     tcase_add_test(tc, test_names_and_errors);
+    tcase_add_test(tc, test_fp8_truncation_worked);
+    tcase_add_test(tc, test_bf16simt_rounds_each_fma);
+    tcase_add_test(tc, test_bf16simt_lanes_add_in_fp32);
+    tcase_add_test(tc, test_fp8acc_promotion_helps);
     suite_add_tcase(s, tc);
     return s;
 }
