@@ -1,0 +1,422 @@
+/* test_experiment.c - Check suite for declarative experiments (harness/experiment.c,
+ * harness/cmd_experiment.c): parsing, strict validation (one line naming file, key and
+ * value), the verdict logic on synthetic rows (HOLDS / REJECTED / INCONCLUSIVE, noise,
+ * missing and skipped rows, census rules), resuming an interrupted run without redoing
+ * steps, and a tiny CPU-only E5-like experiment end to end through build/decodelab. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../ref/dl_common.h"
+#include "../harness/dl_experiment.h"
+#include "../harness/dl_results.h"
+#include "dl_test.h"
+
+static char dir[64];
+
+/* The CLI's error printer lives in harness/main.c (not in the library); the golden option
+ * parser that validates sweep points links against it. */
+int dl_cli_error(const char *cmd)
+{
+    fprintf(stderr, "decodelab %s: %s\n", cmd, dl_last_error());
+    return 2;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/dl_test_xp.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *write_cfg(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* A small valid experiment; %s is replaced by the hypotheses list. */
+#define BASE_SWEEP                                                                                 \
+    "name = \"t1\";\nquestion = \"q?\";\n"                                                         \
+    "sweep = { num_qo_heads = 4; num_kv_heads = 2; head_dim = 64; batch = 2; seq_len = \"1:40\";\n" \
+    "          kv_dtype = [\"e4m3\", \"e5m2\"]; seed = [0, 1]; };\n"                                \
+    "variants = [\"fp32-cast-simt\", \"fp32-fast-simt\"];\nmodels = \"exact,orig,fp8\";\n"
+
+static const char *ratio_hyp =
+    "hypotheses = ( { claim = \"fast is as fast as cast\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+    "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
+    "  where = { kv_dtype = \"e4m3\"; }; lo = 0.9; hi = 1.1; } );\n";
+
+static void load_ok(const char *text, dl_experiment *x)
+{
+    const char *p = write_cfg("ok.cfg", text);
+    ck_assert_msg(dl_xp_load(p, x) == 0, "load failed: %s", dl_last_error());
+}
+
+START_TEST(test_parse)
+{
+    static dl_experiment x;
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, ratio_hyp);
+    load_ok(text, &x);
+    ck_assert_str_eq(x.name, "t1");
+    ck_assert_int_eq(x.nfields, 7);
+    ck_assert_int_eq(x.nvariants, 2);
+    ck_assert_int_eq(x.nhyp, 1);
+    ck_assert_int_eq(x.hyp[0].kind, DL_XP_RATIO);
+    ck_assert(x.hyp[0].lo == 0.9 && x.hyp[0].hi == 1.1);
+    ck_assert_str_eq(x.hyp[0].where[0].vals[0], "e4m3");
+    dl_xp_point *pts = NULL;
+    int n = 0;
+    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    ck_assert_int_eq(n, 4); /* 2 kv dtypes x 2 seeds */
+    /* distinct configs get distinct cache names; the label names only swept fields */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) ck_assert_str_ne(pts[i].hash, pts[j].hash);
+    ck_assert_str_eq(dl_xp_point_value(&pts[3], "kv_dtype"), "e5m2");
+    ck_assert_str_eq(dl_xp_point_value(&pts[3], "seed"), "1");
+    ck_assert_ptr_null(strstr(pts[0].label, "head_dim"));
+    /* the hash is of the config, not of the field order: the same sweep written in another order agrees */
+    static dl_experiment y;
+    char text2[4096];
+    snprintf(text2, sizeof text2,
+             "name = \"t1\";\nquestion = \"q?\";\nsweep = { seed = [0, 1]; kv_dtype = [\"e4m3\", \"e5m2\"]; "
+             "seq_len = \"1:40\"; batch = 2; head_dim = 64; num_kv_heads = 2; num_qo_heads = 4; };\n"
+             "variants = [\"fp32-cast-simt\", \"fp32-fast-simt\"];\nmodels = \"exact,orig,fp8\";\n%s", ratio_hyp);
+    load_ok(text2, &y);
+    dl_xp_point *q = NULL;
+    int m = 0;
+    ck_assert_int_eq(dl_xp_points(&y, 0, dir, &q, &m), 0);
+    for (int i = 0; i < n; i++) {
+        int same = 0;
+        for (int j = 0; j < m; j++) same |= !strcmp(pts[i].hash, q[j].hash);
+        ck_assert_msg(same, "point %s has no twin", pts[i].label);
+    }
+    dl_xp_points_free(pts, n);
+    dl_xp_points_free(q, m);
+}
+END_TEST
+
+/* Each bad file must be refused with one line naming the file, the key and the value. */
+static void expect_bad(const char *text, const char *key, const char *value, int at_points)
+{
+    static dl_experiment x;
+    const char *p = write_cfg("bad.cfg", text);
+    int rc = dl_xp_load(p, &x);
+    if (at_points && rc == 0) {
+        dl_xp_point *pts = NULL;
+        int n = 0;
+        rc = dl_xp_points(&x, 0, dir, &pts, &n);
+        if (rc == 0) dl_xp_points_free(pts, n);
+    }
+    ck_assert_msg(rc != 0, "accepted: %s", text);
+    const char *e = dl_last_error();
+    ck_assert_msg(strstr(e, "bad.cfg") != NULL, "no file name in: %s", e);
+    ck_assert_msg(strstr(e, key) != NULL, "no key '%s' in: %s", key, e);
+    if (value) ck_assert_msg(strstr(e, value) != NULL, "no value '%s' in: %s", value, e);
+    ck_assert_ptr_null(strchr(e, '\n'));
+}
+
+START_TEST(test_validation)
+{
+    char t[4096];
+    snprintf(t, sizeof t, "%s%s colour = 3;\n", BASE_SWEEP, ratio_hyp);
+    expect_bad(t, "colour", NULL, 0);                                      /* unknown top-level key */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; }; lo = 1; tolerance = 2; } );\n");
+    expect_bad(t, "hypotheses[0].tolerance", NULL, 0);                     /* unknown rule key */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"median\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-fast-simt\"; }; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].kind", "median", 0);                      /* bad kind */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp64-*\"; }; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].num.variant", "fp64-*", 0);               /* no such variant */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-cast-simt\"; page_size = 16; }; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].num.page_size", NULL, 0);                 /* selects on an unswept field */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-cast-simt\"; kv_dtype = \"bf16\"; }; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].num.kv_dtype", "bf16", 0);                /* a value the sweep never sets */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-cast-simt\"; }; lo = 2; hi = 1; } );\n");
+    expect_bad(t, "hypotheses[0].lo", "2 > 1", 0);                         /* empty interval */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"speed\"; "
+             "num = { variant = \"fp32-cast-simt\"; }; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].metric", "speed", 0);                     /* not a results column */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; "
+             "num = { variant = \"ref-bf16\"; }; hi = 1; } );\n");
+    expect_bad(t, "hypotheses[0].num.variant", "ref-bf16", 0);             /* model not computed */
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"census\"; metric = \"conv\"; "
+             "num = { variant = \"fp32-fast-simt\"; }; hi = 1; } );\n");
+    expect_bad(t, "hypotheses[0].metric", "sass", 0);                      /* census rule without measure.census */
+    expect_bad("name = \"t1\"; question = \"q\"; sweep = { kv_dtype = [\"e4m3\", \"e9m9\"]; };\n"
+               "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+               "--kv-dtype", "e9m9", 1);                                   /* a bad sweep value, found by golden's parser */
+    expect_bad("name = \"t1\"; question = \"q\"; sweep = { num_qo_heads = 6; num_kv_heads = 4; };\n"
+               "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+               "num_qo_heads", "6", 1);                                    /* impossible: 6 heads over 4 */
+    expect_bad("name = \"t1\"; question = \"q\"; sweep = { seed = [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15];\n"
+               " batch = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]; seq_len = [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]; };\n"
+               "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+               "sweep.seq_len", "4096", 1);                                /* impossible: too many points */
+    expect_bad("name = \"t1\"; question = \"q\"; sweep = { seed = [0, 0]; };\nhypotheses = ();\n", "sweep.seed", "0", 0);
+    expect_bad("name = \"t1\"; question = ;\n", "syntax error", NULL, 0); /* libconfig's own error, with the line */
+    expect_bad("name = \"t1\"; question = \"q\"; sweep = { models = \"all\"; };\n", "sweep.models", NULL, 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- verdicts on synthetic rows */
+
+static dl_result_row *mkrow(dl_result_row *r, const dl_xp_point *p, const char *variant, double t, double stdrel)
+{
+    dl_result_row_init(r);
+    snprintf(r->golden_path, sizeof r->golden_path, "%.1000s", p->golden);
+    snprintf(r->variant, sizeof r->variant, "%s", variant);
+    snprintf(r->verdict, sizeof r->verdict, "PASS");
+    r->time_median_s = t;
+    r->time_stdrel = stdrel;
+    return r;
+}
+
+static dl_xp_verdict judge(const dl_experiment *x, const dl_xp_point *pts, int n, dl_result_row *rows, int nr,
+                           dl_xp_result *res)
+{
+    ck_assert_int_eq(dl_xp_evaluate(x, 0, pts, n, rows, nr, NULL, 0, res), 0);
+    return res->verdict;
+}
+
+START_TEST(test_verdicts)
+{
+    static dl_experiment x;
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, ratio_hyp);
+    load_ok(text, &x);
+    dl_xp_point *pts = NULL;
+    int n = 0;
+    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    /* the e4m3 points are the ones the rule looks at */
+    const dl_xp_point *a = NULL, *b = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
+            if (!a) a = &pts[i];
+            else b = &pts[i];
+        }
+    ck_assert_ptr_nonnull(b);
+    dl_result_row rows[8];
+    dl_xp_result res;
+    /* ratios 1.00 and 1.05: both in [0.9, 1.1] -> HOLDS */
+    mkrow(&rows[0], a, "fp32-fast-simt", 100e-6, 0.002);
+    mkrow(&rows[1], a, "fp32-cast-simt", 100e-6, 0.002);
+    mkrow(&rows[2], b, "fp32-fast-simt", 105e-6, 0.002);
+    mkrow(&rows[3], b, "fp32-cast-simt", 100e-6, 0.002);
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_HOLDS);
+    ck_assert_int_eq(res.nobs, 2);
+    ck_assert(fabs(res.vmax - 1.05) < 1e-12 && fabs(res.vmin - 1.0) < 1e-12);
+    dl_xp_result_free(&res);
+    /* 0.5 is far outside with 0.3% noise -> REJECTED, whatever the other point says */
+    rows[2].time_median_s = 50e-6;
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_REJECTED);
+    ck_assert_int_eq(res.nout, 1);
+    ck_assert_ptr_nonnull(strstr(res.reason, "0.5"));
+    dl_xp_result_free(&res);
+    /* 1.12 is outside by 0.02 = 1.8% of the value; with stdrel 1% on each side the combined noise is
+     * 1.41%, and 2 x 1.41% x 1.12 = 0.032 > 0.02: the effect is within the noise -> INCONCLUSIVE */
+    rows[2].time_median_s = 112e-6;
+    rows[2].time_stdrel = rows[3].time_stdrel = 0.01;
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_INCONCLUSIVE);
+    ck_assert_int_eq(res.nunclear, 1);
+    ck_assert_ptr_nonnull(strstr(res.reason, "noise"));
+    dl_xp_result_free(&res);
+    /* the same 1.12 with 0.1% noise is resolved -> REJECTED */
+    rows[2].time_stdrel = rows[3].time_stdrel = 0.001;
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_REJECTED);
+    dl_xp_result_free(&res);
+    /* one config missing its rows: what was measured holds, but not "for every config" -> INCONCLUSIVE */
+    rows[2].time_median_s = 100e-6;
+    ck_assert_int_eq(judge(&x, pts, n, rows, 2, &res), DL_XP_INCONCLUSIVE);
+    ck_assert_int_eq(res.nmissing, 1);
+    dl_xp_result_free(&res);
+    /* a SKIP row is no data */
+    snprintf(rows[0].verdict, sizeof rows[0].verdict, "SKIP");
+    snprintf(rows[0].reason, sizeof rows[0].reason, "kv is 16-bit");
+    ck_assert_int_eq(judge(&x, pts, n, rows, 2, &res), DL_XP_INCONCLUSIVE);
+    ck_assert_ptr_nonnull(strstr(res.reason, "SKIP"));
+    dl_xp_result_free(&res);
+    /* nothing at all -> INCONCLUSIVE, no data */
+    ck_assert_int_eq(judge(&x, pts, n, rows, 0, &res), DL_XP_INCONCLUSIVE);
+    ck_assert_ptr_nonnull(strstr(res.reason, "no data"));
+    dl_xp_result_free(&res);
+    dl_xp_points_free(pts, n);
+}
+END_TEST
+
+START_TEST(test_census_verdict)
+{
+    static dl_experiment x;
+    char text[4096];
+    snprintf(text, sizeof text, "%smeasure = { census = true; };\n%s", BASE_SWEEP,
+             "hypotheses = ( { claim = \"fast converts less\"; kind = \"census\"; metric = \"conv\";\n"
+             "  num = { variant = \"fp32-fast-simt\"; kv_dtype = \"e4m3\"; }; den = { variant = \"fp32-cast-simt\"; kv_dtype = \"e4m3\"; };\n"
+             "  hi = 0.99; } );\n");
+    load_ok(text, &x);
+    dl_census_row c[4];
+    const char *names[4] = {"void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)3, true>(dl_gpu_args, int)",
+                            "void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)3, false>(dl_gpu_args, int)",
+                            "void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)2, false>(dl_gpu_args, int)",
+                            "(anonymous namespace)::merge_kernel(dl_gpu_args)"};
+    const char *vars[4] = {"fp32-fast-simt", "fp32-cast-simt", "fp32-cast-simt", "fp32-cast-simt"};
+    const char *kv[4] = {"e4m3", "e4m3", "bf16", ""};
+    double val[4] = {8, 40, 1000, 1000};
+    for (int i = 0; i < 4; i++) {
+        dl_census_row_init(&c[i]);
+        snprintf(c[i].source, sizeof c[i].source, "sass");
+        snprintf(c[i].variant, sizeof c[i].variant, "%s", vars[i]);
+        snprintf(c[i].kernel, sizeof c[i].kernel, "%s", names[i]);
+        snprintf(c[i].kv_dtype, sizeof c[i].kv_dtype, "%s", kv[i]);
+        snprintf(c[i].metric, sizeof c[i].metric, "class:conv");
+        c[i].value = val[i];
+    }
+    dl_xp_result res;
+    /* 8 / 40 = 0.2: the bf16 instantiation and the merge kernel (not claimed by the glob) are not counted */
+    ck_assert_int_eq(dl_xp_evaluate(&x, 0, NULL, 0, NULL, 0, c, 4, &res), 0);
+    ck_assert_int_eq(res.verdict, DL_XP_HOLDS);
+    ck_assert(res.nobs == 1 && fabs(res.obs[0].value - 0.2) < 1e-12);
+    dl_xp_result_free(&res);
+    c[0].value = 40; /* as many conversions as the cast sibling -> REJECTED */
+    ck_assert_int_eq(dl_xp_evaluate(&x, 0, NULL, 0, NULL, 0, c, 4, &res), 0);
+    ck_assert_int_eq(res.verdict, DL_XP_REJECTED);
+    dl_xp_result_free(&res);
+    ck_assert_int_eq(dl_xp_evaluate(&x, 0, NULL, 0, NULL, 0, c, 0, &res), 0); /* no census -> INCONCLUSIVE */
+    ck_assert_int_eq(res.verdict, DL_XP_INCONCLUSIVE);
+    dl_xp_result_free(&res);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- end to end through the binary */
+
+static int run_bin(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("DL_BIN");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin ? bin : "build/decodelab", args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *tiny_e5 =
+    "name = \"tiny_e5\";\nquestion = \"e4m3 or e5m2?\";\n"
+    "sweep = { num_qo_heads = 4; num_kv_heads = 2; head_dim = 64; batch = 3; seq_len = \"1:70\";\n"
+    "          kv_dtype = [\"e4m3\", \"e5m2\"]; seed = [3, 4]; };\n"
+    "models = \"exact,orig,fp8\";\n"
+    "hypotheses = (\n"
+    " { claim = \"e5m2 stores worse\"; kind = \"ratio\"; metric = \"exact_o_rel_l2\";\n"
+    "   num = { variant = \"ref-orig\"; kv_dtype = \"e5m2\"; }; den = { variant = \"ref-orig\"; kv_dtype = \"e4m3\"; }; lo = 1.0; },\n"
+    " { claim = \"fp8 error under 50%\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-fp8\"; }; hi = 0.5; } );\n";
+
+static int count_lines_with(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+START_TEST(test_end_to_end_and_resume)
+{
+    const char *cfg = write_cfg("tiny.cfg", tiny_e5);
+    char out[16384], args[1024], res_path[256], log[256], verdicts[256];
+    static char line[4096];
+    snprintf(res_path, sizeof res_path, "%s/out/results.h5", dir);
+    snprintf(log, sizeof log, "%s/out/steps.log", dir);
+    snprintf(verdicts, sizeof verdicts, "%s/out/verdicts.csv", dir);
+    /* interrupted after 3 steps (golden 1, ref 1, golden 2) */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --stop-after 3", cfg, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 3);
+    ck_assert_int_eq(count_lines_with(log, " golden "), 2);
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res_path, &rows, &n), 0);
+    ck_assert_int_eq(n, 2); /* one point's ref-orig and ref-fp8 */
+    free(rows);
+    /* without --resume the directory is refused (nothing is overwritten) */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache'", cfg, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--resume"));
+    /* resume: the rest, nothing twice */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --resume", cfg, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 0);
+    ck_assert_int_eq(count_lines_with(log, " golden "), 4); /* 4 points, each generated once */
+    ck_assert_int_eq(dl_results_read(res_path, &rows, &n), 0);
+    ck_assert_int_eq(n, 8); /* 4 points x (orig, fp8) */
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < i; j++)
+            ck_assert(strcmp(rows[i].golden_path, rows[j].golden_path) || strcmp(rows[i].variant, rows[j].variant));
+    /* the verdict of H1 recomputed independently from the rows: every e5m2/e4m3 ratio of the
+     * storage error at equal seed must be >= 1 for HOLDS */
+    double rmin = INFINITY, rmax = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        if (strcmp(rows[i].variant, "ref-orig") || strcmp(rows[i].kv_dtype, "e5m2")) continue;
+        for (int64_t j = 0; j < n; j++)
+            if (!strcmp(rows[j].variant, "ref-orig") && !strcmp(rows[j].kv_dtype, "e4m3") && rows[j].seed == rows[i].seed) {
+                double r = rows[i].exact_o.rel_l2 / rows[j].exact_o.rel_l2;
+                rmin = fmin(rmin, r);
+                rmax = fmax(rmax, r);
+            }
+    }
+    free(rows);
+    ck_assert(isfinite(rmin));
+    FILE *f = fopen(verdicts, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* header */
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f)); /* H1 */
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(line, rmin >= 1.0 ? ",HOLDS," : ",REJECTED,"));
+    char want[64];
+    snprintf(want, sizeof want, ",%.17g,%.17g,", rmin, rmax);
+    ck_assert_msg(strstr(line, want) != NULL, "verdicts line %s lacks the range %s", line, want);
+    /* a resumed complete run does nothing again */
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 0);
+    ck_assert_int_eq(count_lines_with(log, " golden "), 4);
+    ck_assert_ptr_nonnull(strstr(out, "HOLDS") ? out : strstr(out, "REJECTED"));
+    snprintf(line, sizeof line, "%s/out/report.md", dir);
+    ck_assert_int_gt(count_lines_with(line, "| H1 |"), 0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("experiment");
+    TCase *tc = tcase_create("experiment");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_parse);
+    tcase_add_test(tc, test_validation);
+    tcase_add_test(tc, test_verdicts);
+    tcase_add_test(tc, test_census_verdict);
+    tcase_add_test(tc, test_end_to_end_and_resume);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
