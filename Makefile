@@ -148,6 +148,12 @@ endif
 test-gpu: $(if $(DECODELAB),,$(BIN))
 	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/nasty_matrix.sh
 
+# FlashInfer side by side (issue 6; tests/gpu/flashinfer_compare.sh): on a GPU machine with the
+# wheels carried in .whl/ (harness/baselines/README.md). DECODELAB=path as for test-gpu.
+.PHONY: compare-flashinfer
+compare-flashinfer: $(if $(DECODELAB),,$(BIN))
+	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/flashinfer_compare.sh
+
 DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5
 demo: $(BIN)
 	$(BIN) golden --preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --out $(DEMO_OUT) --force

@@ -42,6 +42,8 @@ Usage:
         [--max-time-s 2] [--min-samples 10] [--max-stdrel 0.005] [--no-time]
   flashinfer_decode.py GOLDEN.h5 --out-dir DIR --fake-o bf16
   flashinfer_decode.py --prebuild DIR [--dtypes bf16:e4m3,bf16:bf16] [--head-dim 128]
+  flashinfer_decode.py --warm [--dtypes ...]      (GPU machine: compile what the AOT dir lacks)
+  flashinfer_decode.py --table RESULTS.csv       (the side-by-side markdown table)
 Exit status: 0 written, 1 a backend failed to run (others still written), 2 bad input.
 """
 import argparse
@@ -432,12 +434,17 @@ def run_backends(args, g, ghash):
 # ---------------------------------------------------------------- prebuild (no GPU)
 
 def prebuild(args):
-    os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
+    """--prebuild DIR: compile for sm_90a here (no GPU) and copy each module to DIR/<name>/<name>.so.
+    --warm: on the GPU machine, compile into FlashInfer's own JIT cache every module that its AOT
+    directory does not hold in a loadable form (run in the background while golden files are made)."""
+    if not args.warm:
+        os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
     import torch
     from flashinfer.jit.attention import gen_batch_decode_module, gen_batch_prefill_module
 
     dt = torch_dtypes()
-    os.makedirs(args.prebuild, exist_ok=True)
+    if not args.warm:
+        os.makedirs(args.prebuild, exist_ok=True)
     rc = 0
     for pair in args.dtypes.split(","):
         qd, kvd = pair.split(":")
@@ -453,7 +460,17 @@ def prebuild(args):
             t0 = time.perf_counter()
             try:
                 spec = gen()
-                spec.build(verbose=False)
+                if args.warm and spec.is_aot:
+                    try:
+                        spec.load(spec.aot_path)
+                        print(f"aot {name} q={qd} kv={kvd}: {spec.name} loads", flush=True)
+                        continue
+                    except Exception as e:  # noqa: BLE001 - fall back to compiling it
+                        print(f"aot {name} q={qd} kv={kvd} does not load ({e}); compiling", flush=True)
+                spec.build(verbose=False, need_lock=bool(args.warm))
+                if args.warm:
+                    print(f"compiled {name} q={qd} kv={kvd} in {time.perf_counter() - t0:.0f} s", flush=True)
+                    continue
                 dst = os.path.join(args.prebuild, spec.name)
                 os.makedirs(dst, exist_ok=True)
                 shutil.copy2(spec.jit_library_path, os.path.join(dst, spec.name + ".so"))
@@ -464,6 +481,47 @@ def prebuild(args):
                 print(f"FAIL prebuild {name} q={qd} kv={kvd}: {type(e).__name__}: {e}", flush=True)
                 rc = 1
     return rc
+
+
+# ---------------------------------------------------------------- the side-by-side table
+
+def table(csv_path, out=sys.stdout):
+    """One markdown table from a results CSV: per configuration, every decodelab variant and external
+    backend with its verdict, error vs exact, median time, fraction of the read peak and the speed
+    ratio to the fastest external (FlashInfer) backend of that configuration (>1: faster than it)."""
+    import csv
+
+    if not os.path.exists(csv_path):
+        raise Refused(f"{csv_path}: no results table (did any step run?)")
+    rows = list(csv.DictReader(open(csv_path, newline="")))
+
+    def num(r, k):
+        try:
+            return float(r[k])
+        except (KeyError, ValueError, TypeError):
+            return math.nan
+
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["golden_hash"], []).append(r)
+    print("| configuration | kernel | verdict | o rel L2 vs exact | median us | % of read peak | x vs fastest FlashInfer |",
+          file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
+    for rs in groups.values():
+        ext = [num(r, "time_median_s") for r in rs if r["variant"].startswith("ext:") and num(r, "time_median_s") > 0]
+        best = min(ext) if ext else math.nan
+        keep = ("B", "Hq", "Hkv", "kv", "len")
+        short = " ".join(w for w in rs[0]["config_name"].split() if w.split("=")[0] in keep)
+        for r in sorted(rs, key=lambda r: num(r, "time_median_s") if num(r, "time_median_s") > 0 else math.inf):
+            t = num(r, "time_median_s")
+            timed = t > 0
+            ratio = best / t if timed and best > 0 else math.nan
+            name = r["variant"][4:] if r["variant"].startswith("ext:") else r["variant"]
+            cells = [short, name, r["verdict"], f"{num(r, 'exact_o_rel_l2'):.2e}",
+                     f"{1e6 * t:.1f}" if timed else "-", f"{100 * num(r, 'frac_peak'):.1f}" if timed else "-",
+                     f"{ratio:.2f}x" if ratio == ratio else "-"]
+            print("| " + " | ".join(cells) + " |", file=out)
+    return 0
 
 
 # ---------------------------------------------------------------- main
@@ -484,10 +542,15 @@ def parse(argv):
     p.add_argument("--no-time", action="store_true", help="check only")
     p.add_argument("--fake-o", metavar="MODEL", help="no GPU: write a candidate from the golden's MODEL output (bf16)")
     p.add_argument("--prebuild", metavar="DIR", help="no GPU: compile the JIT modules for sm_90a into DIR")
+    p.add_argument("--warm", action="store_true",
+                   help="GPU machine: compile into FlashInfer's JIT cache the modules its AOT dir lacks")
     p.add_argument("--dtypes", default="bf16:e4m3,bf16:bf16", help="prebuild: q:kv pairs")
     p.add_argument("--head-dim", type=int, default=128, help="prebuild: head dim")
+    p.add_argument("--table", metavar="RESULTS.csv", help="print the side-by-side markdown table of a results CSV")
     a = p.parse_args(argv)
-    if a.prebuild:
+    if a.warm:
+        a.prebuild = a.prebuild or "-"
+    if a.prebuild or a.table:
         return a
     if not a.golden:
         p.error("GOLDEN.h5 is required")
@@ -507,6 +570,8 @@ def parse(argv):
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
+        if args.table:
+            return table(args.table)
         if args.prebuild:
             return prebuild(args)
         os.makedirs(args.out_dir, exist_ok=True)
@@ -530,6 +595,10 @@ def main(argv=None):
     except Refused as e:
         print(f"flashinfer_decode.py: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - no GPU, no FlashInfer, a CUDA error: one line, exit 1
+        first = str(e).splitlines()[0] if str(e) else ""
+        print(f"flashinfer_decode.py: {args.golden}: {type(e).__name__}: {first}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# flashinfer_compare.sh - decodelab's variants and FlashInfer's decode backends on the
+# same golden files, with the same checks and the same clock (issue 6). One lent-GPU call:
+#
+#   DECODELAB=build-static/decodelab OUT=<dir> bash tests/gpu/flashinfer_compare.sh
+#   (or: DECODELAB=build-static/decodelab make compare-flashinfer)
+#
+# Needs, carried with the tree (.whl is git-ignored; see harness/baselines/README.md):
+#   .whl/*.whl   flashinfer-python and apache-tvm-ffi (the only packages the GPU image lacks)
+#   .whl/aot/    optional: FlashInfer's JIT modules compiled for sm_90a on the CPU machine
+#                (flashinfer_decode.py --prebuild .whl/aot); what does not load is compiled here
+#
+# Steps, each under a timeout, with progress on stdout:
+#   1. install the wheels into $SITE (/tmp/site); start compiling any missing JIT module in the
+#      background while the golden files are generated
+#   2. golden files: llama3-8B (32/8 heads, D 128) batch 64 length 1024, Q bf16, KV e4m3 and bf16
+#      (one scale for all heads: --kv-scale absmax-tensor, since FlashInfer takes per-tensor
+#      scales); llama-13B (40/40) bf16; then the grid $GRID (batch:length, llama3-8B e4m3) while
+#      the elapsed time is under $BUDGET_S
+#   3. per golden file: decodelab run --time (every variant, checked then timed), the FlashInfer
+#      baseline (one candidate file per backend, timed the same way), decodelab compare; all
+#      rows go into one results table
+#   4. ONE table: per configuration, every decodelab variant and FlashInfer backend with its
+#      verdict, error vs exact, median time, fraction of the read peak measured in the same
+#      run, and the speed ratio to the fastest FlashInfer backend
+# $OUT gets (at most 8 files): results.h5, results.csv, table.md, job.log, candidates.tar.gz.
+set -u
+BIN=${DECODELAB:-build-static/decodelab}
+OUT=${OUT:-/tmp/dl_fi_out}
+WHL=${WHL:-.whl}
+SITE=${SITE:-/tmp/site}
+WORK=${WORK:-/tmp/dl_fi_work}
+BUDGET_S=${BUDGET_S:-240}
+GRID=${GRID:-"1:1024 16:4096 256:1024 1:16384"}
+RUN_TIME_S=${RUN_TIME_S:-1.5}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16} PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-16}
+mkdir -p "$OUT" "$WORK/golden" "$WORK/cand"
+RES=$WORK/results.h5
+LOG=$OUT/job.log
+T0=$(date +%s)
+el() { echo $(($(date +%s) - T0)); }
+say() { echo "[$(el) s] $*" | tee -a "$LOG"; }
+rc=0
+
+[ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB)"; exit 2; }
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BASE="$ROOT/harness/baselines/flashinfer_decode.py"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >> "$LOG" 2>&1
+
+# ---- 1. FlashInfer from the carried wheels
+say "installing $(ls "$WHL"/*.whl 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+timeout 180 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
+    "$WHL"/*.whl >> "$LOG" 2>&1 || { say "FAIL: pip install of $WHL/*.whl (see job.log)"; exit 2; }
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+if [ -d "$WHL/aot" ]; then
+    mkdir -p "$SITE/flashinfer/data/aot" && cp -r "$WHL"/aot/* "$SITE/flashinfer/data/aot/" 2>/dev/null
+    say "prebuilt JIT modules: $(ls "$WHL/aot" | wc -l) copied into flashinfer/data/aot"
+fi
+FI_VER=$(timeout 120 python3 -c "import flashinfer, torch; print(flashinfer.__version__, 'torch', torch.__version__)" 2>> "$LOG")
+[ -n "$FI_VER" ] || { say "FAIL: import flashinfer (see job.log)"; exit 2; }
+say "flashinfer $FI_VER"
+(timeout 420 python3 "$BASE" --warm --dtypes bf16:e4m3,bf16:bf16 > "$WORK/warm.log" 2>&1; echo "warm exit $?" >> "$WORK/warm.log") &
+WARM=$!
+
+# ---- 2./3. one configuration: golden, decodelab run, FlashInfer, compare
+config() {  # name, then decodelab golden flags
+    local name=$1; shift
+    local g=$WORK/golden/$name.h5 peak
+    say "== $name: golden $*"
+    timeout 150 "$BIN" golden "$@" --models all --force --out "$g" >> "$LOG" 2>&1 || { say "FAIL: golden $name"; rc=1; return; }
+    say "   decodelab run --time"
+    timeout 180 "$BIN" run "$g" --time --max-time-s "$RUN_TIME_S" --out "$RES" > "$WORK/run_$name.txt" 2>&1 || rc=1
+    cat "$WORK/run_$name.txt" >> "$LOG"
+    peak=$(sed -n 's/^peak read bandwidth: \([0-9.]*\) GB\/s.*/\1/p' "$WORK/run_$name.txt" | head -1)
+    grep -E '^(bf16|fp32|fp8)' "$WORK/run_$name.txt" | awk '{printf "     %-18s %-8s %s us\n", $1, $2, $10}'
+    say "   FlashInfer (peak ${peak:-unknown} GB/s)"
+    rm -f "$WORK/cand/$name".*.cand.h5
+    timeout 300 python3 "$BASE" "$g" --out-dir "$WORK/cand" --decodelab "$BIN" --max-time-s "$RUN_TIME_S" \
+        ${peak:+--peak-read-gbps "$peak"} 2>&1 | tee -a "$LOG" | sed 's/^/     /' || rc=1
+    local cands=("$WORK/cand/$name".*.cand.h5)
+    if [ -e "${cands[0]}" ]; then
+        say "   decodelab compare (${#cands[@]} candidates)"
+        timeout 120 "$BIN" compare "$g" "${cands[@]}" --out "$RES" >> "$LOG" 2>&1 || rc=1
+    else
+        say "   no candidate written"; rc=1
+    fi
+    cp -f "$RES" "$OUT/results.h5" 2>/dev/null; cp -f "${RES%.h5}.csv" "$OUT/results.csv" 2>/dev/null
+    rm -f "$g"   # golden files are large (the 13B one is GBs); the results keep the hash and config
+}
+
+if [ "${MAIN:-1}" = 1 ]; then   # MAIN=0: the grid alone (a quick plumbing check)
+    config l3-8b_b64_l1024_e4m3 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype e4m3 --kv-scale absmax-tensor
+    config l3-8b_b64_l1024_bf16 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16 --kv-scale absmax-tensor
+    config l-13b_b64_l1024_bf16 --preset llama-13b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16 --kv-scale absmax-tensor
+fi
+for bl in $GRID; do
+    if [ "$(el)" -ge "$BUDGET_S" ]; then say "grid: stopping before B:L=$bl (elapsed $(el) s >= BUDGET_S=$BUDGET_S)"; break; fi
+    b=${bl%%:*}; l=${bl##*:}
+    config "l3-8b_b${b}_l${l}_e4m3" --preset llama3-8b --batch "$b" --seq-len "$l" --q-dtype bf16 --kv-dtype e4m3 --kv-scale absmax-tensor
+done
+kill "$WARM" 2>/dev/null; wait "$WARM" 2>/dev/null
+cat "$WORK/warm.log" >> "$LOG" 2>/dev/null
+tar -C "$WORK" -czf "$OUT/candidates.tar.gz" cand 2>/dev/null
+
+# ---- 4. the table
+say "table (results: $OUT/results.csv)"
+python3 "$BASE" --table "${RES%.h5}.csv" > "$OUT/table.md" 2>> "$LOG" || rc=1
+cat "$OUT/table.md"
+say "done, exit $rc"
+exit $rc
