@@ -128,7 +128,7 @@ $(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl
 	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
 	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
-test: test-unit test-nv
+test: test-unit test-nv test-notebooks
 
 test-unit: $(BIN) $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
@@ -153,6 +153,18 @@ test-gpu: $(if $(DECODELAB),,$(BIN))
 .PHONY: compare-flashinfer
 compare-flashinfer: $(if $(DECODELAB),,$(BIN))
 	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/flashinfer_compare.sh
+
+# The notebooks, executed headless on the committed sample results (results/sample/); a failing cell
+# fails the target. Figures go to $(BUILD)/notebooks/figures (the committed ones: notebooks/figures/).
+NB_OUT := $(BUILD)/notebooks
+.PHONY: test-notebooks
+test-notebooks:
+	@if ! jupyter nbconvert --version >/dev/null 2>&1; then \
+	  echo "SKIP test-notebooks: jupyter nbconvert not found (pip install nbconvert ipykernel matplotlib pandas)"; \
+	else mkdir -p $(NB_OUT) && for nb in notebooks/*.ipynb; do echo "== $$nb"; \
+	  DL_RESULTS=$(CURDIR)/results/sample DL_FIGURES=$(abspath $(NB_OUT))/figures \
+	  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir $(NB_OUT) $$nb \
+	  || { echo "notebook $$nb FAILED"; exit 1; }; done && echo "notebooks: all executed"; fi
 
 DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5
 demo: $(BIN)

@@ -633,7 +633,10 @@ int dl_cmd_experiment(int argc, char **argv)
         memset(res, 0, sizeof res);
         for (int h = 0; h < x.nhyp && !rc; h++)
             if (dl_xp_evaluate(&x, h, pts, npts, r.rows, r.nrows, r.crows, r.ncrows, &res[h])) rc = dl_cli_error("experiment");
-            else if (!r.gpu && res[h].nobs == 0 && needs_gpu(&x.hyp[h])) {
+            else if (res[h].nobs == 0 && x.hyp[h].kind == DL_XP_CENSUS && !strcmp(x.hyp[h].source, "sass") &&
+                     r.census_note[0]) {
+                snprintf(res[h].reason, sizeof res[h].reason, "no data: %.700s", r.census_note);
+            } else if (!r.gpu && res[h].nobs == 0 && needs_gpu(&x.hyp[h])) {
                 char was[sizeof res[h].reason];
                 snprintf(was, sizeof was, "%s", res[h].reason);
                 snprintf(res[h].reason, sizeof res[h].reason, "needs GPU rows, and this machine has %.200s; %.400s", r.no_gpu, was);
