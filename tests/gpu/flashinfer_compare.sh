@@ -7,6 +7,7 @@
 #
 # Needs, carried with the tree (.whl is git-ignored; see harness/baselines/README.md):
 #   .whl/*.whl   flashinfer-python and apache-tvm-ffi (the only packages the GPU image lacks)
+#   $DECODELAB   a `make static` binary, or .whl/decodelab.gz (gzip -c build-static/decodelab)
 #   .whl/aot/    optional: FlashInfer's JIT modules compiled for sm_90a on the CPU machine
 #                (flashinfer_decode.py --prebuild .whl/aot); what does not load is compiled here
 #
@@ -42,7 +43,12 @@ el() { echo $(($(date +%s) - T0)); }
 say() { echo "[$(el) s] $*" | tee -a "$LOG"; }
 rc=0
 
-[ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB)"; exit 2; }
+# the static binary is ~43 MB, the wheels ~21 MB: over the 64 MiB a call may carry with the tree,
+# so it may travel gzipped (~11 MB) as .whl/decodelab.gz: gzip -c build-static/decodelab > .whl/decodelab.gz
+if [ ! -x "$BIN" ] && [ -f "$WHL/decodelab.gz" ]; then
+    gunzip -c "$WHL/decodelab.gz" > "$WORK/decodelab" && chmod +x "$WORK/decodelab" && BIN=$WORK/decodelab
+fi
+[ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB, or carry $WHL/decodelab.gz)"; exit 2; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE="$ROOT/harness/baselines/flashinfer_decode.py"
