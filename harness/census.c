@@ -235,7 +235,7 @@ int dl_census_demangle(dl_census *c)
 int dl_census_disassemble(const char *binary, dl_census *c)
 {
     char tool[1024];
-    if (access(binary, R_OK) != 0) return dl_fail("sass: --binary '%s': %s", binary, strerror(errno));
+    if (access(binary, R_OK) != 0) return dl_fail("--binary '%s': %s", binary, strerror(errno));
     DL_TRY(dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool));
     /* cuobjdump -sass runs nvdisasm: a toolkit from PyPI keeps both in one directory that
      * need not be on PATH, so name that directory when nvdisasm is there. */

@@ -216,7 +216,11 @@ int dl_cmd_ncu(int argc, char **argv)
     dl_clear_error();
     int rc = 0;
     if (dl_gpu_device_count() <= 0) {
-        printf("no CUDA device (%s): nothing to profile\n", dl_last_error());
+        {
+            const char *why = dl_last_error();
+            if (!strncmp(why, "no CUDA device: ", 16)) why += 16;
+            printf("no CUDA device (%s): nothing to profile\n", why);
+        }
         goto done;
     }
     char ncu[1024], self[1024];
