@@ -45,7 +45,8 @@ rc=0
 
 # the static binary is ~43 MB, the wheels ~21 MB: over the 64 MiB a call may carry with the tree,
 # so it may travel gzipped (~11 MB) as .whl/decodelab.gz: gzip -c build-static/decodelab > .whl/decodelab.gz
-if [ ! -x "$BIN" ] && [ -f "$WHL/decodelab.gz" ]; then
+# (taken when DECODELAB is not set, even if an older build-static/ was left on a warm machine)
+if [ -z "${DECODELAB:-}" ] && [ -f "$WHL/decodelab.gz" ]; then
     gunzip -c "$WHL/decodelab.gz" > "$WORK/decodelab" && chmod +x "$WORK/decodelab" && BIN=$WORK/decodelab
 fi
 [ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB, or carry $WHL/decodelab.gz)"; exit 2; }
