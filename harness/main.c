@@ -21,16 +21,22 @@ static const dl_subcommand subcommands[] = {
     {"run", dl_cmd_run, "run GPU decode variants on a golden file: check, time, record results"},
     {"list", dl_cmd_list, "print the variant registry (axes, golden model, thresholds)"},
     {"info", dl_cmd_info, "print the GPU and its measured peak read bandwidth"},
+    {"compare", dl_cmd_compare, "score an external kernel's output (candidate file) against a golden file"},
     {"sass", dl_cmd_sass, "instruction census of the variants' kernels (cuobjdump -sass)"},
     {"ncu", dl_cmd_ncu, "Nsight Compute tensor-pipe counters per variant on a golden file (GPU)"},
     {"experiment", dl_cmd_experiment, "run an experiment file (experiments/E*.cfg): sweep, measure, verdicts, report"},
-    {"compare", dl_cmd_compare, "score an external kernel's output (candidate file) against a golden file"},
 };
 static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);
 
 int dl_cli_error(const char *cmd)
 {
-    fprintf(stderr, "decodelab %s: %s\n", cmd, dl_last_error());
+    /* one line whatever the message quotes (a flag value or file name may hold a newline) */
+    fprintf(stderr, "decodelab %s: ", cmd);
+    for (const unsigned char *p = (const unsigned char *)dl_last_error(); *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
     return 2;
 }
 

@@ -333,8 +333,14 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         if (!rc && n > 0) {
             if (c->type == DL_COL_STR) {
                 hid_t mt = str_type();
+                memset(buf, 0, (size_t)n * 8); /* a failed read may leave some strings allocated: reclaimable */
                 if (!H5Tis_variable_str(ft) || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
                     rc = dl_fail("results: %s: reading string column /results/%s failed", path, c->name);
+#if H5_VERSION_GE(1, 12, 0)
+                    H5Treclaim(mt, sp, H5P_DEFAULT, buf);
+#else
+                    H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, buf);
+#endif
                 } else {
                     char **s = buf;
                     for (int64_t r = 0; r < n; r++) {

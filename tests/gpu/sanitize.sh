@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# sanitize.sh - `make test-gpu-sanitize` (GPU machine): compute-sanitizer memcheck,
+# racecheck and synccheck over every variant of `decodelab list`, each on a handful
+# of small nasty cases generated fresh (ragged lengths 1 and page boundaries +-1,
+# page size 1 and 16, NHD and HND, group sizes 1/4/5, every KV dtype, D 64/128/256),
+# with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
+# Prints the error count per tool per variant; exits 1 on any error, any non-zero
+# exit of a run (a variant FAIL included) or a missing ERROR SUMMARY.
+# Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
+#              DL_TOOLS (default "memcheck racecheck synccheck").
+set -u
+DECODELAB=${DECODELAB:-build/decodelab}
+[ -x "$DECODELAB" ] || { echo "test-gpu-sanitize: '$DECODELAB' not executable (set DECODELAB)" >&2; exit 2; }
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[ -x "$CS" ] || { echo "test-gpu-sanitize: compute-sanitizer not found" >&2; exit 2; }
+SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+WORK=${DL_WORKDIR:-$(mktemp -d /tmp/dl_gpu_sanitize.XXXXXX)}
+TOOLS=${DL_TOOLS:-"memcheck racecheck synccheck"}
+mkdir -p "$WORK"
+echo "test-gpu-sanitize: decodelab=$DECODELAB seed=$SEED workdir=$WORK tools: $TOOLS"
+LENS=1,2,15,16,17,33
+#        kv    D   layout page group q
+CASES=("e4m3 128 NHD 16 4 bf16"
+       "e5m2 64  HND 1  5 f16"
+       "bf16 256 NHD 1  1 bf16"
+       "f16  128 HND 16 4 f16"
+       "e4m3 64  HND 16 1 bf16")
+FILES=()
+i=0
+for c in "${CASES[@]}"; do
+    set -- $c
+    f="$WORK/case$i.h5"
+    if ! "$DECODELAB" golden --seq-len $LENS --num-kv-heads 2 --num-qo-heads $((2 * $5)) --head-dim $2 \
+            --kv-layout $3 --page-size $4 --kv-dtype $1 --q-dtype $6 --seed $((SEED + i)) --out "$f" --force > /dev/null; then
+        echo "test-gpu-sanitize: generating case $i ($c) failed" >&2; exit 2
+    fi
+    FILES+=("$f")
+    i=$((i + 1))
+done
+VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+status=0
+declare -A ERR
+for v in $VARIANTS; do
+    for tool in $TOOLS; do
+        n=0
+        for f in "${FILES[@]}"; do
+            for sp in 1 4; do
+                log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
+                extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
+                "$CS" --tool "$tool" $extra --print-limit 20 "$DECODELAB" run "$f" --variants "$v" --splits "$sp" > "$log" 2>&1
+                rc=$?
+                e=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$')
+                # racecheck also prints hazard counts in its summary line
+                h=$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -1 | grep -oE '[0-9]+' | head -1)
+                if [ -z "$e" ]; then echo "  $tool $v $(basename "$f") splits=$sp: no ERROR SUMMARY (exit $rc, see $log)"; status=1; e=1; fi
+                e=$((e + ${h:-0}))
+                if [ $rc -ne 0 ]; then echo "  $tool $v $(basename "$f") splits=$sp: exit $rc (see $log)"; status=1; fi
+                n=$((n + e))
+            done
+        done
+        ERR["$v,$tool"]=$n
+        [ $n -ne 0 ] && status=1
+    done
+done
+echo
+echo "== test-gpu-sanitize: errors per tool per variant (${#FILES[@]} cases x splits 1,4; seed $SEED)"
+printf '%-20s' variant; for tool in $TOOLS; do printf ' %10s' "$tool"; done; echo
+for v in $VARIANTS; do
+    printf '%-20s' "$v"; for tool in $TOOLS; do printf ' %10s' "${ERR[$v,$tool]}"; done; echo
+done
+if [ $status -ne 0 ]; then echo "test-gpu-sanitize: FAILED (logs in $WORK)"; exit 1; fi
+echo "test-gpu-sanitize: zero errors (logs in $WORK)"
