@@ -4,7 +4,9 @@
 #   CUDA      auto | 1 | 0   build gpu/ with nvcc (auto: when nvcc is found)
 #   GPU_ARCH  nvcc -gencode flags (default: Hopper sm_90a, needed for wgmma)
 #   OPT       -O2 | -O3 | -O0 ...   host optimisation level
-#   SAN       '' | asan | ubsan | asan,ubsan   sanitizer build of the host code
+#   SAN       '' | asan | ubsan | asan,ubsan   sanitizer build of the host code, in its own
+#             directory build-<san> (e.g. build-asan-ubsan), without CUDA unless CUDA=1
+#   FUZZ_SECONDS  seconds per target for `make fuzz-smoke` (default 60)
 #   STATIC    0 | 1          link HDF5/OpenBLAS/zlib statically (for the lent GPU machine)
 
 CC       ?= gcc
@@ -14,6 +16,23 @@ OPT      ?= -O2
 SAN      ?=
 STATIC   ?= 0
 BUILD    ?= build
+
+# Sanitizer builds never mix objects with the plain build: build-<san> unless BUILD is given.
+comma := ,
+ifeq ($(filter $(SAN),'' asan ubsan asan$(comma)ubsan ubsan$(comma)asan fuzz),)
+ifneq ($(SAN),)
+$(error SAN must be asan, ubsan, asan,ubsan (or fuzz, used by make fuzz), not '$(SAN)')
+endif
+endif
+ifneq ($(SAN),)
+  ifeq ($(origin BUILD),file)
+    BUILD := build-$(subst $(comma),-,$(SAN))
+  endif
+  # host code only: the GPU side is checked with compute-sanitizer (make test-gpu-sanitize)
+  ifeq ($(CUDA),auto)
+    CUDA := 0
+  endif
+endif
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC_FOUND := $(shell command -v nvcc 2>/dev/null || ( test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc ))
@@ -49,6 +68,9 @@ endif
 ifneq ($(findstring ubsan,$(SAN)),)
   SAN_FLAGS += -fsanitize=undefined -fno-sanitize-recover=undefined
 endif
+ifeq ($(SAN),fuzz)
+  SAN_FLAGS += -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
 
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 
@@ -81,7 +103,8 @@ TEST_BIN    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
-.PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static
+.PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
+        test-gpu-sanitize test-san
 all: $(BIN)
 
 help:
@@ -89,6 +112,10 @@ help:
 	@echo "make test       build and run every Check suite and the nvcc host-side format checker"
 	@echo "make demo       the main job: golden data for the seed's GQA case, verified and summarised"
 	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
+	@echo "make test SAN=asan,ubsan  the Check suites under ASan+UBSan (objects in build-asan-ubsan)"
+	@echo "make fuzz-smoke the libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each (default 60), regressions first"
+	@echo "make test-valgrind  the HDF5 paths (test_golden, golden+check round trip) under valgrind memcheck"
+	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
 	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1"
@@ -182,7 +209,53 @@ ptx:
 	@mkdir -p $(BUILD)/gpu
 	@for f in $(GPU_CU_SRC); do b=$$(basename $$f .cu); $(NVCC) $(NVCCFLAGS) -ptx $$f -o $(BUILD)/gpu/$$b.ptx && echo "wrote $(BUILD)/gpu/$$b.ptx"; done
 
+# ---- robustness (tests/README.md) ----
+
+# libFuzzer targets: the library rebuilt with clang + fuzzer instrumentation + ASan/UBSan in build-fuzz.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_TARGETS := golden cli results
+FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+FUZZ_CFLAGS  := -std=c11 -O1 -g -fopenmp -D_DEFAULT_SOURCE $(PKG_CFLAGS) \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+ifneq ($(BUILD),$(FUZZ_BUILD))
+$(FUZZ_BUILD)/libdecodelab.a: FORCE
+	@$(MAKE) --no-print-directory CC=clang SAN=fuzz CUDA=0 BUILD=$(FUZZ_BUILD) $(FUZZ_BUILD)/libdecodelab.a
+endif
+
+$(FUZZ_BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_BUILD)/libdecodelab.a
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $< $(FUZZ_BUILD)/libdecodelab.a $(PKG_LIBS) -o $@
+
+fuzz: $(FUZZ_BINS)
+
+# Each target: replay tests/fuzz/regressions/<target>/* (every input kept from a finding), then
+# fuzz for FUZZ_SECONDS from a scratch copy of tests/fuzz/corpus/<target>. Fails on any finding
+# (the crashing input is left in $(FUZZ_BUILD)/artifacts/). Prints executions per target.
+fuzz-smoke: $(FUZZ_BINS)
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/smoke.sh $(FUZZ_TARGETS)
+
+# Valgrind memcheck over the HDF5 paths: the golden suite (no fork) and a golden+check CLI round trip.
+VALGRIND := valgrind --tool=memcheck --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+            --suppressions=tests/valgrind.supp --quiet
+test-valgrind: $(BIN) $(BUILD)/tests/test_golden
+	CK_FORK=no OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 DL_BIN=$(abspath $(BIN)) DL_ROOT=$(CURDIR) \
+	  $(VALGRIND) $(BUILD)/tests/test_golden
+	@d=$$(mktemp -d /tmp/dl_valgrind.XXXXXX) && \
+	  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 $(VALGRIND) $(BIN) golden --batch 3 --seq-len 1,17,40 \
+	    --num-qo-heads 8 --num-kv-heads 2 --head-dim 32 --page-size 16 --out $$d/v.h5 > /dev/null && \
+	  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 $(VALGRIND) $(BIN) check $$d/v.h5 > /dev/null && \
+	  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 $(VALGRIND) $(BIN) inspect $$d/v.h5 > /dev/null; \
+	  rc=$$?; rm -rf $$d; if [ $$rc -ne 0 ]; then echo "test-valgrind: FAILED"; exit 1; fi; \
+	  echo "test-valgrind: golden, check and inspect clean under memcheck"
+
+# compute-sanitizer memcheck, racecheck and synccheck over every variant on fresh nasty cases
+# (GPU machine; DECODELAB=path to use a prebuilt binary, as for test-gpu).
+test-gpu-sanitize: $(if $(DECODELAB),,$(BIN))
+	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/sanitize.sh
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-static
+	rm -rf $(BUILD) $(BUILD)-static build-asan build-ubsan build-asan-ubsan build-ubsan-asan $(FUZZ_BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
