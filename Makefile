@@ -214,7 +214,7 @@ ptx:
 # libFuzzer targets: the library rebuilt with clang + fuzzer instrumentation + ASan/UBSan in build-fuzz.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
-FUZZ_TARGETS := golden cli results
+FUZZ_TARGETS := golden cli results experiment
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_CFLAGS  := -std=c11 -O1 -g -fopenmp -D_DEFAULT_SOURCE $(PKG_CFLAGS) \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

@@ -4,7 +4,7 @@
 #  2. fuzz for FUZZ_SECONDS from a scratch copy of the seeds (tests/fuzz/corpus/<target>/),
 #     in libFuzzer's fork mode so that the run goes on after a finding;
 #  3. replay each finding and classify it by where it happened: inside libhdf5 (the first
-#     stack frame outside the sanitizer runtime is in libhdf5: a library bug on a hostile
+#     stack frame outside the sanitizer runtime is in libhdf5 or libconfig: a library bug on a hostile
 #     file, see tests/README.md; reported, kept, not failing) or in our code (FAIL).
 # Exit 1 on any finding in our code. Prints executions per target.
 # Environment: FUZZ_BUILD (default build-fuzz), FUZZ_SECONDS (default 60), FUZZ_RSS_MB
@@ -24,7 +24,7 @@ classify() {
     local frame
     frame=$(grep -E '^ *#[0-9]+ ' "$1" | grep -vE 'in (__interceptor_|__asan|__sanitizer|__lsan|__ubsan|malloc|calloc|realloc|free|operator|fuzzer::)|libclang_rt|compiler-rt|libc\.so|sysdeps/|/fuzz_[a-z]+\+0x' | head -1)
     if [ -z "$frame" ]; then echo "ours: (no stack frame)"; return; fi
-    case "$frame" in *libhdf5*) echo "libhdf5" ;; *) echo "ours: $(echo "$frame" | sed 's/^ *//' | cut -c1-160)" ;; esac
+    case "$frame" in *libhdf5*|*libconfig*) echo "library" ;; *) echo "ours: $(echo "$frame" | sed 's/^ *//' | cut -c1-160)" ;; esac
 }
 
 for t in "$@"; do
@@ -61,7 +61,7 @@ for t in "$@"; do
         "$bin" -rss_limit_mb="$RSS" -malloc_limit_mb="$RSS" -timeout=10 "$a" > "$alog" 2>&1 && continue  # not reproducible
         where=$(classify "$alog")
         kind=$(basename "$a" | cut -d- -f1)
-        if [ "$where" = libhdf5 ]; then
+        if [ "$where" = library ]; then
             nlib=$((nlib + 1)); kinds="$kinds $kind"
         else
             nours=$((nours + 1))
@@ -70,7 +70,7 @@ for t in "$@"; do
             status=1
         fi
     done
-    line=$(printf '%-8s %10s executions in %4ss (%s), %d regression inputs replayed; findings: %d ours, %d inside libhdf5%s' \
+    line=$(printf '%-8s %10s executions in %4ss (%s), %d regression inputs replayed; findings: %d ours, %d inside libhdf5/libconfig%s' \
         "$t" "${execs:-?}" "$SECS" "${cov:-no coverage line}" "$nreg" "$nours" "$nlib" "${kinds:+ (${kinds# })}")
     summary="$summary$line"$'\n'
 done
