@@ -36,6 +36,9 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kTile = 64; /* tokens per tile = the bf16 model's kv_block */
+#ifndef DL_MMA_MINB
+#define DL_MMA_MINB 1 /* __launch_bounds__ min CTAs per SM: caps registers (tuning knob) */
+#endif
 #ifndef DL_MMA_SMEM_BUDGET
 #define DL_MMA_SMEM_BUDGET 98304 /* bytes of pipeline stages per CTA (tuning knob) */
 #endif
@@ -90,7 +93,7 @@ template <int NB> __device__ __forceinline__ raw_t<NB> lds_raw(const uint8_t *p)
 }
 
 template <int D, dl_dtype KV, bool FAST>
-__global__ void __launch_bounds__(kThreads) mma_decode_kernel(const dl_gpu_args a, int chunk)
+__global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const dl_gpu_args a, int chunk)
 {
     using S = mma_shape<D, KV>;
     constexpr int ROWB = S::ROWB, KS = S::KSTRIDE, VS = S::VSTRIDE, STAGES = S::STAGES;

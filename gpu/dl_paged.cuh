@@ -9,7 +9,14 @@
  *   HND: ((page * Hkv + h) * page_size + slot) * D
  * so either way one row is D contiguous elements; k_cache and v_cache share the
  * offset. Rows at or past nvalid are zero-filled (never read from memory), so a
- * kernel may multiply them by p = 0 without meeting the poison in unused slots. */
+ * kernel may multiply them by p = 0 without meeting the poison in unused slots.
+ *
+ * Tried and dropped (H200, 2026-11-30, same-machine A/B): page ids from a 4 KB
+ * shared-memory window loaded once per CTA instead of the global loads one tile
+ * ahead. No gain on the issue-3 configurations (llama3-8B e4m3 bf16-fast-mma
+ * 67.0 vs 67.7 us without it), so the page-table load does not pace the loop;
+ * its extra registers cost the SIMT kernel its third CTA per SM (see
+ * decode_simt.cu). */
 #ifndef DL_PAGED_CUH
 #define DL_PAGED_CUH
 
