@@ -4,7 +4,11 @@
 #   1. device facts and the measured read peak (decodelab info)
 #   2. make test-gpu: every variant on the nasty-case matrix + compute-sanitizer subset
 #   3. the issue-3 benchmark configurations, timed, appended to results
-# Usage on the device: OUT=<dir> tests/gpu/h200_job.sh [steps...]  (steps: info test bench; default all)
+#   4. census: SASS instruction census + Nsight Compute tensor-pipe counters (E2)
+#   5. sanitize: compute-sanitizer racecheck + synccheck over every variant (memcheck runs in 2)
+# Usage on the device: OUT=<dir> tests/gpu/h200_job.sh [steps...]
+#   (steps: info test bench census sanitize; default: info test bench)
+# DL_SANITIZE_TIMEOUT (seconds, default 300) bounds step 5.
 # Full logs and results go under $OUT; a short table is printed last.
 set -u
 BIN=${DECODELAB:-build-static/decodelab}
@@ -28,12 +32,25 @@ fi
 if has bench; then
     # the discussion's two configurations (issue 3): llama3-8B e4m3 and bf16, llama-13B bf16
     gen() { local f=$G/$1.h5; shift; [ -f "$f" ] || "$BIN" golden "$@" --out "$f" > /dev/null || rc=1; echo "$f"; }
-    F1=$(gen l3-8b_b64_l1024_e4m3 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype e4m3 --models exact,fp32,bf16,fp8)
-    F2=$(gen l3-8b_b64_l1024_bf16 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16 --models exact,fp32,bf16,fp8)
-    F3=$(gen l-13b_b64_l1024_bf16 --preset llama-13b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16 --models exact,fp32,bf16,fp8)
+    F1=$(gen l3-8b_b64_l1024_e4m3 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype e4m3)
+    F2=$(gen l3-8b_b64_l1024_bf16 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16)
+    F3=$(gen l-13b_b64_l1024_bf16 --preset llama-13b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16)
     for f in $F1 $F2 $F3; do
         echo "== $f"
         "$BIN" run "$f" --time ${DL_RUN_FLAGS:-} --out "$OUT/results.h5" 2>&1 | tee -a "$OUT/bench.log" || rc=1
     done
+fi
+if has census; then
+    "$BIN" sass --binary "$BIN" --out "$OUT/census.csv" > "$OUT/census.log" 2>&1 || rc=1
+    for f in $F1 $F3; do
+        "$BIN" ncu "$f" --binary "$BIN" --out "$OUT/census.csv" >> "$OUT/census.log" 2>&1 || rc=1
+    done
+    tail -n 30 "$OUT/census.log"
+fi
+
+if has sanitize; then
+    DL_TOOLS=${DL_TOOLS:-"racecheck synccheck"} DL_WORKDIR=/tmp/dl_sanitize DECODELAB=$BIN \
+        timeout "${DL_SANITIZE_TIMEOUT:-300}" make --no-print-directory test-gpu-sanitize > "$OUT/sanitize.log" 2>&1 || rc=1
+    tail -n 25 "$OUT/sanitize.log"
 fi
 exit $rc
