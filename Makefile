@@ -199,6 +199,7 @@ demo: $(BIN)
 	$(BIN) check $(DEMO_OUT)
 	$(BIN) inspect $(DEMO_OUT)
 	$(BIN) run $(DEMO_OUT)
+	$(BIN) experiment experiments/E3_gqa_fp8_dequant.cfg --out $(BUILD)/E3_gqa_fp8_dequant
 
 static:
 	$(MAKE) STATIC=1 BUILD=$(BUILD)-static $(BUILD)-static/decodelab
