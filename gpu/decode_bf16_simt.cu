@@ -24,6 +24,10 @@
  * instruction) with a cheap conversion make the CUDA-core kernel competitive
  * for GQA with an FP8 cache, and what does BF16 accumulation over 8-dim runs
  * cost in accuracy (bf16simt vs exact)?
+ * Why it is over 2x slower than the tensor-core variants at group 4 (162-195 vs
+ * 65 us on llama3-8B e4m3, H200, 2026-11-30): the same per-head re-reading and
+ * re-conversion as decode_simt.cu, plus the run-wise BF16 rounding work; it is
+ * the CUDA-core shape the experiment measures, not an untuned accident.
  * Run: decodelab run FILE.h5 --variants 'bf16-*-simt' --time */
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"

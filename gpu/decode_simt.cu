@@ -14,6 +14,11 @@
  * 77 registers give 3 CTAs per SM; 86 or more give 2, and llama-13B bf16 went
  * from 328 to 388 us on the H200 (2026-11-30) when a change added 11 of them.
  * Check `-Xptxas -v` after every edit.
+ * Why it is over 2x slower than the tensor-core variants at group 4 (155 vs 65 us
+ * on llama3-8B e4m3, H200, 2026-11-30): inherent to the shape it models - every
+ * query head re-reads and re-converts each K/V element from shared memory, so
+ * instruction issue, not DRAM, bounds it; at group 1 it reaches 91 % of the read
+ * peak like the tensor-core kernel (gpu/NOTES.md).
  *
  * Sibling difference: fp32-cast-simt converts each FP8 code on its own
  * (fp8 -> half -> float); fp32-fast-simt replaces only that conversion with the
