@@ -43,7 +43,12 @@ extern "C" int dl_gpu_device_count(void)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* clear the sticky-free error state */
-        dl_fail("no CUDA device: %s", cudaGetErrorString(e));
+        /* without an NVIDIA driver the runtime reports "driver version is
+         * insufficient": say what that means on a machine with no GPU */
+        if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
+            dl_fail("no CUDA device: no NVIDIA driver or GPU found; cudaGetDeviceCount: %s", cudaGetErrorString(e));
+        else
+            dl_fail("no CUDA device: cudaGetDeviceCount: %s", cudaGetErrorString(e));
         return 0;
     }
     if (n == 0) dl_fail("no CUDA device: cudaGetDeviceCount found 0 devices");
