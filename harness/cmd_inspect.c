@@ -57,7 +57,7 @@ static void row(const char *kind, const dl_golden *g, dl_model m, dl_model ref, 
         const dl_threshold *t = dl_threshold_vs_exact(m, g->c.cfg.kv_dtype);
         snprintf(v, sizeof v, "%-8s (pass <= %.0e)", dl_verdict_name(dl_verdict_of(&mo, &ml, t)), t->o_pass);
     }
-    printf("  %-10s  %-5s  %-5s  %10.3e  %10.3e  %10.3e  %11.3e  %s\n", kind, dl_model_name(m), dl_model_name(ref),
+    printf("  %-10s  %-8s  %-5s  %10.3e  %10.3e  %10.3e  %11.3e  %s\n", kind, dl_model_name(m), dl_model_name(ref),
            mo.rel_l2, mo.max_abs, mo.max_rel, ml.max_abs, v);
 }
 
@@ -107,7 +107,7 @@ int dl_cmd_inspect(int argc, char **argv)
     printf("  /inputs/kv_last_page_len  [%lld] i32\n", B);
     for (int m = 0; m < DL_MODEL_COUNT; m++)
         if (g.have[m])
-            printf("  /golden/%-5s o [%lld, %lld, %lld], lse [%lld, %lld] %s\n", dl_model_name((dl_model)m), B, Hq, D,
+            printf("  /golden/%-8s o [%lld, %lld, %lld], lse [%lld, %lld] %s\n", dl_model_name((dl_model)m), B, Hq, D,
                    B, Hq, m == DL_MODEL_EXACT || m == DL_MODEL_ORIG ? "f64" : "f32");
     if (!g.have[DL_MODEL_EXACT]) {
         printf("errors:    no /golden/exact in this file: nothing to compare against\n");
@@ -115,7 +115,7 @@ int dl_cmd_inspect(int argc, char **argv)
         return 0;
     }
     printf("errors between the golden models:\n");
-    printf("  %-10s  %-5s  %-5s  %10s  %10s  %10s  %11s  %s\n", "kind", "model", "vs", "o rel_l2", "o max_abs",
+    printf("  %-10s  %-8s  %-5s  %10s  %10s  %10s  %11s  %s\n", "kind", "model", "vs", "o rel_l2", "o max_abs",
            "o max_rel", "lse max_abs", "verdict (expected size)");
     if (g.have[DL_MODEL_ORIG]) row("storage", &g, DL_MODEL_ORIG, DL_MODEL_EXACT, 1);
     for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++)
