@@ -517,17 +517,6 @@ int dl_candidate_write(const char *path, const dl_candidate *c, int force)
 
 /* ================================================================ scoring */
 
-static void put_metrics(dl_result_metrics *d, const dl_metrics *m)
-{
-    d->n = m->n;
-    d->nonfinite = m->nonfinite;
-    d->unwritten = m->unwritten;
-    d->rel_l2 = m->rel_l2;
-    d->nmse = m->nmse;
-    d->max_abs = m->max_abs;
-    d->max_rel = m->max_rel;
-}
-
 static void add_reason(dl_result_row *r, const char *fmt, const char *a, const char *b)
 {
     size_t k = strlen(r->reason);
@@ -545,10 +534,10 @@ static dl_verdict judge(const dl_candidate *c, const dl_output *ref, int64_t no,
 {
     dl_metrics a, b;
     dl_compare_f32(c->o, ref->o, no, &a);
-    put_metrics(mo, &a);
+    dl_run_put_metrics(mo, &a);
     if (c->lse) {
         dl_compare_f32(c->lse, ref->lse, nl, &b);
-        put_metrics(ml, &b);
+        dl_run_put_metrics(ml, &b);
     }
     return dl_verdict_of(&a, c->lse ? &b : NULL, t);
 }

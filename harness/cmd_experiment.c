@@ -228,17 +228,6 @@ static int step_golden(xp_run *r, const dl_xp_point *p)
     return 0;
 }
 
-static void put(dl_result_metrics *d, const dl_metrics *m)
-{
-    d->n = m->n;
-    d->nonfinite = m->nonfinite;
-    d->unwritten = m->unwritten;
-    d->rel_l2 = m->rel_l2;
-    d->nmse = m->nmse;
-    d->max_abs = m->max_abs;
-    d->max_rel = m->max_rel;
-}
-
 /* Rows ref-<model>: each CPU model of the golden file against exact. */
 static int step_ref(xp_run *r, const dl_xp_point *p)
 {
@@ -267,8 +256,8 @@ static int step_ref(xp_run *r, const dl_xp_point *p)
         dl_metrics mo, ml;
         dl_compare_f64(g.out[m].o, g.out[DL_MODEL_EXACT].o, no, &mo);
         dl_compare_f64(g.out[m].lse, g.out[DL_MODEL_EXACT].lse, nl, &ml);
-        put(&w->exact_o, &mo);
-        put(&w->exact_lse, &ml);
+        dl_run_put_metrics(&w->exact_o, &mo);
+        dl_run_put_metrics(&w->exact_lse, &ml);
         const dl_threshold *t = dl_threshold_vs_exact((dl_model)m, g.c.cfg.kv_dtype);
         snprintf(w->verdict_model, sizeof w->verdict_model, "-");
         snprintf(w->verdict_exact, sizeof w->verdict_exact, "%s", t ? dl_verdict_name(dl_verdict_of(&mo, &ml, t)) : "-");

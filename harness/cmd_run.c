@@ -51,17 +51,6 @@ GPU_ONLY static void fill_variant(dl_result_row *r, const dl_variant *v)
     }
 }
 
-GPU_ONLY static void put_metrics(dl_result_metrics *d, const dl_metrics *m)
-{
-    d->n = m->n;
-    d->nonfinite = m->nonfinite;
-    d->unwritten = m->unwritten;
-    d->rel_l2 = m->rel_l2;
-    d->nmse = m->nmse;
-    d->max_abs = m->max_abs;
-    d->max_rel = m->max_rel;
-}
-
 GPU_ONLY static void version_string(int v, char *buf, size_t n) { snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10); }
 
 /* ================================================================ options */
@@ -323,16 +312,16 @@ static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *
     const dl_output *mod = &g->out[v->model];
     dl_compare_f32(ho[0], mod->o, (int64_t)no, &mo);
     dl_compare_f32(hl[0], mod->lse, (int64_t)nl, &ml);
-    put_metrics(&r->model_o, &mo);
-    put_metrics(&r->model_lse, &ml);
+    dl_run_put_metrics(&r->model_o, &mo);
+    dl_run_put_metrics(&r->model_lse, &ml);
     dl_verdict vm = dl_verdict_of(&mo, &ml, dl_threshold_impl(v->model)), ve = DL_PASS;
     snprintf(r->verdict_model, sizeof r->verdict_model, "%s", dl_verdict_name(vm));
     if (g->have[DL_MODEL_EXACT]) {
         const dl_output *ex = &g->out[DL_MODEL_EXACT];
         dl_compare_f32(ho[0], ex->o, (int64_t)no, &eo);
         dl_compare_f32(hl[0], ex->lse, (int64_t)nl, &el);
-        put_metrics(&r->exact_o, &eo);
-        put_metrics(&r->exact_lse, &el);
+        dl_run_put_metrics(&r->exact_o, &eo);
+        dl_run_put_metrics(&r->exact_lse, &el);
         ve = dl_verdict_of(&eo, &el, dl_threshold_vs_exact(v->model, cfg->kv_dtype));
         snprintf(r->verdict_exact, sizeof r->verdict_exact, "%s", dl_verdict_name(ve));
     } else {

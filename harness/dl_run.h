@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include "../gpu/dl_registry.h"
+#include "dl_compare.h"
 #include "dl_results.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,9 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
 
 /* Fill the golden-file and config columns of a row from a case. */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
+
+/* Copy one comparison's metrics (dl_compare_*) into a results row's metric columns. */
+void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m);
 
 #ifdef __cplusplus
 }

@@ -201,3 +201,14 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
     free(rows);
     return 0;
 }
+
+void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m)
+{
+    d->n = m->n;
+    d->nonfinite = m->nonfinite;
+    d->unwritten = m->unwritten;
+    d->rel_l2 = m->rel_l2;
+    d->nmse = m->nmse;
+    d->max_abs = m->max_abs;
+    d->max_rel = m->max_rel;
+}
