@@ -17,6 +17,7 @@
 
 #include "../gpu/dl_registry.h"
 #include "dl_census.h"
+#include "dl_results.h"
 #include "dl_golden.h"
 #include "dl_proc.h"
 
@@ -366,21 +367,6 @@ static const cdef ccols[] = {
 };
 #define NCC ((int)(sizeof ccols / sizeof ccols[0]))
 
-static void put_field(FILE *f, const char *s)
-{
-    int q = s[0] == ' ' || (s[0] && s[strlen(s) - 1] == ' ') || strpbrk(s, ",\"\r\n") != NULL;
-    if (!q) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void write_header(FILE *f)
 {
     for (int i = 0; i < NCC; i++) fprintf(f, "%s%s", i ? "," : "", ccols[i].name);
@@ -393,7 +379,7 @@ static void write_row(FILE *f, const dl_census_row *r)
     for (int i = 0; i < NCC; i++) {
         if (i) fputc(',', f);
         const char *p = (const char *)r + ccols[i].off;
-        if (ccols[i].t == T_STR) put_field(f, p);
+        if (ccols[i].t == T_STR) dl_csv_put(f, p);
         else if (ccols[i].t == T_I64) fprintf(f, "%lld", (long long)*(const int64_t *)p);
         else {
             double v = *(const double *)p;

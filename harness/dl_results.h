@@ -12,6 +12,7 @@
 #define DL_RESULTS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -101,6 +102,9 @@ extern int dl_results_fail_before_rename;
 
 /* Fill date_utc (now) and hostname. */
 void dl_result_row_stamp(dl_result_row *r);
+
+/* Write one CSV field (RFC 4180 quoting when it holds a comma, quote, newline or edge space). */
+void dl_csv_put(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

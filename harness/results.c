@@ -117,7 +117,7 @@ void dl_results_csv_path(const char *h5_path, char *buf, size_t n)
 
 /* ---------------------------------------------------------------- CSV */
 
-static void csv_put(FILE *f, const char *s)
+void dl_csv_put(FILE *f, const char *s)
 {
     int quote = s[0] == ' ' || (s[0] && s[strlen(s) - 1] == ' ') || strpbrk(s, ",\"\r\n") != NULL;
     if (!quote) {
@@ -146,7 +146,7 @@ static int write_csv(const char *path, const dl_result_row *rows, int64_t n)
         for (int i = 0; i < num_cols; i++) {
             if (i) fputc(',', f);
             dl_results_format_cell(&rows[r], i, cell, sizeof cell);
-            csv_put(f, cell);
+            dl_csv_put(f, cell);
         }
         fputc('\n', f);
     }
