@@ -20,44 +20,11 @@
 static char dir[256], good[300], out_path[300], err_path[300];
 static char out_buf[65536], err_buf[65536];
 
-static const char *bin(void)
-{
-    const char *b = getenv("DL_BIN");
-    return b ? b : "build/decodelab";
-}
-
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "rb");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = 0;
-    if (f) fclose(f);
-}
-
 /* Run decodelab with args (NULL-terminated); stdout/stderr captured into
  * out_buf/err_buf. omp: OMP_NUM_THREADS for the child, or NULL. Returns the exit status. */
 static int run_env(const char *omp, const char *const *args)
 {
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = bin();
-    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        if (omp) setenv("OMP_NUM_THREADS", omp, 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    slurp(out_path, out_buf, sizeof out_buf);
-    slurp(err_path, err_buf, sizeof err_buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return dl_test_run(omp, args, out_path, err_path, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
 }
 #define RUN(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
@@ -92,7 +59,7 @@ static void setup(void)
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
     snprintf(good, sizeof good, "%s/good.h5", dir);
-    ck_assert_int_eq(access(bin(), X_OK), 0);
+    ck_assert_int_eq(access(dl_test_bin(), X_OK), 0);
     int rc = RUN("golden", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "32", "--page-size", "4",
                  "--seq-len", "1,4,5,13", "--kv-layout", "HND", "--kv-dtype", "e5m2", "--seed", "3", "--out", good);
     ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);

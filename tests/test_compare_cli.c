@@ -26,41 +26,9 @@ static char out_buf[65536], err_buf[65536];
 static dl_golden G;
 static char hash[32];
 
-static const char *bin(void)
-{
-    const char *b = getenv("DL_BIN");
-    return b ? b : "build/decodelab";
-}
-
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "rb");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = 0;
-    if (f) fclose(f);
-}
-
 static int run_args(const char *const *args)
 {
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = bin();
-    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    slurp(out_path, out_buf, sizeof out_buf);
-    slurp(err_path, err_buf, sizeof err_buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return dl_test_run(NULL, args, out_path, err_path, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
 }
 #define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 
@@ -127,7 +95,7 @@ static void setup(void)
     snprintf(gold2, sizeof gold2, "%s/g2.h5", dir);
     snprintf(cand, sizeof cand, "%s/cand.h5", dir);
     snprintf(res, sizeof res, "%s/res.h5", dir);
-    ck_assert_int_eq(access(bin(), X_OK), 0);
+    ck_assert_int_eq(access(dl_test_bin(), X_OK), 0);
     int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
                  "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact,fp32,bf16", "--seed", "5", "--out",
                  gold);
@@ -438,7 +406,7 @@ START_TEST(python_baseline_writes_what_compare_reads)
     char cmd[1400], fake[320];
     snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' --fake-o bf16 > '%s' 2>&1",
              root, gold, dir, out_path);
-    ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (slurp(out_path, out_buf, sizeof out_buf), out_buf));
+    ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (dl_test_slurp(out_path, out_buf, sizeof out_buf), out_buf));
     snprintf(fake, sizeof fake, "%s/g.fake-bf16.cand.h5", dir);
     unlink(res);
     ck_assert_msg(RUN("compare", gold, fake, "--out", res) == 0, "%s%s", out_buf, err_buf);
@@ -456,7 +424,7 @@ START_TEST(python_baseline_writes_what_compare_reads)
     snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' > '%s' 2> '%s'",
              root, gold, dir, out_path, err_path);
     int st = system(cmd);
-    slurp(err_path, err_buf, sizeof err_buf);
+    dl_test_slurp(err_path, err_buf, sizeof err_buf);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, err_buf);
     ck_assert_ptr_nonnull(strstr(err_buf, "k_scale differs between KV heads"));
     ck_assert_int_eq(lines(err_buf), 1);
