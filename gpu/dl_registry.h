@@ -31,6 +31,10 @@ typedef struct dl_variant {
      * variant's kernel instantiations in the SASS census and in Nsight Compute output
      * (harness/census.c), e.g. "*simt_decode_kernel<*, false>(*". */
     const char *kernel;
+    /* NULL, or: returns 1 if the golden file's model parameters are the ones the kernel
+     * has built in (e.g. its tile = the model's kv_block); else 0 and why (a SKIP, never a
+     * FAIL that would blame the kernel for a file made with other settings). */
+    int (*params_ok)(const struct dl_variant *v, const dl_model_params *p, char *reason, size_t n);
 } dl_variant;
 
 extern const dl_variant dl_variants[];

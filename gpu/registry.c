@@ -76,6 +76,30 @@ static int supports_fp8_mma(const dl_variant *v, const dl_config *cfg, char *rea
     return 1;
 }
 
+/* Model parameters the tensor-core kernels have built in (gpu/decode_mma.cu, decode_fp8_mma.cu):
+ * a 64-token tile is the model's kv_block (the running max is updated per tile), P is quantized
+ * as e4m3(p * 448), and fp8acc promotes every 2 k32 blocks. The accumulator width
+ * (acc_mantissa_bits, acc_block) is deliberately free: goldens that vary it are how the FP8
+ * accumulator experiment (experiments/fp8_accumulator.sh) asks which one the GPU has. */
+static int params_tile64(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
+{
+    (void)v;
+    if (p->kv_block != 64)
+        return skip(reason, n, "kernel tile is 64 tokens: golden made with kv_block = %lld", (long long)p->kv_block);
+    return 1;
+}
+
+static int params_fp8(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
+{
+    if (!params_tile64(v, p, reason, n)) return 0;
+    if (p->p_scale != 448.0f)
+        return skip(reason, n, "kernel quantizes P as e4m3(p * 448): golden made with p_scale = %g", (double)p->p_scale);
+    if (v->model == DL_MODEL_FP8ACC && p->acc_promote_blocks != 2)
+        return skip(reason, n, "kernel promotes every 2 k32 blocks: golden made with acc_promote_blocks = %lld",
+                    (long long)p->acc_promote_blocks);
+    return 1;
+}
+
 /* Hopper has no FP8 arithmetic outside the tensor cores: the cell exists only to say so. */
 static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
 {
@@ -96,38 +120,38 @@ const dl_variant dl_variants[] = {
     {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
      DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common,
-     "*::simt_decode_kernel<*, false>(*"},
+     "*::simt_decode_kernel<*, false>(*", NULL},
     {"fp32-fast-simt", DL_COMPUTE_FP32, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "fp32-cast-simt with only the conversion replaced by the four-at-a-time bit-trick dequant",
      DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common,
-     "*::simt_decode_kernel<*, true>(*"},
+     "*::simt_decode_kernel<*, true>(*", NULL},
     {"bf16-cast-mma", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "tensor cores (mma.sync m16n8k16 bf16, FP32 acc), GQA heads as MMA rows, per-element FP8 cast",
      DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common,
-     "*::mma_decode_kernel<*, false>(*"},
+     "*::mma_decode_kernel<*, false>(*", params_tile64},
     {"bf16-fast-mma", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
      DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common,
-     "*::mma_decode_kernel<*, true>(*"},
+     "*::mma_decode_kernel<*, true>(*", params_tile64},
     {"fp8-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8, "decode_fp8_mma",
      "tensor cores in FP8 (mma.sync m16n8k32 e4m3, FP32 acc), Q to e4m3 per head, P to e4m3(p*448), no split-KV",
      DL_LAUNCH(dl_launch_fp8_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 0>(*"},
+     "*::fp8_mma_decode_kernel<*, 0>(*", params_fp8},
     {"fp8acc-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8ACC, "decode_fp8_mma",
      "fp8-none-mma with two-level accumulation: MMA partials promoted to FP32 every 2 k32 blocks",
      DL_LAUNCH(dl_launch_fp8acc_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 2>(*"},
+     "*::fp8_mma_decode_kernel<*, 2>(*", params_fp8},
     {"fp8-none-simt", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_SIMT, DL_MODEL_FP8, NULL,
      "does not exist: Hopper CUDA cores have no FP8 arithmetic (always SKIP)",
-     NULL, supports_fp8_simt, NULL},
+     NULL, supports_fp8_simt, NULL, NULL},
     {"bf16-cast-simt", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
      "CUDA cores, q.k by packed bf16x2 FMA over 8-dim runs, FP32 reduction/softmax/P*V, per-element FP8 cast",
      DL_LAUNCH(dl_launch_bf16_cast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, false>(*"},
+     "*::bf16_simt_decode_kernel<*, false>(*", NULL},
     {"bf16-fast-simt", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
      "bf16-cast-simt with the four-at-a-time fp8->bf16 bit trick",
      DL_LAUNCH(dl_launch_bf16_fast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, true>(*"},
+     "*::bf16_simt_decode_kernel<*, true>(*", NULL},
 };
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
 

@@ -415,6 +415,11 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
             snprintf(r->reason, sizeof r->reason, "%s", why);
             continue;
         }
+        if (v->params_ok && !v->params_ok(v, &g->params, why, sizeof why)) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "%s", why);
+            continue;
+        }
         if (!v->launch) {
             snprintf(r->verdict, sizeof r->verdict, "SKIP");
             snprintf(r->reason, sizeof r->reason, "no launcher (built without this kernel)");
@@ -500,6 +505,7 @@ int dl_cmd_run(int argc, char **argv)
         for (int i = 0; i < nsel; i++) {
             char reason[512] = "";
             int ok = sel[i]->supports(sel[i], &g.c.cfg, reason, sizeof reason);
+            if (ok && sel[i]->params_ok) ok = sel[i]->params_ok(sel[i], &g.params, reason, sizeof reason);
             printf("  %-18s %s%s%s\n", sel[i]->name, ok ? "would run" : "would SKIP: ", ok ? "" : reason,
                    sel[i]->launch ? "" : " [kernel not built in this binary]");
         }

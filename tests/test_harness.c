@@ -464,6 +464,44 @@ static void build_small(small_case *s)
     s->c.kv_last_page_len = s->last;
 }
 
+/* The tensor-core kernels have their model parameters built in (64-token tile = kv_block,
+ * P as e4m3(p*448), fp8acc promotion every 2 blocks): a golden file made with other values
+ * must make them SKIP with the parameter named, never run and FAIL; the accumulator width
+ * stays free (the FP8 accumulator experiment varies it on purpose). */
+START_TEST(test_variant_params)
+{
+    dl_model_params p;
+    char why[256];
+    const char *tiled[] = {"bf16-cast-mma", "bf16-fast-mma", "fp8-none-mma", "fp8acc-none-mma"};
+    for (int i = 0; i < 4; i++) {
+        const dl_variant *v = dl_variant_find(tiled[i]);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_ptr_nonnull(v->params_ok);
+        dl_model_params_default(&p);
+        ck_assert_int_eq(v->params_ok(v, &p, why, sizeof why), 1);
+        p.acc_mantissa_bits = 13;
+        p.acc_block = 16;
+        ck_assert_int_eq(v->params_ok(v, &p, why, sizeof why), 1);
+        p.kv_block = 32;
+        ck_assert_int_eq(v->params_ok(v, &p, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, "kv_block = 32") != NULL, "%s: %s", tiled[i], why);
+    }
+    const dl_variant *f8 = dl_variant_find("fp8-none-mma"), *f8a = dl_variant_find("fp8acc-none-mma");
+    dl_model_params_default(&p);
+    p.p_scale = 240.0f;
+    ck_assert_int_eq(f8->params_ok(f8, &p, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "p_scale = 240") != NULL, "%s", why);
+    dl_model_params_default(&p);
+    p.acc_promote_blocks = 4;
+    ck_assert_int_eq(f8->params_ok(f8, &p, why, sizeof why), 1); /* fp8 has no promotion */
+    ck_assert_int_eq(f8a->params_ok(f8a, &p, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "acc_promote_blocks = 4") != NULL, "%s", why);
+    /* the CUDA-core kernels take any parameters */
+    ck_assert_ptr_null(dl_variant_find("fp32-cast-simt")->params_ok);
+    ck_assert_ptr_null(dl_variant_find("bf16-fast-simt")->params_ok);
+}
+END_TEST
+
 START_TEST(test_bytes_moved)
 {
     static small_case s;
@@ -572,6 +610,7 @@ Suite *make_suite(void)
     tcase_add_test(t, test_timing_stats_known);
     tcase_add_test(t, test_timing_stop_rule);
     tcase_add_test(t, test_variant_selection);
+    tcase_add_test(t, test_variant_params);
     tcase_add_test(t, test_bytes_moved);
     tcase_add_test(t, test_inputs_hash);
     tcase_add_test(t, test_run_without_gpu);
