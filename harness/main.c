@@ -45,7 +45,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: decodelab <command> [options]   (decodelab <command> --help for its options)\n\n"
                "decode attention over a paged KV cache: CPU reference, golden files, GPU variants.\n\n"
                "commands:\n");
-    for (int i = 0; i < num_subcommands; i++) fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+    for (int i = 0; i < num_subcommands; i++) fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "\nexit status: 0 ok, 1 a check failed, 2 bad input or usage.\n");
 }
 
