@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,30 @@ int dl_census_find_tool(const char *tool, const char *envvar, char *path, size_t
     } else if (envvar) {
         TRIED(", $%s (unset)", envvar);
     }
+    /* the PyPI packages nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm put the tools under
+     * site-packages/nvidia/cu<major>/bin: look in the usual Python prefixes (newest last) */
+    const char *home = getenv("HOME"), *venv = getenv("VIRTUAL_ENV");
+    const char *prefixes[] = {venv, home, home, "/usr/local/lib", "/usr/lib"};
+    const char *suffixes[] = {"/lib/python3*/site-packages", "/.local/lib/python3*/site-packages",
+                              "/.pyenv/versions/*/lib/python3*/site-packages", "/python3*/dist-packages",
+                              "/python3/dist-packages"};
+    for (int i = 0; i < 5; i++) {
+        if (!prefixes[i] || !*prefixes[i]) continue;
+        char pat[1024];
+        snprintf(pat, sizeof pat, "%s%s/nvidia/cu*/bin/%s", prefixes[i], suffixes[i], tool);
+        glob_t gl;
+        if (glob(pat, 0, NULL, &gl) == 0) {
+            for (size_t k = gl.gl_pathc; k-- > 0;)
+                if (executable(gl.gl_pathv[k])) {
+                    snprintf(path, n, "%s", gl.gl_pathv[k]);
+                    globfree(&gl);
+                    return 0;
+                }
+        }
+        globfree(&gl);
+    }
+    TRIED(", the nvidia/cu*/bin folders of Python site-packages (pip install nvidia-cuda-%s)",
+          strcmp(tool, "c++filt") ? tool : "cuobjdump");
 #undef TRIED
     path[0] = 0;
     return dl_fail("%s not found; tried %s", tool, tried);

@@ -2,10 +2,11 @@
  * the listing parser on a hand-written listing, the tool search and its error,
  * the census CSV table, and - on the real build/decodelab - what the design of
  * the variants implies about their machine code. Needs cuobjdump (+ nvdisasm):
- * on PATH, in $CUDA_HOME/bin, or at $DL_CUOBJDUMP (.ci/run installs them from
+ * on PATH, in $CUDA_HOME/bin, at $DL_CUOBJDUMP, or in Python site-packages (.ci/run installs them from
  * PyPI). When it cannot be found the disassembly tests FAIL, saying so. */
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -101,6 +102,38 @@ START_TEST(test_find_tool_error_names_every_place)
     else unsetenv("CUDA_HOME");
     free(old_path);
     free(old_home);
+}
+END_TEST
+
+/* A tool installed from PyPI (site-packages/nvidia/cu<N>/bin) is found without any
+ * variable set: a fake one is planted under a temporary $HOME/.local. */
+START_TEST(test_find_tool_in_site_packages)
+{
+    char home[] = "/tmp/dl_census_home_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(home));
+    char dir[512], tool[600], cmd[700];
+    snprintf(dir, sizeof dir, "%s/.local/lib/python3.99/site-packages/nvidia/cu13/bin", home);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(tool, sizeof tool, "%s/dl-fake-tool", dir);
+    FILE *f = fopen(tool, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("#!/bin/sh\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(tool, 0755), 0);
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("PATH", "/nonexistent-dir-a", 1);
+    setenv("HOME", home, 1);
+    char p[1024];
+    ck_assert_int_eq(dl_census_find_tool("dl-fake-tool", NULL, p, sizeof p), 0);
+    ck_assert_str_eq(p, tool);
+    if (old_path) setenv("PATH", old_path, 1);
+    if (old_home) setenv("HOME", old_home, 1);
+    free(old_path);
+    free(old_home);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", home);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -294,6 +327,7 @@ Suite *make_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_parse_listing);
     tcase_add_test(tc, test_find_tool_error_names_every_place);
+    tcase_add_test(tc, test_find_tool_in_site_packages);
     tcase_add_test(tc, test_csv_round_trip);
     tcase_add_test(tc, test_design_in_the_disassembly);
     tcase_add_test(tc, test_rows_cover_every_kernel);
