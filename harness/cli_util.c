@@ -1,5 +1,6 @@
-/* cli_util.c - flag parsing, model lists, clock, file size, ulp distance for the CLI. */
+/* cli_util.c - flag parsing, model lists, clock, file size, ulp distance, and the error line for the CLI. */
 #include "cli_util.h"
+#include "dl_cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -86,4 +87,17 @@ int64_t dl_ulp_distance(float a, float b)
     if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT64_MAX;
     int64_t d = ordered(a) - ordered(b);
     return d < 0 ? -d : d;
+}
+
+/* dl_cli.h: the one place a subcommand's error line is printed. */
+int dl_cli_error(const char *cmd)
+{
+    /* one line whatever the message quotes (a flag value or file name may hold a newline) */
+    fprintf(stderr, "decodelab %s: ", cmd);
+    for (const unsigned char *p = (const unsigned char *)dl_last_error(); *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
+        else fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
+    return 2;
 }

@@ -28,18 +28,6 @@ static const dl_subcommand subcommands[] = {
 };
 static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);
 
-int dl_cli_error(const char *cmd)
-{
-    /* one line whatever the message quotes (a flag value or file name may hold a newline) */
-    fprintf(stderr, "decodelab %s: ", cmd);
-    for (const unsigned char *p = (const unsigned char *)dl_last_error(); *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) fprintf(stderr, "\\x%02x", *p);
-        else fputc(*p, stderr);
-    }
-    fputc('\n', stderr);
-    return 2;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: decodelab <command> [options]   (decodelab <command> --help for its options)\n\n"

@@ -17,14 +17,6 @@
 
 static char dir[64];
 
-/* The CLI's error printer lives in harness/main.c (not in the library); the golden option
- * parser that validates sweep points links against it. */
-int dl_cli_error(const char *cmd)
-{
-    fprintf(stderr, "decodelab %s: %s\n", cmd, dl_last_error());
-    return 2;
-}
-
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/dl_test_xp.XXXXXX");

@@ -12,13 +12,6 @@
 
 static void no_help(FILE *f) { fputs("usage\n", f); }
 
-/* harness/main.c defines this for the real CLI; the parsers only reference it through the subcommands. */
-int dl_cli_error(const char *cmd)
-{
-    (void)cmd;
-    return 2;
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;

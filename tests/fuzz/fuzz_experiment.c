@@ -7,13 +7,6 @@
 #include "../../harness/dl_experiment.h"
 #include "fuzz_common.h"
 
-/* harness/main.c defines this for the real CLI; experiment.c reaches it through the subcommands. */
-int dl_cli_error(const char *cmd)
-{
-    (void)cmd;
-    return 2;
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
