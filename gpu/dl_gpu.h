@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* Device pointers and shape of one decode call. */
-typedef struct {
+typedef struct dl_gpu_args_s {
     int batch_size, num_qo_heads, num_kv_heads, head_dim, page_size;
     dl_layout kv_layout;
     dl_dtype q_dtype, kv_dtype;
@@ -28,9 +28,26 @@ typedef struct {
     float *o;                         /* [B, Hq, D] fp32 out */
     float *lse;                       /* [B, Hq] natural-log lse out */
     int num_splits;                   /* split-KV chunks per sequence; 1 = no split */
-    void *workspace;                  /* split-KV partials, dl_gpu_workspace_bytes() */
+    void *workspace;                  /* split-KV partials, dl_gpu_workspace_bytes() or the plan's */
+    const void *plan;                 /* a dl_gpu_plan (host struct) for variants with a plan function */
     void *stream;                     /* cudaStream_t */
 } dl_gpu_args;
+
+/* A work plan built on the host before launches (like FlashInfer's plan/run):
+ * the variant's plan function fills it from the case; launches then read it
+ * through dl_gpu_args.plan. sched_* is the schedule the kernel runs, in tokens,
+ * for the split-aware CPU model: the segments of task t = b * Hkv + kvh are
+ * [sched_begin[k], next begin or len) for k in [sched_indptr[t], sched_indptr[t+1]). */
+typedef struct {
+    int warps, ctas, num_tasks, num_slots, num_segs, num_partials;
+    size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
+    int64_t *sched_indptr, *sched_begin;
+    void *dev;                        /* device copy of the work list */
+} dl_gpu_plan;
+/* h_seq_len: [batch] sequence lengths (host). Returns 0 or dl_fail(). */
+typedef int (*dl_plan_fn)(const struct dl_gpu_args_s *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+/* Frees what a plan function allocated (host and device). */
+void dl_gpu_plan_free(dl_gpu_plan *p);
 
 /* Bytes of workspace needed for num_splits > 1. */
 size_t dl_gpu_workspace_bytes(const dl_gpu_args *a);
@@ -54,6 +71,11 @@ int dl_launch_fp32_cast_simt(const dl_gpu_args *a);
 int dl_launch_fp32_fast_simt(const dl_gpu_args *a);
 int dl_launch_bf16_cast_mma(const dl_gpu_args *a);
 int dl_launch_bf16_fast_mma(const dl_gpu_args *a);
+/* gpu/decode_stream.cu: the streaming family and its plan function */
+int dl_launch_bf16_cast_stream(const dl_gpu_args *a);
+int dl_launch_bf16_fast_stream(const dl_gpu_args *a);
+int dl_launch_bf16_hw_stream(const dl_gpu_args *a);
+int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 
 #ifdef __cplusplus
 }

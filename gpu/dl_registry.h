@@ -12,9 +12,13 @@ extern "C" {
 #endif
 
 typedef enum { DL_COMPUTE_FP32 = 0, DL_COMPUTE_BF16, DL_COMPUTE_FP8 } dl_compute;
-/* NONE: an FP8 cache feeds FP8 arithmetic as stored (no conversion at all) */
-typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST, DL_DEQUANT_NONE } dl_dequant;
-typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA } dl_unit;
+/* NONE: an FP8 cache feeds FP8 arithmetic as stored (no conversion at all);
+ * HW: the packed hardware conversion cvt.rn.f16x2.e4m3x2 / e5m2x2 (two codes per instruction) */
+typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST, DL_DEQUANT_NONE, DL_DEQUANT_HW } dl_dequant;
+/* MMA: mma.sync with the GQA heads as M rows, cp.async tiles, one CTA per (request, KV head);
+ * STREAM: mma.sync with tokens as M and heads as N, a bulk-copy (TMA) producer warp and the
+ * balanced plan of gpu/plan.c (gpu/decode_stream.cu) */
+typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA, DL_UNIT_STREAM } dl_unit;
 
 typedef struct dl_variant {
     const char *name;        /* e.g. "fp32-cast-simt" */
@@ -35,6 +39,10 @@ typedef struct dl_variant {
      * has built in (e.g. its tile = the model's kv_block); else 0 and why (a SKIP, never a
      * FAIL that would blame the kernel for a file made with other settings). */
     int (*params_ok)(const struct dl_variant *v, const dl_model_params *p, char *reason, size_t n);
+    /* NULL, or the plan function the harness calls once per case before launching
+     * (the launch reads the plan through dl_gpu_args.plan; the plan's schedule
+     * decides the model the variant is judged by). */
+    dl_plan_fn plan;
 } dl_variant;
 
 extern const dl_variant dl_variants[];

@@ -100,6 +100,23 @@ static int params_fp8(const dl_variant *v, const dl_model_params *p, char *reaso
     return 1;
 }
 
+/* The streaming family (gpu/decode_stream.cu): a tile is whole pages or part of one page,
+ * and TMA writes shared memory at 128-byte aligned addresses. */
+static int supports_stream(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
+{
+    if (!supports_common(v, cfg, reason, n)) return 0;
+    if (v->dequant == DL_DEQUANT_HW && !is_fp8(cfg->kv_dtype))
+        return skip(reason, n, "kv is 16-bit: no FP8 dequant, same kernel as the cast variant");
+    const int64_t ps = cfg->page_size;
+    if (!(64 % ps == 0 || ps % 64 == 0))
+        return skip(reason, n, "page_size=%lld: the bulk-copy tiles need a page size dividing 64 or a multiple of 64",
+                    (long long)ps);
+    if (ps == 1 && cfg->head_dim * dl_dtype_size(cfg->kv_dtype) < 128)
+        return skip(reason, n, "page_size=1 with %lld-byte rows: a one-row TMA copy would land off the 128-byte "
+                    "alignment the bulk-copy engine needs", (long long)(cfg->head_dim * dl_dtype_size(cfg->kv_dtype)));
+    return 1;
+}
+
 /* Hopper has no FP8 arithmetic outside the tensor cores: the cell exists only to say so. */
 static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
 {
@@ -115,43 +132,56 @@ int dl_launch_fp8acc_none_mma(const dl_gpu_args *a);
 int dl_launch_bf16_cast_simt(const dl_gpu_args *a);
 int dl_launch_bf16_fast_simt(const dl_gpu_args *a);
 #endif
+#define DL_PLAN(fn) DL_LAUNCH(fn)
 
 const dl_variant dl_variants[] = {
     {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
      DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common,
-     "*::simt_decode_kernel<*, false>(*", NULL},
+     "*::simt_decode_kernel<*, false>(*", NULL, NULL},
     {"fp32-fast-simt", DL_COMPUTE_FP32, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
      "fp32-cast-simt with only the conversion replaced by the four-at-a-time bit-trick dequant",
      DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common,
-     "*::simt_decode_kernel<*, true>(*", NULL},
+     "*::simt_decode_kernel<*, true>(*", NULL, NULL},
     {"bf16-cast-mma", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "tensor cores (mma.sync m16n8k16 bf16, FP32 acc), GQA heads as MMA rows, per-element FP8 cast",
      DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common,
-     "*::mma_decode_kernel<*, false>(*", params_tile64},
+     "*::mma_decode_kernel<*, false>(*", params_tile64, NULL},
     {"bf16-fast-mma", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
      "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
      DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common,
-     "*::mma_decode_kernel<*, true>(*", params_tile64},
+     "*::mma_decode_kernel<*, true>(*", params_tile64, NULL},
     {"fp8-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8, "decode_fp8_mma",
      "tensor cores in FP8 (mma.sync m16n8k32 e4m3, FP32 acc), Q to e4m3 per head, P to e4m3(p*448), no split-KV",
      DL_LAUNCH(dl_launch_fp8_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 0>(*", params_fp8},
+     "*::fp8_mma_decode_kernel<*, 0>(*", params_fp8, NULL},
     {"fp8acc-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8ACC, "decode_fp8_mma",
      "fp8-none-mma with two-level accumulation: MMA partials promoted to FP32 every 2 k32 blocks",
      DL_LAUNCH(dl_launch_fp8acc_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 2>(*", params_fp8},
+     "*::fp8_mma_decode_kernel<*, 2>(*", params_fp8, NULL},
     {"fp8-none-simt", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_SIMT, DL_MODEL_FP8, NULL,
      "does not exist: Hopper CUDA cores have no FP8 arithmetic (always SKIP)",
-     NULL, supports_fp8_simt, NULL, NULL},
+     NULL, supports_fp8_simt, NULL, NULL, NULL},
     {"bf16-cast-simt", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
      "CUDA cores, q.k by packed bf16x2 FMA over 8-dim runs, FP32 reduction/softmax/P*V, per-element FP8 cast",
      DL_LAUNCH(dl_launch_bf16_cast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, false>(*", NULL},
+     "*::bf16_simt_decode_kernel<*, false>(*", NULL, NULL},
     {"bf16-fast-simt", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
      "bf16-cast-simt with the four-at-a-time fp8->bf16 bit trick",
      DL_LAUNCH(dl_launch_bf16_fast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, true>(*", NULL},
+     "*::bf16_simt_decode_kernel<*, true>(*", NULL, NULL},
+    {"bf16-cast-stream", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
+     "tensor cores (mma.sync bf16), tokens as M and heads as N, TMA producer warp, balanced plan, per-element FP8 cast",
+     DL_LAUNCH(dl_launch_bf16_cast_stream), supports_stream,
+     "*::stream_decode_kernel<*, 0, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
+    {"bf16-fast-stream", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
+     "bf16-cast-stream with the four-at-a-time fp8->bf16 bit trick",
+     DL_LAUNCH(dl_launch_bf16_fast_stream), supports_stream,
+     "*::stream_decode_kernel<*, 1, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
+    {"bf16-hw-stream", DL_COMPUTE_BF16, DL_DEQUANT_HW, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
+     "bf16-cast-stream with the packed hardware conversion (cvt.rn.f16x2.e4m3x2) and f16 MMAs (exact K/V, bf16-rounded Q, P)",
+     DL_LAUNCH(dl_launch_bf16_hw_stream), supports_stream,
+     "*::stream_decode_kernel<*, 2, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
 };
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
 
@@ -188,13 +218,13 @@ const char *dl_compute_name(dl_compute c)
 }
 const char *dl_dequant_name(dl_dequant d)
 {
-    static const char *const names[] = {"cast", "fast", "none"};
-    return (unsigned)d < 3 ? names[d] : "?";
+    static const char *const names[] = {"cast", "fast", "none", "hw"};
+    return (unsigned)d < 4 ? names[d] : "?";
 }
 const char *dl_unit_name(dl_unit u)
 {
-    static const char *const names[] = {"simt", "mma", "wgmma"};
-    return (unsigned)u < 3 ? names[u] : "?";
+    static const char *const names[] = {"simt", "mma", "wgmma", "stream"};
+    return (unsigned)u < 4 ? names[u] : "?";
 }
 
 size_t dl_gpu_workspace_bytes(const dl_gpu_args *a)

@@ -256,6 +256,10 @@ static int checked_launch(const dl_variant *v, const dl_gpu_args *a, const dev_b
     return dl_dev_download(lse, d->lse, nl * sizeof(float), "lse");
 }
 
+static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
+                               dev_bufs *d, const dl_peak_read *peak, dl_result_row *r, float *ho[2], float *hl[2],
+                               dl_gpu_args *ap, const dl_gpu_plan *plan);
+
 /* Check (and time) one variant into row r. Returns 0, or nonzero on a CUDA
  * error (recorded into r as a FAIL with the reason). */
 static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench, dev_bufs *d,
@@ -264,8 +268,7 @@ static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *
 {
     const dl_case *c = &g->c;
     const dl_config *cfg = &c->cfg;
-    size_t no = (size_t)(cfg->batch_size * cfg->num_qo_heads * cfg->head_dim);
-    size_t nl = (size_t)(cfg->batch_size * cfg->num_qo_heads);
+    (void)info;
     dl_gpu_args a;
     memset(&a, 0, sizeof a);
     a.batch_size = (int)cfg->batch_size;
@@ -292,8 +295,35 @@ static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *
     a.stream = dl_bench_stream(bench);
     a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a);
     if (a.num_splits < 1) a.num_splits = 1;
+    dl_gpu_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
+        a.num_splits = 1;
+        int32_t *lens = dl_malloc((size_t)cfg->batch_size * sizeof(int32_t), "sequence lengths");
+        if (!lens) return -1;
+        for (int64_t b = 0; b < cfg->batch_size; b++) lens[b] = (int32_t)dl_case_seq_len(c, b);
+        int prc = v->plan(&a, lens, &plan);
+        free(lens);
+        DL_TRY(prc);
+        a.plan = &plan;
+    }
     r->num_splits = a.num_splits;
-    size_t ws = dl_gpu_workspace_bytes(&a);
+    int rc = run_variant_planned(o, g, v, bench, d, peak, r, ho, hl, &a, v->plan ? &plan : NULL);
+    if (v->plan) dl_gpu_plan_free(&plan);
+    return rc;
+}
+
+/* run_variant once the launch arguments (and the plan, if any) are set. */
+static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
+                               dev_bufs *d, const dl_peak_read *peak, dl_result_row *r, float *ho[2], float *hl[2],
+                               dl_gpu_args *ap, const dl_gpu_plan *plan)
+{
+    const dl_case *c = &g->c;
+    const dl_config *cfg = &c->cfg;
+    size_t no = (size_t)(cfg->batch_size * cfg->num_qo_heads * cfg->head_dim);
+    size_t nl = (size_t)(cfg->batch_size * cfg->num_qo_heads);
+    dl_gpu_args a = *ap;
+    size_t ws = plan ? plan->workspace_bytes : dl_gpu_workspace_bytes(&a);
     if (ws > d->ws_bytes) {
         dl_dev_free(d->ws);
         d->ws = NULL;

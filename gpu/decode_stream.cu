@@ -1,0 +1,784 @@
+/* decode_stream.cu - the streaming tensor-core decode family, built for bytes:
+ * bf16-cast-stream, bf16-fast-stream, bf16-hw-stream. Golden model: bf16
+ * (judged against the split-aware bf16 model of the schedule it ran).
+ *
+ * What differs from decode_mma.cu (the reference system's shape, heads as MMA
+ * rows, every thread copying 16-byte pieces with cp.async):
+ *  - a producer warp streams the KV with the bulk-copy engine (TMA,
+ *    cp.async.bulk.tensor, one copy per page and 128-byte column slab, an
+ *    mbarrier per stage) while consumer warps compute: no address arithmetic or
+ *    copy issue per byte in the consumers;
+ *  - each consumer warp owns whole 64-token tiles (a ring of S stages of its own);
+ *    tokens are the MMA M dimension and the group's query heads N
+ *    (S^T = K Q^T with K as the A operand, Q as B held in registers; groups <= 8
+ *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
+ *  - P goes from the S accumulator to the B operand of O^T += V^T P with
+ *    movmatrix (an 8x8 transpose in registers);
+ *  - the dequant is a policy with three values: scalar cast (one code at a time,
+ *    the reference CUDA-core decode's conversion), the four-at-a-time bit trick,
+ *    and the packed hardware conversion cvt.rn.f16x2.e4m3x2 (hw; the MMAs then
+ *    run in f16, which holds every e4m3/e5m2 value exactly);
+ *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
+ *    skipped when no running max of the warp rose;
+ *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
+ *    cut into equal runs, one per consumer warp, over a grid of whole waves;
+ *    split tasks merged by a second kernel.
+ * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)
+ * exactly (bf16 or f16 operands), Q rounded to bf16, FP32 accumulation,
+ * running max per 64-token tile, P rounded to bf16 before P*V (the hw variant
+ * then converts that bf16 value to f16: exact above 2^-14, P below it loses low
+ * bits, a relative contribution < 2^-14), scales folded into score and output.
+ * Last-tile rows past the sequence end are masked by select (scores -inf, V codes
+ * zeroed) so stale or poisoned shared memory never reaches an MMA.
+ * Layout constraints: page_size must divide 64 or be a multiple of 64 (a tile
+ * is whole pages or part of one page), else SKIP.
+ * Run: decodelab run FILE.h5 --variants '*-stream' --time */
+#include <cuda.h>
+#include <mutex>
+
+#include "dl_cuda.cuh"
+#include "dl_dequant.cuh"
+#include "dl_plan.h"
+
+namespace {
+
+constexpr int kTile = 64;
+enum { DQ_CAST = 0, DQ_FAST = 1, DQ_HW = 2 };
+
+/* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
+ * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
+ * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
+ * stages each. */
+template <int D, int ES> struct stream_shape {
+    static constexpr int R = D * ES;
+    static constexpr int SW = R >= 128 ? 128 : R;
+    static constexpr int SLABS = R / SW;
+    static constexpr int TILE_BYTES = kTile * R;
+    static constexpr int STAGE = 2 * TILE_BYTES;
+    static constexpr int W = STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = STAGE <= 8192 ? 3 : 2;
+    static constexpr int THREADS = 32 * (W + 1);
+    static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8;
+};
+
+/* ------------------------------------------------------------ PTX wrappers */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT_%=;\n"
+                 "}\n" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+/* One TMA copy of a box (SW bytes x rows) at coordinates (x, slot, head, page). */
+__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int x, int slot, int head,
+                                         int page)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_u32(dst)),
+                 "l"(map), "r"(x), "r"(slot), "r"(head), "r"(page), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ uint32_t movmatrix_t(uint32_t x)
+{
+    uint32_t y;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* m16n8k16, FP32 accumulate; F16 selects f16 operands, else bf16. */
+template <bool F16> __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, const uint32_t *b)
+{
+    if constexpr (F16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* ------------------------------------------------------------ dequant policy */
+
+/* Four FP8 codes (little-endian in w) -> two 16-bit pairs: lo = codes 0,1,
+ * hi = codes 2,3, in the MMA operand type of the policy. */
+template <dl_dtype KV, int DQ> struct fp8_policy;
+template <dl_dtype KV> struct fp8_policy<KV, DQ_CAST> {
+    static constexpr bool F16 = false;
+    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
+    {
+        lo = dl_pack_bf16x2(dl_cast_fp8<KV>(w & 0xFFu), dl_cast_fp8<KV>((w >> 8) & 0xFFu));
+        hi = dl_pack_bf16x2(dl_cast_fp8<KV>((w >> 16) & 0xFFu), dl_cast_fp8<KV>(w >> 24));
+    }
+};
+template <dl_dtype KV> struct fp8_policy<KV, DQ_FAST> {
+    static constexpr bool F16 = false;
+    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
+    {
+        dl_fast_fp8x4_bf16<KV>(w, lo, hi);
+    }
+};
+template <dl_dtype KV> struct fp8_policy<KV, DQ_HW> {
+    static constexpr bool F16 = true;
+    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
+    {
+        __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xFFFFu),
+                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
+        __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w >> 16),
+                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
+        lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
+        hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+    }
+};
+
+/* Pack two floats (already rounded to bf16 values where the model says so) into
+ * the operand type. */
+template <bool F16> __device__ __forceinline__ uint32_t pack2(float lo, float hi)
+{
+    if constexpr (F16) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t *>(&h);
+    } else {
+        return dl_pack_bf16x2(lo, hi);
+    }
+}
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+/* f16x2 -> bf16x2 (the bf16 model rounds an f16 cache to bf16) */
+__device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
+{
+    float2 f = dl_h2_bits_to_f32(w);
+    return dl_pack_bf16x2(f.x, f.y);
+}
+
+/* Byte offset of logical 16-byte chunk ch of row r in a swizzled tile (see
+ * stream_shape). swz: 0 none, 1 the 64-byte TMA swizzle, 2 the 128-byte one. */
+template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz)
+{
+    constexpr int CPS = SW / 16;
+    const int slab = ch / CPS, c = ch % CPS;
+    const int x = swz == 2 ? (r & 7) : (swz == 1 ? ((r >> 1) & 3) : 0);
+    return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
+}
+
+struct stream_params {
+    const int32_t *plan;  /* dl_plan buffer (device) */
+    int num_slots, num_segs;
+    int swz;              /* tile_off swizzle mode */
+};
+
+template <int D, dl_dtype KV, int DQ, int NT>
+__global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS)
+    stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
+                         const __grid_constant__ CUtensorMap vmap)
+{
+    constexpr int ES = dl_kv_size<KV>::value;
+    using SH = stream_shape<D, ES>;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
+    constexpr bool FP8 = ES == 1;
+    using POL = fp8_policy<FP8 ? KV : DL_E4M3, DQ>;
+    constexpr bool F16 = FP8 ? POL::F16 : false;
+    constexpr int BIAS = FP8 ? dl_bf16_bias_log2<KV, DQ == DQ_FAST>() : 0;
+    constexpr float kHalfBias = (float)(1ull << (BIAS - BIAS / 2));
+    constexpr float kQMul = (float)(1ull << (BIAS / 2)), kPMul = kQMul;
+    constexpr int MT = D / 16; /* m-tiles of O^T (dims), also k-steps of S */
+
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    /* 1024-byte alignment for the 128-byte swizzle, by offset so the compiler
+     * keeps shared-memory loads (LDS), not generic ones */
+    uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < W * S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], 32);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
+    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads, ps = a.page_size;
+
+    if (warp == W) {
+        /* ---------------- producer: lane w streams consumer warp w's tiles */
+        if (lane >= W) return;
+        const int slot = blockIdx.x * W + lane;
+        uint8_t *mine = smem + lane * S * SH::STAGE;
+        const int rows = ps < kTile ? ps : kTile; /* box rows */
+        const uint32_t copy_bytes = (uint32_t)(SW * rows);
+        int j = 0;
+        for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
+            const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+            const int len = dl_seq_len(a, b);
+            const int32_t *pages = a.kv_indices + a.kv_indptr[b];
+            for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+                const int st = j % S;
+                uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+                const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
+                const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+                mbar_wait(&empty[lane * S + st], ((j / S) & 1) ^ 1);
+                mbar_expect_tx(&full[lane * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+                for (int p = 0; p < ncopy; p++) {
+                    const int tok = tok0 + p * rows;
+                    const int page = pages[tok / ps], slot0 = tok % ps;
+#pragma unroll
+                    for (int sl = 0; sl < SLABS; sl++) {
+                        const int off = sl * kTile * SW + p * rows * SW;
+                        tma_load(tk + off, &kmap, &full[lane * S + st], sl * SW, slot0, kvh, page);
+                        tma_load(tv + off, &vmap, &full[lane * S + st], sl * SW, slot0, kvh, page);
+                    }
+                }
+            }
+        }
+        return;
+    }
+
+    /* ---------------- consumer warp */
+    const int g = lane / 4, c = lane % 4;
+    const int slot = blockIdx.x * W + warp;
+    uint8_t *mine = smem + warp * S * SH::STAGE;
+
+    /* per-lane shared-memory offsets inside a tile (constant across tiles) */
+    constexpr int KCH = FP8 ? D / 64 : 1;     /* fp8 K: 16-byte chunks per lane slice */
+    constexpr int VB = D / 8;                 /* fp8 V: bytes per lane slice */
+    int koff[4][2][KCH];                      /* fp8 K: [m-tile][row g, g+8][chunk] */
+    if constexpr (FP8) {
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int q = 0; q < KCH; q++) koff[mt][h][q] = tile_off<SW>(mt * 16 + g + 8 * h, c * KCH + q, sp.swz);
+    }
+
+    int j = 0;
+    for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
+        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+        const int len = dl_seq_len(a, b);
+
+        /* Q as the B operand: column n = query head g (+8 per n-tile), k-step ks;
+         * fp8: logical k 2c,2c+1 / 2c+8,2c+9 = dims c*D/4 + 4ks + {0,1} / {2,3}
+         * (the lane's K slice); 16-bit: the natural order. */
+        uint32_t qf[NT][MT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const int head = g + 8 * nt;
+#pragma unroll
+            for (int ks = 0; ks < MT; ks++) {
+                int d0, d1;
+                if constexpr (FP8) {
+                    d0 = c * (D / 4) + 4 * ks;
+                    d1 = d0 + 2;
+                } else {
+                    d0 = 16 * ks + 2 * c;
+                    d1 = d0 + 8;
+                }
+                float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                if (head < G) {
+                    const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
+                    v[0] = round_bf16(dl_load_q(a.q, base + d0, a.q_dtype)) * kQMul;
+                    v[1] = round_bf16(dl_load_q(a.q, base + d0 + 1, a.q_dtype)) * kQMul;
+                    v[2] = round_bf16(dl_load_q(a.q, base + d1, a.q_dtype)) * kQMul;
+                    v[3] = round_bf16(dl_load_q(a.q, base + d1 + 1, a.q_dtype)) * kQMul;
+                }
+                qf[nt][ks][0] = pack2<F16>(v[0], v[1]);
+                qf[nt][ks][1] = pack2<F16>(v[2], v[3]);
+            }
+        }
+        const float sk2 = a.sm_scale * a.k_scale[kvh] * kHalfBias * 1.4426950408889634f;
+        const float vs_b = a.v_scale[kvh] * kHalfBias;
+
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) acc[i][nt][0] = acc[i][nt][1] = acc[i][nt][2] = acc[i][nt][3] = 0.0f;
+        float m[NT][2], dsum[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) m[nt][0] = m[nt][1] = -INFINITY, dsum[nt][0] = dsum[nt][1] = 0.0f;
+
+        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+            const int st = j % S;
+            const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+            const int nvalid = min(kTile, len - tile * kTile);
+            const bool partial = nvalid < kTile;
+            mbar_wait(&full[warp * S + st], (j / S) & 1);
+
+            /* S^T = K Q^T: 4 m-tiles of 16 tokens */
+            float s[4][NT][4];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) {
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+                if constexpr (FP8) {
+#pragma unroll
+                    for (int q = 0; q < KCH; q++) {
+                        const uint4 r0 = *(const uint4 *)(tk + koff[mt][0][q]);
+                        const uint4 r1 = *(const uint4 *)(tk + koff[mt][1][q]);
+                        const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
+#pragma unroll
+                        for (int wi = 0; wi < 4; wi++) {
+                            uint32_t af[4];
+                            POL::cvt4(w0[wi], af[0], af[2]);
+                            POL::cvt4(w1[wi], af[1], af[3]);
+#pragma unroll
+                            for (int nt = 0; nt < NT; nt++) mma16816<F16>(s[mt][nt], af, qf[nt][q * 4 + wi]);
+                        }
+                    }
+                } else {
+                    const int row = mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+#pragma unroll
+                    for (int ks = 0; ks < MT; ks++) {
+                        uint32_t af[4];
+                        ldsm_x4(smem_u32(tk + tile_off<SW>(row, 2 * ks + (lane >> 4), sp.swz)), af);
+                        if constexpr (KV == DL_F16) {
+#pragma unroll
+                            for (int i = 0; i < 4; i++) af[i] = h2_to_bf2(af[i]);
+                        }
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++) mma16816<F16>(s[mt][nt], af, qf[nt][ks]);
+                    }
+                }
+            }
+
+            /* scale (log2 units), mask the tail, column (= head) max */
+            float mx[NT][2];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) mx[nt][0] = mx[nt][1] = -INFINITY;
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        float x = s[mt][nt][i] * sk2;
+                        if (partial && mt * 16 + g + 8 * (i >> 1) >= nvalid) x = -INFINITY;
+                        s[mt][nt][i] = x;
+                        mx[nt][i & 1] = fmaxf(mx[nt][i & 1], x);
+                    }
+            bool rise = false;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float x = mx[nt][e];
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+                    const float m_new = fmaxf(m[nt][e], x);
+                    rise |= m_new > m[nt][e];
+                    mx[nt][e] = m_new; /* now the new running max */
+                }
+            if (__any_sync(0xffffffffu, rise)) {
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    float f[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        f[e] = m[nt][e] == -INFINITY ? 0.0f : exp2f(m[nt][e] - mx[nt][e]);
+                        dsum[nt][e] *= f[e];
+                        m[nt][e] = mx[nt][e];
+                    }
+#pragma unroll
+                    for (int i = 0; i < MT; i++) {
+                        acc[i][nt][0] *= f[0]; acc[i][nt][1] *= f[1];
+                        acc[i][nt][2] *= f[0]; acc[i][nt][3] *= f[1];
+                    }
+                }
+            }
+
+            /* P = 2^(s - m): FP32 into the sum, BF16 (the model) into P*V,
+             * transposed to the B operand with movmatrix */
+            uint32_t pb[4][NT][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    float p[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        p[i] = exp2f(s[mt][nt][i] - m[nt][i & 1]);
+                        dsum[nt][i & 1] += p[i];
+                    }
+                    uint32_t lo, hi;
+                    if constexpr (F16) {
+                        lo = pack2<true>(round_bf16(p[0]), round_bf16(p[1]));
+                        hi = pack2<true>(round_bf16(p[2]), round_bf16(p[3]));
+                    } else {
+                        lo = dl_pack_bf16x2(p[0] * kPMul, p[1] * kPMul);
+                        hi = dl_pack_bf16x2(p[2] * kPMul, p[3] * kPMul);
+                    }
+                    pb[mt][nt][0] = movmatrix_t(lo);
+                    pb[mt][nt][1] = movmatrix_t(hi);
+                }
+
+            /* O^T += V^T P: k-steps of 16 tokens */
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                if constexpr (FP8) {
+                    /* tokens 2c, 2c+1, 2c+8, 2c+9 of the k-step, the lane's VB bytes;
+                     * m-tile 2j+u row g = dim g*VB + 4j + 2u, row g+8 = that + 1 */
+                    constexpr int VW = VB / 4;
+                    uint32_t w[4][VW];
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1);
+#pragma unroll
+                        for (int q = 0; q < VW; q += 4) {
+                            if constexpr (VW >= 4) {
+                                const uint4 x = *(const uint4 *)(tv + tile_off<SW>(tok, g * (VB / 16) + q / 4, sp.swz));
+                                w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+                            }
+                        }
+                        if constexpr (VW == 2) {
+                            const uint2 x = *(const uint2 *)(tv + tile_off<SW>(tok, g / 2, sp.swz) + (g & 1) * 8);
+                            w[r][0] = x.x; w[r][1] = x.y;
+                        }
+                        if (partial && tok >= nvalid) {
+#pragma unroll
+                            for (int q = 0; q < VW; q++) w[r][q] = 0u;
+                        }
+                    }
+#pragma unroll
+                    for (int q = 0; q < VW; q++) {
+                        uint32_t a0[4], a1[4];
+                        POL::cvt4(__byte_perm(w[0][q], w[1][q], 0x5140), a0[0], a0[1]);
+                        POL::cvt4(__byte_perm(w[2][q], w[3][q], 0x5140), a0[2], a0[3]);
+                        POL::cvt4(__byte_perm(w[0][q], w[1][q], 0x7362), a1[0], a1[1]);
+                        POL::cvt4(__byte_perm(w[2][q], w[3][q], 0x7362), a1[2], a1[3]);
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++) {
+                            mma16816<F16>(acc[2 * q][nt], a0, pb[kk][nt]);
+                            mma16816<F16>(acc[2 * q + 1][nt], a1, pb[kk][nt]);
+                        }
+                    }
+                } else {
+                    const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
+                    uint32_t keep_lo = 0xFFFFFFFFu, keep_hi = 0xFFFFFFFFu;
+                    if (partial) {
+                        const int t0 = kk * 16 + 2 * c;
+                        keep_lo = (t0 < nvalid ? 0x0000FFFFu : 0u) | (t0 + 1 < nvalid ? 0xFFFF0000u : 0u);
+                        keep_hi = (t0 + 8 < nvalid ? 0x0000FFFFu : 0u) | (t0 + 9 < nvalid ? 0xFFFF0000u : 0u);
+                    }
+#pragma unroll
+                    for (int i = 0; i < MT; i++) {
+                        uint32_t af[4];
+                        ldsm_x4_t(smem_u32(tv + tile_off<SW>(tok, 2 * i + ((lane >> 3) & 1), sp.swz)), af);
+                        af[0] &= keep_lo; af[1] &= keep_lo; af[2] &= keep_hi; af[3] &= keep_hi;
+                        if constexpr (KV == DL_F16) {
+#pragma unroll
+                            for (int e = 0; e < 4; e++) af[e] = h2_to_bf2(af[e]);
+                        }
+#pragma unroll
+                        for (int nt = 0; nt < NT; nt++) mma16816<F16>(acc[i][nt], af, pb[kk][nt]);
+                    }
+                }
+            }
+            __syncwarp();
+            mbar_arrive(&empty[warp * S + st]);
+        }
+
+        /* the segment's result: normalized o (v_scale applied) and natural-log lse */
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float x = dsum[nt][e];
+                x += __shfl_xor_sync(0xffffffffu, x, 4);
+                x += __shfl_xor_sync(0xffffffffu, x, 8);
+                x += __shfl_xor_sync(0xffffffffu, x, 16);
+                dsum[nt][e] = x;
+            }
+        const int part = seg_out[k];
+        const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
+        float *ws = (float *)a.workspace;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int head = 2 * c + e + 8 * nt;
+                if (head >= G) continue;
+                const float inv = vs_b / dsum[nt][e];
+                float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
+#pragma unroll
+                for (int i = 0; i < MT; i++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int dim = FP8 ? g * VB + 4 * (i / 2) + 2 * (i % 2) + h : 16 * i + g + 8 * h;
+                        orow[dim] = acc[i][nt][2 * h + e] * inv;
+                    }
+                if (g == 0) {
+                    const float lse = (m[nt][e] + log2f(dsum[nt][e])) * 0.6931471805599453f;
+                    if (part < 0) a.lse[row0 + head] = lse;
+                    else orow[D] = lse;
+                }
+            }
+    }
+}
+
+/* Merge the partials of split tasks: one CTA per (task, query head of the
+ * group); 4-float columns per thread, the segments shared out over groups of
+ * threads, each group an online merge, then the groups combined.
+ *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i) */
+__global__ void stream_merge_kernel(const dl_gpu_args a, const stream_params sp, int num_tasks)
+{
+    const int t = blockIdx.x, head = blockIdx.y, D = a.head_dim, Hkv = a.num_kv_heads;
+    const int G = a.num_qo_heads / Hkv;
+    const int32_t *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
+    const int32_t *task_ptr = seg_out + sp.num_segs;
+    const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
+    if (k1 - k0 < 2) return;
+    const int cols = D / 4, groups = blockDim.x / cols;
+    const int col = threadIdx.x % cols, grp = threadIdx.x / cols;
+    const float *ws = (const float *)a.workspace;
+    float M = -INFINITY, den = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (grp < groups)
+        for (int k = k0 + grp; k < k1; k += groups) {
+            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
+            const float l = p[D];
+            const float Mn = fmaxf(M, l);
+            const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
+            const float4 o = make_float4(p[4 * col], p[4 * col + 1], p[4 * col + 2], p[4 * col + 3]);
+            acc.x = acc.x * f + w * o.x; acc.y = acc.y * f + w * o.y;
+            acc.z = acc.z * f + w * o.z; acc.w = acc.w * f + w * o.w;
+            den = den * f + w;
+            M = Mn;
+        }
+    __shared__ float sM[32], sD[32];
+    __shared__ float4 sA[256];
+    sA[threadIdx.x] = acc;
+    if (col == 0 && grp < groups) sM[grp] = M, sD[grp] = den;
+    __syncthreads();
+    if (grp != 0) return;
+    float Mt = -INFINITY;
+    for (int q = 0; q < groups; q++) Mt = fmaxf(Mt, sM[q]);
+    float dt = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int q = 0; q < groups; q++) {
+        if (sM[q] == -INFINITY) continue;
+        const float w = expf(sM[q] - Mt);
+        const float4 x = sA[q * cols + col];
+        o.x += w * x.x; o.y += w * x.y; o.z += w * x.z; o.w += w * x.w;
+        dt += w * sD[q];
+    }
+    const int b = t / Hkv, kvh = t % Hkv;
+    float *orow = a.o + ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
+    orow[4 * col] = o.x / dt; orow[4 * col + 1] = o.y / dt;
+    orow[4 * col + 2] = o.z / dt; orow[4 * col + 3] = o.w / dt;
+    if (col == 0) a.lse[(size_t)b * a.num_qo_heads + kvh * G + head] = Mt + logf(dt);
+}
+
+/* ------------------------------------------------------------ host side */
+
+typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+static int get_encode(encode_fn *fn)
+{
+    static encode_fn cached = nullptr;
+    static std::once_flag once;
+    static cudaError_t err = cudaSuccess;
+    std::call_once(once, [] {
+        cudaDriverEntryPointQueryResult q;
+        void *p = nullptr;
+        err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+        if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) cached = (encode_fn)p;
+    });
+    if (!cached)
+        return dl_fail("decode_stream.cu: cuTensorMapEncodeTiled not found in the driver (%s)",
+                       err == cudaSuccess ? "symbol not found" : cudaGetErrorString(err));
+    *fn = cached;
+    return 0;
+}
+
+/* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
+ * (SW bytes, min(page_size, 64) slots, 1, 1), swizzle by mode. */
+static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, int R, int SW, int swz)
+{
+    encode_fn enc;
+    DL_TRY(get_encode(&enc));
+    const uint64_t ps = (uint64_t)a->page_size, H = (uint64_t)a->num_kv_heads;
+    cuuint64_t dim[4] = {(cuuint64_t)R, ps, H, (cuuint64_t)a->num_pages};
+    cuuint64_t stride[3]; /* bytes, dims 1..3 */
+    if (a->kv_layout == DL_NHD) {
+        stride[0] = H * R;
+        stride[1] = R;
+        stride[2] = ps * H * R;
+    } else {
+        stride[0] = R;
+        stride[1] = ps * R;
+        stride[2] = H * ps * R;
+    }
+    cuuint32_t box[4] = {(cuuint32_t)SW, (cuuint32_t)(ps < kTile ? ps : kTile), 1, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
+    CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void *>(base), dim, stride, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return dl_fail("decode_stream.cu: cuTensorMapEncodeTiled failed (error %d) for rows of %d bytes, page_size %d, "
+                       "%lld pages",
+                       (int)r, R, a->page_size, (long long)a->num_pages);
+    return 0;
+}
+
+template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
+{
+    constexpr int ES = dl_kv_size<KV>::value;
+    using SH = stream_shape<D, ES>;
+    auto kern = stream_decode_kernel<D, KV, DQ, NT>;
+    static bool smem_set = false;
+    if (!smem_set) {
+        DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SH::SMEM));
+        smem_set = true;
+    }
+    const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
+    if (!pl || pl->warps != SH::W)
+        return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d warps, kernel has %d): call "
+                       "the variant's plan function first", pl ? pl->warps : 0, SH::W);
+    const int swz = a->page_size >= 8 ? (SH::SW == 128 ? 2 : 1) : 0;
+    CUtensorMap km, vm;
+    DL_TRY(make_map(&km, a->k_cache, a, SH::R, SH::SW, swz));
+    DL_TRY(make_map(&vm, a->v_cache, a, SH::R, SH::SW, swz));
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, swz};
+    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, km, vm);
+    DL_CUDA_CHECK_LAUNCH();
+    if (pl->num_partials > 0) {
+        const int G = a->num_qo_heads / a->num_kv_heads;
+        dim3 grid(pl->num_tasks, G);
+        const int threads = D / 4 * (D == 256 ? 4 : 8) > 256 ? 256 : D / 4 * (D == 256 ? 4 : 8);
+        stream_merge_kernel<<<grid, threads, 0, (cudaStream_t)a->stream>>>(*a, sp, pl->num_tasks);
+        DL_CUDA_CHECK_LAUNCH();
+    }
+    return 0;
+}
+
+/* consumer warps per CTA of the instantiation for (D, kv dtype) */
+static int shape_warps(int D, int es)
+{
+    if (es == 1) return D == 64 ? stream_shape<64, 1>::W : D == 128 ? stream_shape<128, 1>::W : stream_shape<256, 1>::W;
+    return D == 64 ? stream_shape<64, 2>::W : D == 128 ? stream_shape<128, 2>::W : stream_shape<256, 2>::W;
+}
+
+template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
+{
+    const int G = a->num_qo_heads / a->num_kv_heads;
+#define DL_STREAM_NT(D, KV)                                                 \
+    return G <= 8 ? launch_stream<D, KV, DQ, 1>(a) : launch_stream<D, KV, DQ, 2>(a);
+#define DL_STREAM_D(KV)                                                     \
+    switch (a->head_dim) {                                                  \
+    case 64: DL_STREAM_NT(64, KV)                                           \
+    case 128: DL_STREAM_NT(128, KV)                                         \
+    case 256: DL_STREAM_NT(256, KV)                                         \
+    default: break;                                                         \
+    }                                                                       \
+    break;
+    switch (a->kv_dtype) {
+    case DL_E4M3: DL_STREAM_D(DL_E4M3)
+    case DL_E5M2: DL_STREAM_D(DL_E5M2)
+    case DL_F16: if (DQ == DQ_CAST) { DL_STREAM_D(DL_F16) } break;
+    case DL_BF16: if (DQ == DQ_CAST) { DL_STREAM_D(DL_BF16) } break;
+    default: break;
+    }
+#undef DL_STREAM_D
+#undef DL_STREAM_NT
+    return dl_fail("decode_stream.cu: no kernel for head_dim=%d kv=%s dequant=%d", a->head_dim,
+                   dl_dtype_name(a->kv_dtype), DQ);
+}
+
+} // namespace
+
+extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
+    const int W = shape_warps(a->head_dim, es);
+    int dev = 0, sms = 0;
+    DL_CUDA_CHECK(cudaGetDevice(&dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    /* resident CTAs per SM from the shared-memory footprint (registers never bind here) */
+    int smem_sm = 0;
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    const int R = a->head_dim * es, stage = 2 * kTile * R, S = stage <= 8192 ? 3 : 2;
+    const int cta_smem = W * S * stage + 1024 + 2 * W * S * 8 + 1024; /* + runtime reserve */
+    int per_sm = smem_sm / cta_smem;
+    if (per_sm < 1) per_sm = 1;
+    if (per_sm > 4) per_sm = 4;
+    dl_plan p;
+    DL_TRY(dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, W, sms * per_sm, 4, &p));
+    out->warps = p.warps;
+    out->ctas = p.ctas;
+    out->num_tasks = p.num_tasks;
+    out->num_slots = p.num_slots;
+    out->num_segs = p.num_segs;
+    out->num_partials = p.num_partials;
+    out->sched_indptr = p.sched_indptr;
+    out->sched_begin = p.sched_begin;
+    const int G = a->num_qo_heads / a->num_kv_heads;
+    out->workspace_bytes = (size_t)p.num_partials * G * (a->head_dim + 1) * sizeof(float);
+    cudaError_t e = cudaMalloc(&out->dev, p.buf_len * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpy(out->dev, p.buf, p.buf_len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    free(p.buf);
+    if (e != cudaSuccess) {
+        dl_gpu_plan_free(out);
+        return dl_fail("dl_stream_make_plan: cudaMalloc/cudaMemcpy of a %zu-byte plan failed: %s",
+                       p.buf_len * sizeof(int32_t), cudaGetErrorString(e));
+    }
+    return 0;
+}
+
+extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
+{
+    if (!p) return;
+    if (p->dev) cudaFree(p->dev);
+    free(p->sched_indptr);
+    free(p->sched_begin);
+    memset(p, 0, sizeof *p);
+}
+
+extern "C" int dl_launch_bf16_cast_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_CAST>(a); }
+extern "C" int dl_launch_bf16_fast_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_FAST>(a); }
+extern "C" int dl_launch_bf16_hw_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_HW>(a); }

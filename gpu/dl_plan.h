@@ -1,0 +1,53 @@
+/* dl_plan.h - the balanced work plan of the streaming tensor-core family
+ * (gpu/decode_stream.cu), built on the host from the page table, plain C so the
+ * CPU tests and the split-aware model use the very schedule the kernel runs.
+ *
+ * Work = 64-token tiles of every (request, KV head) task, task t = b * Hkv + kvh,
+ * laid end to end (task-major, tiles in token order). The N tiles are cut into
+ * `num_slots` contiguous runs of floor/ceil(N / num_slots) tiles, one per consumer
+ * warp (slot = cta * warps + warp). A run that crosses task boundaries is a list
+ * of segments; a task whose tiles land in more than one slot is "split": each of
+ * its segments writes a normalized partial (o, lse) to the workspace, merged
+ * afterwards in token order. A task in one segment writes o/lse directly.
+ *
+ * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
+ * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1], S = num_segs;
+ * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
+ * workspace slot of a partial; task_ptr lists each task's segments in token order. */
+#ifndef DL_PLAN_H
+#define DL_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int tile;              /* tokens per tile */
+    int warps;             /* consumer warps per CTA */
+    int ctas;              /* grid size */
+    int num_tasks, num_slots, num_segs, num_partials;
+    int64_t num_tiles;
+    int32_t *buf;          /* host copy, layout above (owned) */
+    size_t buf_len;        /* int32 elements */
+    /* the schedule in tokens for the CPU model (owned): segments of task t are
+     * [sched_begin[k], next begin or len) for k in [sched_indptr[t], sched_indptr[t+1]) */
+    int64_t *sched_indptr, *sched_begin;
+    void *dev;             /* device copy of buf (owned by whoever uploaded it) */
+} dl_plan;
+
+/* Build the plan for B requests of the given sequence lengths (each >= 1), Hkv
+ * heads. max_ctas: the most CTAs resident at once (SMs x CTAs per SM); warps:
+ * consumer warps per CTA; min_tiles: fewest tiles a slot gets before fewer slots
+ * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
+int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
+                  dl_plan *p);
+/* Frees the host arrays (not p->dev). */
+void dl_plan_free(dl_plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,120 @@
+/* plan.c - the balanced work plan of gpu/decode_stream.cu (see dl_plan.h). */
+#include "dl_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/dl_common.h"
+
+void dl_plan_free(dl_plan *p)
+{
+    if (!p) return;
+    free(p->buf);
+    free(p->sched_indptr);
+    free(p->sched_begin);
+    p->buf = NULL;
+    p->sched_indptr = p->sched_begin = NULL;
+}
+
+int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
+                  dl_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len)
+        return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d)", B, Hkv,
+                       tile, warps, max_ctas, min_tiles);
+    const int T = B * Hkv;
+    int64_t N = 0;
+    for (int b = 0; b < B; b++) {
+        if (seq_len[b] < 1) return dl_fail("dl_plan_build: request %d has sequence length %d (< 1)", b, seq_len[b]);
+        N += (int64_t)Hkv * ((seq_len[b] + tile - 1) / tile);
+    }
+    /* slots: every resident warp, but no run shorter than min_tiles, whole CTAs */
+    int64_t slots = (int64_t)max_ctas * warps;
+    int64_t by_len = (N + min_tiles - 1) / min_tiles;
+    if (slots > by_len) slots = by_len;
+    int64_t ctas = (slots + warps - 1) / warps;
+    slots = ctas * warps;
+    if (slots > N) slots = N; /* never an empty slot in the middle: trailing ones stay empty */
+    const int64_t nslots_all = ctas * warps;
+
+    /* segments: walk the slots over the tasks */
+    int64_t cap = nslots_all + T;
+    int32_t *slot_ptr = calloc((size_t)nslots_all + 1, sizeof(int32_t));
+    int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
+    int32_t *s1 = malloc((size_t)cap * sizeof(int32_t)), *so = malloc((size_t)cap * sizeof(int32_t));
+    int32_t *task_first = malloc((size_t)T * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
+    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg) {
+        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
+        return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots_all);
+    }
+    int64_t nseg = 0;
+    int task = 0;
+    int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
+    for (int64_t s = 0; s < nslots_all; s++) {
+        slot_ptr[s] = (int32_t)nseg;
+        int64_t want = s < slots ? (s + 1) * N / slots - s * N / slots : 0;
+        while (want > 0) {
+            while (in_task == task_tiles) { /* next task */
+                task++;
+                in_task = 0;
+                task_tiles = (seq_len[task / Hkv] + tile - 1) / tile;
+            }
+            int64_t take = task_tiles - in_task < want ? task_tiles - in_task : want;
+            if (task_nseg[task] == 0) task_first[task] = (int32_t)nseg;
+            task_nseg[task]++;
+            st[nseg] = task;
+            s0[nseg] = (int32_t)in_task;
+            s1[nseg] = (int32_t)(in_task + take);
+            nseg++;
+            in_task += take;
+            want -= take;
+        }
+    }
+    slot_ptr[nslots_all] = (int32_t)nseg;
+
+    /* workspace slots for the partials of split tasks, in segment order */
+    int npart = 0;
+    for (int64_t k = 0; k < nseg; k++) so[k] = task_nseg[st[k]] > 1 ? npart++ : -1;
+
+    p->tile = tile;
+    p->warps = warps;
+    p->ctas = (int)ctas;
+    p->num_tasks = T;
+    p->num_slots = (int)nslots_all;
+    p->num_segs = (int)nseg;
+    p->num_partials = npart;
+    p->num_tiles = N;
+    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1;
+    p->buf = malloc(p->buf_len * sizeof(int32_t));
+    p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
+    p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
+    int rc = 0;
+    if (!p->buf || !p->sched_indptr || !p->sched_begin) {
+        dl_plan_free(p);
+        rc = dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
+    } else {
+        int32_t *o = p->buf;
+        memcpy(o, slot_ptr, ((size_t)nslots_all + 1) * sizeof(int32_t));
+        o += nslots_all + 1;
+        memcpy(o, st, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, s0, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, s1, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, so, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        /* segments of a task are consecutive in the slot walk */
+        int64_t k = 0;
+        for (int t = 0; t < T; t++) {
+            o[t] = (int32_t)k;
+            p->sched_indptr[t] = k;
+            for (int i = 0; i < task_nseg[t]; i++, k++) p->sched_begin[k] = (int64_t)s0[task_first[t] + i] * tile;
+        }
+        o[T] = (int32_t)k;
+        p->sched_indptr[T] = k;
+    }
+    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
+    return rc;
+}
