@@ -239,35 +239,69 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads, ps = a.page_size;
 
     if (warp == W) {
-        /* ---------------- producer: lane w streams consumer warp w's tiles */
-        if (lane >= W) return;
-        const int slot = blockIdx.x * W + lane;
-        uint8_t *mine = smem + lane * S * SH::STAGE;
+        /* ---------------- producer: the whole warp serves the W consumers in
+         * turn, one tile each per round; lane p loads the id of the tile's page p
+         * (before waiting for the free stage, so the load latency hides behind the
+         * wait) and issues that page's copies. Warp-uniform control flow. */
         const int rows = ps < kTile ? ps : kTile; /* box rows */
         const uint32_t copy_bytes = (uint32_t)(SW * rows);
-        int j = 0;
-        for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
-            const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
-            const int len = dl_seq_len(a, b);
-            const int32_t *pages = a.kv_indices + a.kv_indptr[b];
-            for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
-                const int st = j % S;
-                uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-                const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
-                const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-                mbar_wait(&empty[lane * S + st], ((j / S) & 1) ^ 1);
-                mbar_expect_tx(&full[lane * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
-                for (int p = 0; p < ncopy; p++) {
-                    const int tok = tok0 + p * rows;
-                    const int page = pages[tok / ps], slot0 = tok % ps;
+        int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
 #pragma unroll
-                    for (int sl = 0; sl < SLABS; sl++) {
-                        const int off = sl * kTile * SW + p * rows * SW;
-                        tma_load(tk + off, &kmap, &full[lane * S + st], sl * SW, slot0, kvh, page);
-                        tma_load(tv + off, &vmap, &full[lane * S + st], sl * SW, slot0, kvh, page);
+        for (int w = 0; w < W; w++) {
+            const int slot = blockIdx.x * W + w;
+            ck[w] = slot_ptr[slot];
+            kend[w] = slot_ptr[slot + 1];
+            cj[w] = 0;
+            ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
+            if (ck[w] < kend[w]) {
+                const int t = seg_task[ck[w]], b = t / Hkv;
+                ckvh[w] = t % Hkv;
+                clen[w] = dl_seq_len(a, b);
+                cpb[w] = a.kv_indptr[b];
+                ctile[w] = seg_t0[ck[w]];
+                ct1[w] = seg_t1[ck[w]];
+            }
+        }
+        for (;;) {
+            bool any = false;
+#pragma unroll
+            for (int w = 0; w < W; w++) {
+                if (ck[w] >= kend[w]) continue;
+                any = true;
+                const int st = cj[w] % S;
+                uint8_t *tk = smem + (w * S + st) * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+                const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
+                const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+                const int32_t *pages = a.kv_indices + cpb[w];
+                const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+                const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+                mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
+                if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+                __syncwarp();
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int p = lane + 32 * h;
+                    if (p < ncopy) {
+                        const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
+#pragma unroll
+                        for (int sl = 0; sl < SLABS; sl++) {
+                            const int off = sl * kTile * SW + p * rows * SW;
+                            tma_load(tk + off, &kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                            tma_load(tv + off, &vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                        }
                     }
                 }
+                cj[w]++;
+                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
+                    const int t = seg_task[ck[w]], b = t / Hkv;
+                    ckvh[w] = t % Hkv;
+                    clen[w] = dl_seq_len(a, b);
+                    cpb[w] = a.kv_indptr[b];
+                    ctile[w] = seg_t0[ck[w]];
+                    ct1[w] = seg_t1[ck[w]];
+                }
             }
+            if (!any) break;
         }
         return;
     }
@@ -555,57 +589,39 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     }
 }
 
-/* Merge the partials of split tasks: one CTA per (task, query head of the
- * group); 4-float columns per thread, the segments shared out over groups of
- * threads, each group an online merge, then the groups combined.
- *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i) */
-__global__ void stream_merge_kernel(const dl_gpu_args a, const stream_params sp, int num_tasks)
+/* Merge the partials of split tasks: one CTA per task, one warp per query head
+ * of the group, lanes over 4-float columns, segments in token order:
+ *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i)
+ * (computed online: the running sums rescaled when M rises). */
+__global__ void stream_merge_kernel(const dl_gpu_args a, const stream_params sp)
 {
-    const int t = blockIdx.x, head = blockIdx.y, D = a.head_dim, Hkv = a.num_kv_heads;
-    const int G = a.num_qo_heads / Hkv;
+    const int t = blockIdx.x, head = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int D = a.head_dim, Hkv = a.num_kv_heads, G = a.num_qo_heads / Hkv;
     const int32_t *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
     const int32_t *task_ptr = seg_out + sp.num_segs;
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
-    if (k1 - k0 < 2) return;
-    const int cols = D / 4, groups = blockDim.x / cols;
-    const int col = threadIdx.x % cols, grp = threadIdx.x / cols;
+    if (k1 - k0 < 2 || head >= G) return;
     const float *ws = (const float *)a.workspace;
-    float M = -INFINITY, den = 0.0f;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (grp < groups)
-        for (int k = k0 + grp; k < k1; k += groups) {
+    const int b = t / Hkv, kvh = t % Hkv;
+    const size_t row = (size_t)b * a.num_qo_heads + kvh * G + head;
+    for (int col = lane; col < D / 4; col += 32) {
+        float M = -INFINITY, den = 0.0f;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int k = k0; k < k1; k++) {
             const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
-            const float l = p[D];
-            const float Mn = fmaxf(M, l);
+            const float l = p[D], Mn = fmaxf(M, l);
             const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
-            const float4 o = make_float4(p[4 * col], p[4 * col + 1], p[4 * col + 2], p[4 * col + 3]);
-            acc.x = acc.x * f + w * o.x; acc.y = acc.y * f + w * o.y;
-            acc.z = acc.z * f + w * o.z; acc.w = acc.w * f + w * o.w;
+            acc.x = acc.x * f + w * p[4 * col];
+            acc.y = acc.y * f + w * p[4 * col + 1];
+            acc.z = acc.z * f + w * p[4 * col + 2];
+            acc.w = acc.w * f + w * p[4 * col + 3];
             den = den * f + w;
             M = Mn;
         }
-    __shared__ float sM[32], sD[32];
-    __shared__ float4 sA[256];
-    sA[threadIdx.x] = acc;
-    if (col == 0 && grp < groups) sM[grp] = M, sD[grp] = den;
-    __syncthreads();
-    if (grp != 0) return;
-    float Mt = -INFINITY;
-    for (int q = 0; q < groups; q++) Mt = fmaxf(Mt, sM[q]);
-    float dt = 0.0f;
-    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int q = 0; q < groups; q++) {
-        if (sM[q] == -INFINITY) continue;
-        const float w = expf(sM[q] - Mt);
-        const float4 x = sA[q * cols + col];
-        o.x += w * x.x; o.y += w * x.y; o.z += w * x.z; o.w += w * x.w;
-        dt += w * sD[q];
+        float *o = a.o + row * D + 4 * col;
+        o[0] = acc.x / den; o[1] = acc.y / den; o[2] = acc.z / den; o[3] = acc.w / den;
+        if (col == 0) a.lse[row] = M + logf(den);
     }
-    const int b = t / Hkv, kvh = t % Hkv;
-    float *orow = a.o + ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
-    orow[4 * col] = o.x / dt; orow[4 * col + 1] = o.y / dt;
-    orow[4 * col + 2] = o.z / dt; orow[4 * col + 3] = o.w / dt;
-    if (col == 0) a.lse[(size_t)b * a.num_qo_heads + kvh * G + head] = Mt + logf(dt);
 }
 
 /* ------------------------------------------------------------ host side */
@@ -636,7 +652,7 @@ static int get_encode(encode_fn *fn)
  * (SW bytes, min(page_size, 64) slots, 1, 1), swizzle by mode. */
 static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, int R, int SW, int swz)
 {
-    encode_fn enc;
+    encode_fn enc = nullptr;
     DL_TRY(get_encode(&enc));
     const uint64_t ps = (uint64_t)a->page_size, H = (uint64_t)a->num_kv_heads;
     cuuint64_t dim[4] = {(cuuint64_t)R, ps, H, (cuuint64_t)a->num_pages};
@@ -687,9 +703,7 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     DL_CUDA_CHECK_LAUNCH();
     if (pl->num_partials > 0) {
         const int G = a->num_qo_heads / a->num_kv_heads;
-        dim3 grid(pl->num_tasks, G);
-        const int threads = D / 4 * (D == 256 ? 4 : 8) > 256 ? 256 : D / 4 * (D == 256 ? 4 : 8);
-        stream_merge_kernel<<<grid, threads, 0, (cudaStream_t)a->stream>>>(*a, sp, pl->num_tasks);
+        stream_merge_kernel<<<pl->num_tasks, 32 * G, 0, (cudaStream_t)a->stream>>>(*a, sp);
         DL_CUDA_CHECK_LAUNCH();
     }
     return 0;
@@ -746,8 +760,14 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
     int per_sm = smem_sm / cta_smem;
     if (per_sm < 1) per_sm = 1;
     if (per_sm > 4) per_sm = 4;
+    /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp */
+    int min_tiles = 4;
+    const char *knob = getenv("DL_STREAM_CTAS_PER_SM");
+    if (knob && atoi(knob) >= 1 && atoi(knob) <= per_sm) per_sm = atoi(knob);
+    knob = getenv("DL_STREAM_MIN_TILES");
+    if (knob && atoi(knob) >= 1) min_tiles = atoi(knob);
     dl_plan p;
-    DL_TRY(dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, W, sms * per_sm, 4, &p));
+    DL_TRY(dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, W, sms * per_sm, min_tiles, &p));
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;

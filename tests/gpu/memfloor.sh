@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# memfloor.sh - the issue-10 benchmark (FP8 decode at the memory floor): builds the
+# golden files of the configurations on the GPU machine (all cores), then times
+# the selected variants on each with `decodelab run --time` (cold L2, median).
+# Environment:
+#   DECODELAB   binary (default build/decodelab)      OUT   results folder (required)
+#   CONFIGS     space-separated names from the table below (default: all)
+#   VARIANTS    --variants glob list (default 'bf16-*-mma,*-stream')
+#   KNOBS       space-separated env settings to sweep, each "A=1,B=2" or "-" for none (default "-")
+#   MAXT        --max-time-s per variant (default 3)
+# A failing run fails the script (pipefail); the last lines are a table: config, knobs, variant, us.
+set -euo pipefail
+DECODELAB=${DECODELAB:-build/decodelab}
+: "${OUT:?set OUT to the results folder}"
+VARIANTS=${VARIANTS:-'bf16-*-mma,*-stream'}
+KNOBS=${KNOBS:--}
+MAXT=${MAXT:-3}
+W=${DL_WORKDIR:-/tmp/dl_memfloor}; mkdir -p "$W" "$OUT"
+declare -A C=(
+  [8b_b64_l1024_e4m3]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3"
+  [8b_b64_l1024_bf16]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype bf16"
+  [8b_b128_l4096_e4m3]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3"
+  [8b_b128_l4096_bf16]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype bf16"
+  [70b_b64_l4096_e4m3]="--preset llama3-70b --batch 64 --seq-len 4096 --kv-dtype e4m3"
+  [8b_b4_l32768_e4m3]="--preset llama3-8b --batch 4 --seq-len 32768 --kv-dtype e4m3"
+  [8b_b1_l32768_e4m3]="--preset llama3-8b --batch 1 --seq-len 32768 --kv-dtype e4m3"
+  [13b_b64_l1024_bf16]="--preset llama-13b --batch 64 --seq-len 1024 --kv-dtype bf16"
+  [8b_b256_l4096_e4m3]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype e4m3"
+  [8b_b256_l4096_bf16]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype bf16"
+)
+ORDER="8b_b64_l1024_e4m3 8b_b64_l1024_bf16 8b_b128_l4096_e4m3 8b_b128_l4096_bf16 70b_b64_l4096_e4m3 8b_b4_l32768_e4m3 8b_b1_l32768_e4m3 13b_b64_l1024_bf16 8b_b256_l4096_e4m3 8b_b256_l4096_bf16"
+CONFIGS=${CONFIGS:-$ORDER}
+TABLE="$OUT/memfloor_table.txt"; : > "$TABLE"
+for cfg in $CONFIGS; do
+  [ -n "${C[$cfg]:-}" ] || { echo "memfloor: unknown config '$cfg' (known: $ORDER)" >&2; exit 2; }
+  g="$W/$cfg.h5"
+  [ -f "$g" ] || "$DECODELAB" golden ${C[$cfg]} --kv-scale absmax-tensor --models exact,bf16 --seed 1 --out "$g" > /dev/null
+  for knob in $KNOBS; do
+    envs=(); [ "$knob" != "-" ] && IFS=, read -ra envs <<< "$knob"
+    log="$OUT/${cfg}_${knob//[=,]/_}.log"
+    env "${envs[@]}" "$DECODELAB" run "$g" --variants "$VARIANTS" --time --max-time-s "$MAXT" --out "$OUT/memfloor.h5" > "$log" 2>&1 || { echo "memfloor: run failed: $log" >&2; cat "$log" >&2; exit 1; }
+    awk -v c="$cfg" -v k="$knob" '$2=="PASS"||$2=="MARGINAL"||$2=="FAIL" { for (i=1;i<=NF;i++) if ($i=="|") { printf "%-20s %-28s %-18s %-8s %s us  o_relL2/mod %s\n", c, k, $1, $2, $(i+1), $4 } }' "$log" >> "$TABLE"
+  done
+done
+cat "$TABLE"
