@@ -196,9 +196,43 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
     return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
 }
 
+/* Merge the partials of one split task (segments k0..k1 in token order, each
+ * a normalized o and natural-log lse per query head in the workspace) into
+ * o/lse, by one warp, lanes over (head, 4-float column) items; online:
+ *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i).
+ * Partials written by other CTAs are read through L2 (ld.global.cg). */
+__device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *seg_out, int k0, int k1, int G,
+                                           size_t row0, int lane)
+{
+    const int D = a.head_dim, cols = D / 4;
+    const float *ws = (const float *)a.workspace;
+    for (int it = lane; it < G * cols; it += 32) {
+        const int head = it / cols, col = it % cols;
+        float M = -INFINITY, den = 0.0f;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+        for (int k = k0; k < k1; k++) {
+            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
+            const float l = __ldcg(p + D), Mn = fmaxf(M, l);
+            const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
+            const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
+                                         __ldcg(p + 4 * col + 3));
+            acc.x = acc.x * f + w * o.x;
+            acc.y = acc.y * f + w * o.y;
+            acc.z = acc.z * f + w * o.z;
+            acc.w = acc.w * f + w * o.w;
+            den = den * f + w;
+            M = Mn;
+        }
+        float *o = a.o + (row0 + head) * D + 4 * col;
+        o[0] = acc.x / den; o[1] = acc.y / den; o[2] = acc.z / den; o[3] = acc.w / den;
+        if (col == 0) a.lse[row0 + head] = M + logf(den);
+    }
+}
+
 struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
-    int num_slots, num_segs;
+    int num_slots, num_segs, num_tasks;
     int swz;              /* tile_off swizzle mode */
 };
 
@@ -586,41 +620,21 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     else orow[D] = lse;
                 }
             }
-    }
-}
-
-/* Merge the partials of split tasks: one CTA per task, one warp per query head
- * of the group, lanes over 4-float columns, segments in token order:
- *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i)
- * (computed online: the running sums rescaled when M rises). */
-__global__ void stream_merge_kernel(const dl_gpu_args a, const stream_params sp)
-{
-    const int t = blockIdx.x, head = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int D = a.head_dim, Hkv = a.num_kv_heads, G = a.num_qo_heads / Hkv;
-    const int32_t *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
-    const int32_t *task_ptr = seg_out + sp.num_segs;
-    const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
-    if (k1 - k0 < 2 || head >= G) return;
-    const float *ws = (const float *)a.workspace;
-    const int b = t / Hkv, kvh = t % Hkv;
-    const size_t row = (size_t)b * a.num_qo_heads + kvh * G + head;
-    for (int col = lane; col < D / 4; col += 32) {
-        float M = -INFINITY, den = 0.0f;
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int k = k0; k < k1; k++) {
-            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
-            const float l = p[D], Mn = fmaxf(M, l);
-            const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
-            acc.x = acc.x * f + w * p[4 * col];
-            acc.y = acc.y * f + w * p[4 * col + 1];
-            acc.z = acc.z * f + w * p[4 * col + 2];
-            acc.w = acc.w * f + w * p[4 * col + 3];
-            den = den * f + w;
-            M = Mn;
+        if (part >= 0) { /* a split task: the last of its segments to finish merges them all */
+            const int32_t *task_ptr = seg_out + sp.num_segs;
+            int *tickets = (int *)(task_ptr + sp.num_tasks + 1);
+            const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
+            __threadfence();
+            __syncwarp();
+            int old = 0;
+            if (lane == 0) old = atomicAdd(&tickets[t], 1);
+            old = __shfl_sync(0xffffffffu, old, 0);
+            if (old == k1 - k0 - 1) {
+                __threadfence();
+                merge_task(a, seg_out, k0, k1, G, row0, lane);
+                if (lane == 0) tickets[t] = 0; /* ready for the next launch */
+            }
         }
-        float *o = a.o + row * D + 4 * col;
-        o[0] = acc.x / den; o[1] = acc.y / den; o[2] = acc.z / den; o[3] = acc.w / den;
-        if (col == 0) a.lse[row] = M + logf(den);
     }
 }
 
@@ -670,8 +684,16 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     cuuint32_t estr[4] = {1, 1, 1, 1};
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
+    /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; gpu/NOTES.md) */
+    CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    if (const char *e = getenv("DL_STREAM_L2PROMO")) {
+        const int v = atoi(e);
+        promo = v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                       : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                 : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    }
     CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void *>(base), dim, stride, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, sw, promo,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return dl_fail("decode_stream.cu: cuTensorMapEncodeTiled failed (error %d) for rows of %d bytes, page_size %d, "
@@ -698,14 +720,9 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     CUtensorMap km, vm;
     DL_TRY(make_map(&km, a->k_cache, a, SH::R, SH::SW, swz));
     DL_TRY(make_map(&vm, a->v_cache, a, SH::R, SH::SW, swz));
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, swz};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, swz};
     kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, km, vm);
     DL_CUDA_CHECK_LAUNCH();
-    if (pl->num_partials > 0) {
-        const int G = a->num_qo_heads / a->num_kv_heads;
-        stream_merge_kernel<<<pl->num_tasks, 32 * G, 0, (cudaStream_t)a->stream>>>(*a, sp);
-        DL_CUDA_CHECK_LAUNCH();
-    }
     return 0;
 }
 
@@ -766,6 +783,13 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
     if (knob && atoi(knob) >= 1 && atoi(knob) <= per_sm) per_sm = atoi(knob);
     knob = getenv("DL_STREAM_MIN_TILES");
     if (knob && atoi(knob) >= 1) min_tiles = atoi(knob);
+    /* at most max_segs segments per task: the last warp of a split task merges them alone */
+    int max_segs = 32, max_len = 1;
+    knob = getenv("DL_STREAM_MAX_SEGS");
+    if (knob && atoi(knob) >= 1) max_segs = atoi(knob);
+    for (int b = 0; b < a->batch_size; b++) max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
+    const int max_tiles = (max_len + kTile - 1) / kTile;
+    if (min_tiles < (max_tiles + max_segs - 1) / max_segs) min_tiles = (max_tiles + max_segs - 1) / max_segs;
     dl_plan p;
     DL_TRY(dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, W, sms * per_sm, min_tiles, &p));
     out->warps = p.warps;

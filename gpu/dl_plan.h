@@ -7,13 +7,16 @@
  * `num_slots` contiguous runs of floor/ceil(N / num_slots) tiles, one per consumer
  * warp (slot = cta * warps + warp). A run that crosses task boundaries is a list
  * of segments; a task whose tiles land in more than one slot is "split": each of
- * its segments writes a normalized partial (o, lse) to the workspace, merged
- * afterwards in token order. A task in one segment writes o/lse directly.
+ * its segments writes a normalized partial (o, lse) to the workspace, and the
+ * warp that finishes the task's last segment merges them in token order. A task
+ * in one segment writes o/lse directly.
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
- * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1], S = num_segs;
+ * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks], S = num_segs;
  * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
- * workspace slot of a partial; task_ptr lists each task's segments in token order. */
+ * workspace slot of a partial; task_ptr lists each task's segments in token order;
+ * tickets (zero, and left zero by every launch) count the finished segments of a
+ * split task so that the last one merges the partials. */
 #ifndef DL_PLAN_H
 #define DL_PLAN_H
 

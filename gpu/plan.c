@@ -85,7 +85,7 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
     p->num_segs = (int)nseg;
     p->num_partials = npart;
     p->num_tiles = N;
-    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1;
+    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T;
     p->buf = malloc(p->buf_len * sizeof(int32_t));
     p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
     p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
@@ -114,6 +114,7 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
         }
         o[T] = (int32_t)k;
         p->sched_indptr[T] = k;
+        memset(o + T + 1, 0, (size_t)T * sizeof(int32_t)); /* tickets */
     }
     free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
     return rc;

@@ -27,6 +27,8 @@ declare -A C=(
   [13b_b64_l1024_bf16]="--preset llama-13b --batch 64 --seq-len 1024 --kv-dtype bf16"
   [8b_b256_l4096_e4m3]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype e4m3"
   [8b_b256_l4096_bf16]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype bf16"
+  [8b_b64_l1024_e4m3_hnd]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --kv-layout HND"
+  [8b_b128_l4096_e4m3_hnd]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-layout HND"
 )
 ORDER="8b_b64_l1024_e4m3 8b_b64_l1024_bf16 8b_b128_l4096_e4m3 8b_b128_l4096_bf16 70b_b64_l4096_e4m3 8b_b4_l32768_e4m3 8b_b1_l32768_e4m3 13b_b64_l1024_bf16 8b_b256_l4096_e4m3 8b_b256_l4096_bf16"
 CONFIGS=${CONFIGS:-$ORDER}
