@@ -684,8 +684,9 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     cuuint32_t estr[4] = {1, 1, 1, 1};
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
-    /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; gpu/NOTES.md) */
-    CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; default 128: with 256 the
+     * NHD 128-byte rows of one head pulled their neighbour's too, 402 vs 307 us, gpu/NOTES.md) */
+    CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
     if (const char *e = getenv("DL_STREAM_L2PROMO")) {
         const int v = atoi(e);
         promo = v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
