@@ -264,8 +264,9 @@ extern "C" int64_t dl_bench_flush_bytes(const dl_bench *b)
 }
 
 /* The read flush: a grid-stride read with 16-byte loads, 8 in flight per
- * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use), like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the
- * normal eviction priority) instead of .cs: evict-first lines would mostly
+ * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
+ * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
+ * eviction priority) instead of .cs: evict-first lines would mostly
  * replace one another and leave the previous contents of L2 in place. The xor
  * is stored only if it equals an unlikely key (nothing is written in practice). */
 __global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
@@ -507,8 +508,14 @@ template <> struct dl_rr_vec<1> { typedef unsigned char T; };
 __device__ __forceinline__ unsigned dl_rr_fold(uint4 v, size_t) { return v.x ^ v.y ^ v.z ^ v.w; }
 __device__ __forceinline__ unsigned dl_rr_fold(uint2 v, size_t) { return v.x ^ v.y; }
 __device__ __forceinline__ unsigned dl_rr_fold(unsigned v, size_t) { return v; }
-__device__ __forceinline__ unsigned dl_rr_fold(unsigned short v, size_t i) { return (unsigned)v << (16 * (unsigned)(i & 1)); }
-__device__ __forceinline__ unsigned dl_rr_fold(unsigned char v, size_t i) { return (unsigned)v << (8 * (unsigned)(i & 3)); }
+__device__ __forceinline__ unsigned dl_rr_fold(unsigned short v, size_t i)
+{
+    return (unsigned)v << (16 * (unsigned)(i & 1));
+}
+__device__ __forceinline__ unsigned dl_rr_fold(unsigned char v, size_t i)
+{
+    return (unsigned)v << (8 * (unsigned)(i & 3));
+}
 
 template <typename T> __device__ __forceinline__ T dl_rr_zero() { return T(); }
 template <> __device__ __forceinline__ uint4 dl_rr_zero<uint4>() { return make_uint4(0, 0, 0, 0); }
@@ -577,8 +584,8 @@ __host__ __device__ __forceinline__ bool dl_rr_unit(const dl_rr_pages &p, const 
  * last page is partial: NHD reads its first last_len token rows (w < last_len
  * * row), HND the first last_len rows of each head block (w % F < last_len * row). */
 template <int G, bool CHECK>
-__global__ void __launch_bounds__(DL_RR_THREADS, 4) dl_read_pages_kernel(dl_rr_pages p, unsigned key, unsigned *sink,
-                                                                      dl_rr_check *check)
+__global__ void __launch_bounds__(DL_RR_THREADS, 4)
+    dl_read_pages_kernel(dl_rr_pages p, unsigned key, unsigned *sink, dl_rr_check *check)
 {
     typedef typename dl_rr_vec<G>::T T;
     __shared__ int32_t s_page[DL_RR_MAX_PAGES];
@@ -633,8 +640,8 @@ __global__ void __launch_bounds__(DL_RR_THREADS, 4) dl_read_pages_kernel(dl_rr_p
  * n16 = nbytes / 16 units (grid-stride, DL_RR_U K+V pairs in flight per
  * thread), then the nbytes % 16 tail bytes one at a time. */
 template <bool CHECK>
-__global__ void __launch_bounds__(DL_RR_THREADS, 4) dl_read_contig_kernel(const void *k, const void *v, size_t nbytes,
-                                                                       unsigned key, unsigned *sink, dl_rr_check *check)
+__global__ void __launch_bounds__(DL_RR_THREADS, 4)
+    dl_read_contig_kernel(const void *k, const void *v, size_t nbytes, unsigned key, unsigned *sink, dl_rr_check *check)
 {
     const uint4 *__restrict__ K = (const uint4 *)k;
     const uint4 *__restrict__ V = (const uint4 *)v;
@@ -708,10 +715,9 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
         pl->empty = pl->contig_bytes == 0;
         int *per_sm = &b->contig_blocks_per_sm[check ? 1 : 0];
         if (!*per_sm) {
-            if (check)
-                DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, dl_read_contig_kernel<true>, DL_RR_THREADS, 0));
-            else
-                DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, dl_read_contig_kernel<false>, DL_RR_THREADS, 0));
+            const void *fn =
+                check ? (const void *)dl_read_contig_kernel<true> : (const void *)dl_read_contig_kernel<false>;
+            DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, fn, DL_RR_THREADS, 0));
             if (*per_sm < 1) return dl_fail("read reference: the contiguous reader fits no CTA on an SM");
         }
         /* every CTA resident at once (a grid-stride loop with a second wave would end late) */
@@ -725,7 +731,8 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
     const int g = dl_read_ref_load_bytes(a);
     pl->g = g;
     const int64_t P = (int64_t)a->page_size * row / g;
-    if (P < 1 || P > (INT64_C(1) << 30)) return dl_fail("read reference: %lld units per page is out of range", (long long)P);
+    if (P < 1 || P > (INT64_C(1) << 30))
+        return dl_fail("read reference: %lld units per page is out of range", (long long)P);
     dl_rr_pages *p = &pl->pages;
     p->k = a->k_cache;
     p->v = a->v_cache;
@@ -749,12 +756,15 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
 
 template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check)
 {
+    const dim3 grid = pl->grid;
+    cudaStream_t st = b->stream;
+    const dl_rr_pages &p = pl->pages;
     switch (pl->g) {
-    case 16: dl_read_pages_kernel<16, CHECK><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(pl->pages, DL_RR_KEY, b->sink, check); break;
-    case 8: dl_read_pages_kernel<8, CHECK><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(pl->pages, DL_RR_KEY, b->sink, check); break;
-    case 4: dl_read_pages_kernel<4, CHECK><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(pl->pages, DL_RR_KEY, b->sink, check); break;
-    case 2: dl_read_pages_kernel<2, CHECK><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(pl->pages, DL_RR_KEY, b->sink, check); break;
-    default: dl_read_pages_kernel<1, CHECK><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(pl->pages, DL_RR_KEY, b->sink, check); break;
+    case 16: dl_read_pages_kernel<16, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 8: dl_read_pages_kernel<8, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 4: dl_read_pages_kernel<4, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 2: dl_read_pages_kernel<2, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    default: dl_read_pages_kernel<1, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
     }
 }
 
@@ -764,11 +774,13 @@ static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl
     if (pl->empty) return 0;
     if (pl->order == DL_READ_CONTIG) {
         if (check)
-            dl_read_contig_kernel<true><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache, pl->contig_bytes,
-                                                                                  DL_RR_KEY, b->sink, check);
+            dl_read_contig_kernel<true><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
+                                                                                  pl->contig_bytes, DL_RR_KEY, b->sink,
+                                                                                  check);
         else
-            dl_read_contig_kernel<false><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache, pl->contig_bytes,
-                                                                                   DL_RR_KEY, b->sink, check);
+            dl_read_contig_kernel<false><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
+                                                                                   pl->contig_bytes, DL_RR_KEY, b->sink,
+                                                                                   check);
     } else if (check) {
         rr_launch_pages<true>(b, pl, check);
     } else {
@@ -781,8 +793,8 @@ static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl
     return 0;
 }
 
-extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order, int flush,
-                                  double *sec)
+extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,
+                                  int flush, double *sec)
 {
     dl_rr_plan pl;
     DL_TRY(rr_plan(b, a, total_tokens, order, 0, &pl));

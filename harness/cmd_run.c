@@ -364,7 +364,8 @@ static int measure_read_ref(const run_opts *o, const dl_case *c, const dev_bufs 
         dl_run_read_sum(c, order == DL_READ_CONTIG, &want_bytes, &want_xor);
         DL_TRY(dl_bench_read_check(bench, &a, tokens, order, &got_bytes, &got_xor));
         if (got_bytes != want_bytes || got_xor != want_xor)
-            return dl_fail("the %s reader read %lld bytes (xor-fold %08x), the case's KV bytes are %lld (xor-fold %08x)",
+            return dl_fail("the %s reader read %lld bytes (xor-fold %08x), the case's KV bytes are %lld "
+                           "(xor-fold %08x)",
                            what[k], (long long)got_bytes, (unsigned)got_xor, (long long)want_bytes, (unsigned)want_xor);
         double warm;
         for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_read(bench, &a, tokens, order, 0, &warm));
@@ -608,8 +609,8 @@ int dl_cmd_run(int argc, char **argv)
     printf("golden: %s\ncase:   %s\n", o.golden, name);
     if (o.resume) {
         int before = nsel;
-        if (dl_run_resume_filter(o.out, &g.c, o.splits, o.time ? timing_mode(&o) : "none", o.time ? flush_name(&o) : "none",
-                                 sel, &nsel)) {
+        if (dl_run_resume_filter(o.out, &g.c, o.splits, o.time ? timing_mode(&o) : "none",
+                                 o.time ? flush_name(&o) : "none", sel, &nsel)) {
             dl_golden_free(&g);
             free(sel);
             return dl_cli_error("run");
@@ -663,8 +664,8 @@ int dl_cmd_run(int argc, char **argv)
         print_header(o.time);
         for (int i = 0; i < nsel; i++) print_row(&rows[i], o.time);
         if (o.time) {
-            printf("timing: %s, flush %s; bytes = Q + K/V of the exact tokens (%lld B) + scales + page table + O + LSE = "
-                   "%lld B; frac_ref = ref_read / median\n",
+            printf("timing: %s, flush %s; bytes = Q + K/V of the exact tokens (%lld B) + scales + page table + O + "
+                   "LSE = %lld B; frac_ref = ref_read / median\n",
                    timing_mode(&o), flush_name(&o), (long long)rows[0].bytes_kv, (long long)rows[0].bytes_total);
         }
         if (o.out) {

@@ -63,7 +63,7 @@ typedef struct {
     char reason[512];           /* why SKIP, why FAIL (error text), or why not timed; "" otherwise */
     /* timing */
     char timing_mode[24];       /* "none" "cold-l2" "hot-l2" "graph-cold-l2" "graph-hot-l2" */
-    char flush[8];              /* L2 flush before each timed sample: "write" "read"; "none" (hot-l2 or untimed); "unknown" */
+    char flush[8];              /* L2 flush per timed sample: "write" "read"; "none" (hot/untimed); "unknown" */
     int64_t graph_launches;     /* launches per graph replay (graph modes), else 1 */
     int64_t time_samples, time_converged;
     double time_median_s, time_min_s, time_max_s, time_mean_s, time_stdrel, time_elapsed_s;
