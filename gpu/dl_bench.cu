@@ -2,9 +2,11 @@
  * clocks via dlopen, device memory helpers, L2 flush, CUDA event timing of one
  * launch or of a CUDA-graph replay, and the peak read bandwidth calibration
  * kernel (16-byte streaming loads over a buffer much larger than L2).
- * Timing follows NVBench: flush L2 per cold sample (a memset of 2x L2), events
- * around the launch; hot samples put a spin kernel first so launch latency is
- * hidden behind device work. */
+ * Timing follows NVBench: flush L2 per cold sample (a memset of 2x L2, or with
+ * DL_FLUSH_READ a read of 4x L2), events around the launch; hot samples put a
+ * spin kernel first so launch latency is hidden behind device work. Also the
+ * read reference of a decode case (dl_bench_time_read: a page-table-order and
+ * a contiguous read of exactly the case's KV bytes). */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -178,16 +180,29 @@ extern "C" int dl_dev_check_launch(const char *what, void *stream)
 
 /* ------------------------------------------------------------ bench context */
 
+/* Counters of a read self-check (dl_bench_read_check). */
+struct dl_rr_check {
+    unsigned long long bytes;
+    unsigned xor_fold;
+};
+
 struct dl_bench {
     cudaStream_t stream;
     cudaEvent_t start, stop;
     void *flush;
     size_t flush_bytes;
     unsigned flush_count;
+    dl_flush_mode flush_mode;
+    void *rflush;               /* DL_FLUSH_READ: 4x L2, allocated on first use */
+    size_t rflush_bytes;
+    int rflush_blocks;
+    int sm_count;
+    int contig_blocks_per_sm[2]; /* occupancy of dl_read_contig_kernel<false/true>; 0 = not asked yet */
     long long spin_cycles;
     cudaGraphExec_t graph_exec;
     int graph_n;
     unsigned *sink;
+    dl_rr_check *check;         /* dl_bench_read_check's counters, allocated on first use */
 };
 
 /* Keeps the GPU busy for about `cycles` SM clocks. */
@@ -206,6 +221,8 @@ extern "C" int dl_bench_create(dl_bench **out)
     dl_device_info info;
     int rc = dl_bench_device_info(&info);
     if (!rc) {
+        b->sm_count = info.sm_count > 0 ? info.sm_count : 1;
+        b->flush_mode = DL_FLUSH_WRITE;
         b->flush_bytes = (size_t)(2 * (info.l2_bytes > 0 ? info.l2_bytes : (64 << 20)));
         /* about 20 us at the peak SM clock */
         b->spin_cycles = (long long)(info.sm_clock_khz_max > 0 ? info.sm_clock_khz_max : 2000000) * 20 / 1000;
@@ -231,7 +248,9 @@ extern "C" void dl_bench_destroy(dl_bench *b)
     if (!b) return;
     if (b->graph_exec) cudaGraphExecDestroy(b->graph_exec);
     if (b->flush) cudaFree(b->flush);
+    if (b->rflush) cudaFree(b->rflush);
     if (b->sink) cudaFree(b->sink);
+    if (b->check) cudaFree(b->check);
     if (b->start) cudaEventDestroy(b->start);
     if (b->stop) cudaEventDestroy(b->stop);
     if (b->stream) cudaStreamDestroy(b->stream);
@@ -239,10 +258,74 @@ extern "C" void dl_bench_destroy(dl_bench *b)
 }
 
 extern "C" void *dl_bench_stream(dl_bench *b) { return (void *)b->stream; }
-extern "C" int64_t dl_bench_flush_bytes(const dl_bench *b) { return (int64_t)b->flush_bytes; }
+extern "C" int64_t dl_bench_flush_bytes(const dl_bench *b)
+{
+    return (int64_t)(b->flush_mode == DL_FLUSH_READ ? b->rflush_bytes : b->flush_bytes);
+}
+
+/* The read flush: a grid-stride read with 16-byte loads, 8 in flight per
+ * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
+ * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
+ * eviction priority) instead of .cs: evict-first lines would mostly
+ * replace one another and leave the previous contents of L2 in place. The xor
+ * is stored only if it equals an unlikely key (nothing is written in practice). */
+__global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
+                                                            unsigned *sink)
+{
+    const int U = 8;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (; i + (U - 1) * stride < n16; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = __ldcg(p + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n16; i += stride) {
+        uint4 v = __ldcg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == key) sink[0] = acc;
+}
+
+extern "C" int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode)
+{
+    if (mode != DL_FLUSH_WRITE && mode != DL_FLUSH_READ) return dl_fail("L2 flush: unknown mode %d", (int)mode);
+    if (mode == DL_FLUSH_READ && !b->rflush) {
+        /* 4x L2: twice the write flush, since a read leaves nothing dirty to push the old lines out */
+        size_t bytes = 2 * b->flush_bytes;
+        int per_sm = 0;
+        DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dl_flush_read_kernel, 256, 0));
+        if (per_sm < 1) return dl_fail("L2 flush: the read-flush kernel fits no CTA on an SM");
+        cudaError_t e = cudaMalloc(&b->rflush, bytes);
+        if (e != cudaSuccess) {
+            b->rflush = NULL;
+            return dl_fail("L2 flush: cudaMalloc of the %zu-byte read-flush buffer (4x L2) failed: %s", bytes,
+                           cudaGetErrorString(e));
+        }
+        b->rflush_bytes = bytes;
+        b->rflush_blocks = per_sm * b->sm_count;
+        /* a fixed non-zero pattern, written once; the dirty lines it leaves are pushed
+         * out by the first read flush, before anything is timed */
+        DL_CUDA_TRY(cudaMemsetAsync(b->rflush, 0x5A, bytes, b->stream));
+        DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
+    }
+    b->flush_mode = mode;
+    return 0;
+}
+
+extern "C" dl_flush_mode dl_bench_get_flush(const dl_bench *b) { return b->flush_mode; }
 
 extern "C" int dl_bench_flush_l2(dl_bench *b)
 {
+    if (b->flush_mode == DL_FLUSH_READ) {
+        dl_flush_read_kernel<<<b->rflush_blocks, 256, 0, b->stream>>>((const uint4 *)b->rflush, b->rflush_bytes / 16,
+                                                                      0x9E3779B9u, b->sink);
+        DL_CUDA_TRY(cudaGetLastError());
+        return 0;
+    }
     /* A different byte each time, so no pass writes what is already there. */
     int value = (int)(1 + (b->flush_count++ % 254));
     DL_CUDA_TRY(cudaMemsetAsync(b->flush, value, b->flush_bytes, b->stream));
@@ -401,4 +484,347 @@ extern "C" int dl_bench_peak_read(dl_bench *b, int64_t bytes, int runs, dl_peak_
     free(t);
     dl_dev_free(buf);
     return rc;
+}
+
+/* ------------------------------------------------------------ read reference */
+
+/* 256-thread CTAs; DL_RR_U K+V load pairs per thread per round. The kernels are
+ * declared with a minimum of 4 CTAs per SM: without it ptxas holds them to 32
+ * registers and consumes each load before issuing the next few (2-4 in flight);
+ * with it every round issues its 8 loads before the first use (see the SASS). */
+enum { DL_RR_THREADS = 256, DL_RR_U = 4, DL_RR_MAX_PAGES = 1024 };
+static const unsigned DL_RR_KEY = 0x9E3779B9u;
+
+/* Loads of G bytes. */
+template <int G> struct dl_rr_vec;
+template <> struct dl_rr_vec<16> { typedef uint4 T; };
+template <> struct dl_rr_vec<8> { typedef uint2 T; };
+template <> struct dl_rr_vec<4> { typedef unsigned T; };
+template <> struct dl_rr_vec<2> { typedef unsigned short T; };
+template <> struct dl_rr_vec<1> { typedef unsigned char T; };
+
+/* xor-fold of the value loaded from element i of its array: every byte x at
+ * byte offset o lands at bits 8*(o % 4) (dl_run_read_sum's definition). */
+__device__ __forceinline__ unsigned dl_rr_fold(uint4 v, size_t) { return v.x ^ v.y ^ v.z ^ v.w; }
+__device__ __forceinline__ unsigned dl_rr_fold(uint2 v, size_t) { return v.x ^ v.y; }
+__device__ __forceinline__ unsigned dl_rr_fold(unsigned v, size_t) { return v; }
+__device__ __forceinline__ unsigned dl_rr_fold(unsigned short v, size_t i)
+{
+    return (unsigned)v << (16 * (unsigned)(i & 1));
+}
+__device__ __forceinline__ unsigned dl_rr_fold(unsigned char v, size_t i)
+{
+    return (unsigned)v << (8 * (unsigned)(i & 3));
+}
+
+template <typename T> __device__ __forceinline__ T dl_rr_zero() { return T(); }
+template <> __device__ __forceinline__ uint4 dl_rr_zero<uint4>() { return make_uint4(0, 0, 0, 0); }
+template <> __device__ __forceinline__ uint2 dl_rr_zero<uint2>() { return make_uint2(0, 0); }
+
+/* n / d for n < 2^31 by a multiply-high (the divisor is the same for a whole
+ * launch): mul = ceil(2^(31+l) / d), l = ceil(log2 d), q = umulhi(n, mul) >> (l-1).
+ * Checked against n / d on the host for d up to 2^30. */
+struct dl_fastdiv {
+    unsigned d, mul, shr;
+};
+
+static dl_fastdiv dl_fastdiv_make(unsigned d)
+{
+    dl_fastdiv f = {d, 0, 0};
+    if (d > 1) {
+        unsigned l = 0;
+        while ((1ull << l) < d) l++;
+        unsigned long long p = 31 + l;
+        f.mul = (unsigned)(((1ull << p) + d - 1) / d);
+        f.shr = (unsigned)(p - 32);
+    }
+    return f;
+}
+
+__host__ __device__ __forceinline__ unsigned dl_fastdiv_q(unsigned n, dl_fastdiv f)
+{
+#ifdef __CUDA_ARCH__
+    return f.d == 1 ? n : __umulhi(n, f.mul) >> f.shr;
+#else
+    return f.d == 1 ? n : (unsigned)(((unsigned long long)n * f.mul) >> 32) >> f.shr;
+#endif
+}
+
+/* Geometry of the page-table reader, in units of G bytes. */
+struct dl_rr_pages {
+    const void *k, *v;
+    const int32_t *indptr, *indices, *last;
+    unsigned P;         /* units per page (all heads): page_size * Hkv * D * elem / G */
+    dl_fastdiv fP;
+    unsigned used_row;  /* units per token row of the used test: NHD Hkv*D*elem/G, HND D*elem/G */
+    unsigned F;         /* HND: units per head block of a page (page_size * D*elem/G); NHD: P */
+    int pages_per_cta;  /* consecutive pages of a request per CTA step (<= DL_RR_MAX_PAGES) */
+};
+
+/* Unit i (of n) of a CTA step over the pages s_page[0..): whether it is read,
+ * and its offset in units of G bytes from the start of the K (= V) cache.
+ * e_last: the step's index of the request's last page (else ~0u); last_units:
+ * kv_last_page_len * used_row. Host-callable so that the walk can be emulated. */
+__host__ __device__ __forceinline__ bool dl_rr_unit(const dl_rr_pages &p, const int32_t *s_page, unsigned n,
+                                                    unsigned e_last, unsigned last_units, unsigned i, size_t *off)
+{
+    unsigned e = dl_fastdiv_q(i, p.fP);
+    const unsigned w = i - e * p.P;
+    bool in = i < n;
+    if (e == e_last) in = in && (w % p.F) < last_units;
+    *off = (size_t)s_page[in ? e : 0] * p.P + w;
+    return in;
+}
+
+/* Page-table order: CTA (blockIdx.x = request b, blockIdx.y + k*gridDim.y =
+ * group g of pages_per_cta consecutive pages of b). The group's page numbers
+ * are staged in shared memory; then the group's units i in [0, pages * P) are
+ * read in rounds of DL_RR_U per thread (coalesced: consecutive threads read
+ * consecutive units of a page), K and V at the same offset. Only the request's
+ * last page is partial: NHD reads its first last_len token rows (w < last_len
+ * * row), HND the first last_len rows of each head block (w % F < last_len * row). */
+template <int G, bool CHECK>
+__global__ void __launch_bounds__(DL_RR_THREADS, 4)
+    dl_read_pages_kernel(dl_rr_pages p, unsigned key, unsigned *sink, dl_rr_check *check)
+{
+    typedef typename dl_rr_vec<G>::T T;
+    __shared__ int32_t s_page[DL_RR_MAX_PAGES];
+    const int b = blockIdx.x;
+    const int j_begin = p.indptr[b], j_end = p.indptr[b + 1];
+    const unsigned last_units = (unsigned)p.last[b] * p.used_row;
+    const T *__restrict__ K = (const T *)p.k;
+    const T *__restrict__ V = (const T *)p.v;
+    unsigned acc = 0;
+    unsigned long long nbytes = 0;
+    for (int g = blockIdx.y;; g += gridDim.y) {
+        const int j0 = j_begin + g * p.pages_per_cta;
+        if (j0 >= j_end) break;
+        const int np = min(p.pages_per_cta, j_end - j0);
+        __syncthreads(); /* the previous group is done with s_page */
+        for (int e = threadIdx.x; e < np; e += DL_RR_THREADS) s_page[e] = p.indices[j0 + e];
+        __syncthreads();
+        const unsigned n = (unsigned)np * p.P;
+        const unsigned e_last = (j0 + np == j_end) ? (unsigned)(np - 1) : 0xFFFFFFFFu;
+        for (unsigned base = threadIdx.x; base < n; base += DL_RR_U * DL_RR_THREADS) {
+            size_t off[DL_RR_U];
+            bool ok[DL_RR_U];
+#pragma unroll
+            for (int u = 0; u < DL_RR_U; u++)
+                ok[u] = dl_rr_unit(p, s_page, n, e_last, last_units, base + u * DL_RR_THREADS, &off[u]);
+            T kv[DL_RR_U], vv[DL_RR_U];
+#pragma unroll
+            for (int u = 0; u < DL_RR_U; u++) {
+                kv[u] = dl_rr_zero<T>();
+                vv[u] = dl_rr_zero<T>();
+                if (ok[u]) {
+                    kv[u] = __ldcs(K + off[u]);
+                    vv[u] = __ldcs(V + off[u]);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < DL_RR_U; u++) {
+                acc ^= dl_rr_fold(kv[u], off[u]) ^ dl_rr_fold(vv[u], off[u]);
+                if (CHECK) nbytes += ok[u] ? 2 * G : 0;
+            }
+        }
+    }
+    if (CHECK) {
+        atomicAdd(&check->bytes, nbytes);
+        atomicXor(&check->xor_fold, acc);
+    } else if (acc == key) {
+        sink[0] = acc;
+    }
+}
+
+/* Contiguous: bytes [0, nbytes) of K and of V, 16-byte loads over the first
+ * n16 = nbytes / 16 units (grid-stride, DL_RR_U K+V pairs in flight per
+ * thread), then the nbytes % 16 tail bytes one at a time. */
+template <bool CHECK>
+__global__ void __launch_bounds__(DL_RR_THREADS, 4)
+    dl_read_contig_kernel(const void *k, const void *v, size_t nbytes, unsigned key, unsigned *sink, dl_rr_check *check)
+{
+    const uint4 *__restrict__ K = (const uint4 *)k;
+    const uint4 *__restrict__ V = (const uint4 *)v;
+    const size_t n16 = nbytes / 16;
+    const size_t stride = (size_t)gridDim.x * DL_RR_THREADS;
+    size_t i = (size_t)blockIdx.x * DL_RR_THREADS + threadIdx.x;
+    unsigned acc = 0;
+    unsigned long long nread = 0;
+    for (; i + (DL_RR_U - 1) * stride < n16; i += DL_RR_U * stride) {
+        uint4 kv[DL_RR_U], vv[DL_RR_U];
+#pragma unroll
+        for (int u = 0; u < DL_RR_U; u++) {
+            kv[u] = __ldcs(K + i + u * stride);
+            vv[u] = __ldcs(V + i + u * stride);
+        }
+#pragma unroll
+        for (int u = 0; u < DL_RR_U; u++) acc ^= dl_rr_fold(kv[u], 0) ^ dl_rr_fold(vv[u], 0);
+        if (CHECK) nread += 2 * 16 * DL_RR_U;
+    }
+    for (; i < n16; i += stride) {
+        acc ^= dl_rr_fold(__ldcs(K + i), 0) ^ dl_rr_fold(__ldcs(V + i), 0);
+        if (CHECK) nread += 2 * 16;
+    }
+    const unsigned char *kb = (const unsigned char *)k, *vb = (const unsigned char *)v;
+    for (size_t t = 16 * n16 + (size_t)blockIdx.x * DL_RR_THREADS + threadIdx.x; t < nbytes; t += stride) {
+        acc ^= dl_rr_fold(__ldcs(kb + t), t) ^ dl_rr_fold(__ldcs(vb + t), t);
+        if (CHECK) nread += 2;
+    }
+    if (CHECK) {
+        atomicAdd(&check->bytes, nread);
+        atomicXor(&check->xor_fold, acc);
+    } else if (acc == key) {
+        sink[0] = acc;
+    }
+}
+
+extern "C" int dl_read_ref_load_bytes(const dl_gpu_args *a)
+{
+    int64_t row = (int64_t)a->head_dim * (int64_t)dl_dtype_size(a->kv_dtype);
+    if (a->kv_layout == DL_NHD) row *= a->num_kv_heads;
+    int g = 16;
+    while (g > 1 && row % g) g >>= 1;
+    return g;
+}
+
+/* Everything a reader launch needs, computed before the start event is recorded
+ * (no host work between the events but the launch itself). */
+typedef struct {
+    dl_read_order order;
+    int g;                  /* DL_READ_PAGES: load width */
+    dl_rr_pages pages;
+    dim3 grid;
+    size_t contig_bytes;    /* DL_READ_CONTIG: bytes per cache */
+    int empty;              /* nothing to read */
+} dl_rr_plan;
+
+static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order, int check,
+                   dl_rr_plan *pl)
+{
+    *pl = dl_rr_plan();
+    pl->order = order;
+    if (a->batch_size < 1 || a->num_kv_heads < 1 || a->head_dim < 1 || a->page_size < 1 || a->max_seq_len < 0 ||
+        total_tokens < 0)
+        return dl_fail("read reference: bad case geometry (B=%d Hkv=%d D=%d page=%d max_seq_len=%d tokens=%lld)",
+                       a->batch_size, a->num_kv_heads, a->head_dim, a->page_size, a->max_seq_len,
+                       (long long)total_tokens);
+    const int64_t elem = (int64_t)dl_dtype_size(a->kv_dtype);
+    const int64_t head_row = (int64_t)a->head_dim * elem, row = head_row * a->num_kv_heads;
+    if (order == DL_READ_CONTIG) {
+        pl->contig_bytes = (size_t)(total_tokens * row);
+        pl->empty = pl->contig_bytes == 0;
+        int *per_sm = &b->contig_blocks_per_sm[check ? 1 : 0];
+        if (!*per_sm) {
+            const void *fn =
+                check ? (const void *)dl_read_contig_kernel<true> : (const void *)dl_read_contig_kernel<false>;
+            DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, fn, DL_RR_THREADS, 0));
+            if (*per_sm < 1) return dl_fail("read reference: the contiguous reader fits no CTA on an SM");
+        }
+        /* every CTA resident at once (a grid-stride loop with a second wave would end late) */
+        size_t work = (pl->contig_bytes / 16 + (size_t)DL_RR_U * DL_RR_THREADS - 1) / ((size_t)DL_RR_U * DL_RR_THREADS);
+        size_t blocks = (size_t)*per_sm * (size_t)b->sm_count;
+        if (work < blocks) blocks = work;
+        pl->grid = dim3((unsigned)(blocks > 0 ? blocks : 1));
+        return 0;
+    }
+    if (order != DL_READ_PAGES) return dl_fail("read reference: unknown reader %d", (int)order);
+    const int g = dl_read_ref_load_bytes(a);
+    pl->g = g;
+    const int64_t P = (int64_t)a->page_size * row / g;
+    if (P < 1 || P > (INT64_C(1) << 30))
+        return dl_fail("read reference: %lld units per page is out of range", (long long)P);
+    dl_rr_pages *p = &pl->pages;
+    p->k = a->k_cache;
+    p->v = a->v_cache;
+    p->indptr = a->kv_indptr;
+    p->indices = a->kv_indices;
+    p->last = a->kv_last_page_len;
+    p->P = (unsigned)P;
+    p->fP = dl_fastdiv_make((unsigned)P);
+    p->used_row = (unsigned)((a->kv_layout == DL_NHD ? row : head_row) / g);
+    p->F = a->kv_layout == DL_NHD ? (unsigned)P : (unsigned)((int64_t)a->page_size * head_row / g);
+    /* about two rounds of DL_RR_U units per thread per CTA step */
+    int64_t ppc = (int64_t)2 * DL_RR_U * DL_RR_THREADS / P;
+    p->pages_per_cta = (int)(ppc < 1 ? 1 : ppc > DL_RR_MAX_PAGES ? DL_RR_MAX_PAGES : ppc);
+    int64_t max_pages = ((int64_t)a->max_seq_len + a->page_size - 1) / a->page_size;
+    int64_t groups = (max_pages + p->pages_per_cta - 1) / p->pages_per_cta;
+    if (groups > 65535) groups = 65535; /* the kernel loops over the rest */
+    pl->grid = dim3((unsigned)a->batch_size, (unsigned)(groups > 0 ? groups : 1));
+    pl->empty = total_tokens == 0;
+    return 0;
+}
+
+template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check)
+{
+    const dim3 grid = pl->grid;
+    cudaStream_t st = b->stream;
+    const dl_rr_pages &p = pl->pages;
+    switch (pl->g) {
+    case 16: dl_read_pages_kernel<16, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 8: dl_read_pages_kernel<8, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 4: dl_read_pages_kernel<4, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 2: dl_read_pages_kernel<2, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    default: dl_read_pages_kernel<1, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    }
+}
+
+/* Enqueue one read (check != NULL: the counting variant into *check). */
+static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl_rr_check *check)
+{
+    if (pl->empty) return 0;
+    if (pl->order == DL_READ_CONTIG) {
+        if (check)
+            dl_read_contig_kernel<true><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
+                                                                                  pl->contig_bytes, DL_RR_KEY, b->sink,
+                                                                                  check);
+        else
+            dl_read_contig_kernel<false><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
+                                                                                   pl->contig_bytes, DL_RR_KEY, b->sink,
+                                                                                   check);
+    } else if (check) {
+        rr_launch_pages<true>(b, pl, check);
+    } else {
+        rr_launch_pages<false>(b, pl, check);
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return dl_fail("read reference (%s reader): launch failed: %s",
+                       pl->order == DL_READ_CONTIG ? "contiguous" : "page-table", cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,
+                                  int flush, double *sec)
+{
+    dl_rr_plan pl;
+    DL_TRY(rr_plan(b, a, total_tokens, order, 0, &pl));
+    DL_TRY(before_sample(b, flush));
+    DL_CUDA_TRY(cudaEventRecord(b->start, b->stream));
+    DL_TRY(rr_launch(b, a, &pl, NULL));
+    DL_CUDA_TRY(cudaEventRecord(b->stop, b->stream));
+    return elapsed(b, sec);
+}
+
+extern "C" int dl_bench_read_check(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,
+                                   int64_t *bytes_read, uint32_t *xor_fold)
+{
+    *bytes_read = -1;
+    *xor_fold = 0;
+    dl_rr_plan pl;
+    DL_TRY(rr_plan(b, a, total_tokens, order, 1, &pl));
+    if (!b->check) {
+        cudaError_t e = cudaMalloc((void **)&b->check, sizeof *b->check);
+        if (e != cudaSuccess) {
+            b->check = NULL;
+            return dl_fail("read reference: cudaMalloc of the check counters failed: %s", cudaGetErrorString(e));
+        }
+    }
+    DL_CUDA_TRY(cudaMemsetAsync(b->check, 0, sizeof *b->check, b->stream));
+    DL_TRY(rr_launch(b, a, &pl, b->check));
+    dl_rr_check h;
+    DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
+    DL_CUDA_TRY(cudaMemcpy(&h, b->check, sizeof h, cudaMemcpyDeviceToHost));
+    *bytes_read = (int64_t)h.bytes;
+    *xor_fold = h.xor_fold;
+    return 0;
 }

@@ -1,7 +1,8 @@
 /* dl_bench.h - the GPU side of the harness: device info and SM clock (NVML via
- * dlopen), device memory helpers, an L2 flush buffer (2x the L2 size), CUDA
- * event timing of one launch (cold or hot L2), CUDA-graph replays, and the
- * peak-read-bandwidth calibration kernel. Implemented in gpu/dl_bench.cu; the
+ * dlopen), device memory helpers, the L2 flush (a write of 2x the L2 size, or
+ * a read of 4x), CUDA event timing of one launch (cold or hot L2), CUDA-graph
+ * replays, the peak-read-bandwidth calibration kernel, and the read reference
+ * of a decode case (a tuned read of exactly its KV bytes). Implemented in gpu/dl_bench.cu; the
  * harness includes only this header (no CUDA headers) and calls it only when
  * built with DL_HAVE_CUDA=1. Every function returns 0 or records one line
  * with dl_fail() naming the CUDA call and its error string. */
@@ -56,9 +57,25 @@ typedef struct dl_bench dl_bench;
 int dl_bench_create(dl_bench **out);
 void dl_bench_destroy(dl_bench *b);
 void *dl_bench_stream(dl_bench *b);          /* cudaStream_t to launch on */
-int64_t dl_bench_flush_bytes(const dl_bench *b);
+int64_t dl_bench_flush_bytes(const dl_bench *b); /* bytes the selected flush writes or reads */
 
-/* Enqueue an L2 flush: a memset of the whole flush buffer (2x L2 bytes). */
+/* How a cold sample flushes L2 (decodelab run --flush). */
+typedef enum {
+    /* cudaMemsetAsync over a buffer of 2x the L2 size (the default): L2 is left
+     * full of dirty lines, which the timed kernel may have to write back */
+    DL_FLUSH_WRITE = 0,
+    /* a streaming read of a buffer of 4x the L2 size with L2-allocating 16-byte
+     * loads (ld.global.cg), result discarded: L2 is left holding clean lines */
+    DL_FLUSH_READ = 1
+} dl_flush_mode;
+
+/* Select the flush of every later cold sample of b (dl_bench_flush_l2, the
+ * peak-read calibration, the read reference, the variants). DL_FLUSH_READ
+ * allocates the 4x L2 read buffer on first use (filled once, synchronously). */
+int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode);
+dl_flush_mode dl_bench_get_flush(const dl_bench *b);
+
+/* Enqueue an L2 flush of the selected mode (default: the memset of 2x L2). */
 int dl_bench_flush_l2(dl_bench *b);
 
 /* Time one launch of fn(a) (a->stream must be dl_bench_stream(b)) with CUDA
@@ -86,6 +103,53 @@ typedef struct {
     double gbps_best;          /* bytes / min_s / 1e9 */
 } dl_peak_read;
 int dl_bench_peak_read(dl_bench *b, int64_t bytes, int runs, dl_peak_read *out);
+
+/* The read reference of a decode case (issue 10): how fast can the GPU read
+ * exactly the case's KV bytes, i.e. the K and V rows of every token of every
+ * request for all KV heads (2 x total_tokens x Hkv x D x elem bytes, the
+ * `bytes_kv` of harness/run_util.c dl_run_bytes). Two readers:
+ *
+ *  DL_READ_PAGES   walks the CSR page table (a->kv_indptr, kv_indices,
+ *                  kv_last_page_len on the device) as a decode kernel does: a
+ *                  CTA per (request, group of consecutive pages), the group's
+ *                  page numbers staged in shared memory; of each page only the
+ *                  used tokens are read (NHD: the first len_in_page token rows,
+ *                  contiguous; HND: per KV head the first len_in_page rows),
+ *                  K and V from the same offsets.
+ *  DL_READ_CONTIG  the same byte count read contiguously from the start of the
+ *                  K cache and of the V cache (a grid-stride loop, as many CTAs
+ *                  as fit on the GPU at once).
+ *
+ * Both use ld.global.cs loads of dl_read_ref_load_bytes(a) bytes (16 unless
+ * the rows are not a multiple of 16 bytes; the contiguous reader always uses 16
+ * plus a byte tail), 4 independent K+V load pairs in flight per thread
+ * (8 loads: 128 bytes with 16-byte loads), 256-thread CTAs, the values
+ * xor-reduced and stored only if equal to an unlikely key (nothing is written
+ * in practice, and the compiler cannot drop the loads).
+ *
+ * Sampling is the caller's: one call = one sample timed exactly like
+ * dl_bench_time_launch (flush: an L2 flush of the selected mode first, else a
+ * spin kernel; CUDA events around the single launch). `decodelab run --time`
+ * drives it with dl_timing_collect, the same stop rule as the variants
+ * (harness/timing.c), after 3 unflushed warm-up launches per reader. */
+typedef enum { DL_READ_PAGES = 0, DL_READ_CONTIG = 1 } dl_read_order;
+
+/* Width in bytes of the page-table reader's loads for the case: the largest
+ * power of two <= 16 dividing the contiguous row (NHD: Hkv x D x elem bytes;
+ * HND: D x elem bytes). */
+int dl_read_ref_load_bytes(const dl_gpu_args *a);
+
+/* Time one read of the case's KV bytes (a: the case's device arguments, a->stream
+ * must be dl_bench_stream(b); total_tokens: the sum of its sequence lengths). */
+int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order, int flush,
+                       double *sec);
+
+/* Self-check of a reader (untimed): run it once counting the bytes it loads
+ * and xor-folding them, each byte x at byte offset o of its cache contributing
+ * x << 8*(o % 4) (the definition of harness/run_util.c dl_run_read_sum, which
+ * computes the expected values on the host). */
+int dl_bench_read_check(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,
+                        int64_t *bytes_read, uint32_t *xor_fold);
 
 #ifdef __cplusplus
 }

@@ -636,6 +636,7 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
     r->bytes_total = b.total;
     if (!isnan(c->median_us)) {
         snprintf(r->timing_mode, sizeof r->timing_mode, "%s", c->timing_mode[0] ? c->timing_mode : "unknown");
+        snprintf(r->flush, sizeof r->flush, "unknown"); /* the candidate file does not say how L2 was flushed */
         r->graph_launches = 1;
         r->time_samples = c->samples;
         r->time_converged = c->converged;

@@ -1,5 +1,6 @@
 /* cmd_run.c - `decodelab run` (check every selected GPU variant against a
- * golden file, optionally time it the NVBench way, record results), `decodelab
+ * golden file, optionally time it the NVBench way beside the case's read
+ * reference, record results), `decodelab
  * list` (the variant registry) and `decodelab info` (the device and its
  * measured peak read bandwidth). The CUDA side lives in gpu/dl_bench.cu and
  * the kernels; this file is plain C and builds without CUDA (DL_HAVE_CUDA=0),
@@ -58,6 +59,7 @@ GPU_ONLY static void version_string(int v, char *buf, size_t n) { snprintf(buf, 
 typedef struct {
     const char *golden, *variants, *out;
     int time, hot_l2, graph, graph_launches, peak_runs;
+    int flush, flush_given; /* dl_flush_mode (--flush write|read); given on the command line */
     int splits; /* 0 = auto */
     int resume; /* skip variants whose row is already in --out */
     dl_timing_opts topt;
@@ -66,8 +68,8 @@ typedef struct {
 static void run_help(FILE *f)
 {
     fprintf(f,
-            "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--hot-l2] [--graph]\n"
-            "                     [--out RESULTS.h5] [--max-time-s S] [--min-samples N] [--splits N|auto]\n\n"
+            "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--flush write|read] [--hot-l2]\n"
+            "                     [--graph] [--out RESULTS.h5] [--max-time-s S] [--min-samples N] [--splits N|auto]\n\n"
             "Checks every selected GPU variant on the golden file: the outputs are poisoned (NaN) before\n"
             "each launch, every element must be written; o and lse are scored against the variant's own\n"
             "golden model (implementation thresholds) and against exact; verdict PASS / MARGINAL / FAIL.\n"
@@ -75,19 +77,29 @@ static void run_help(FILE *f)
             "  --variants GLOB[,GLOB]  select variants by shell glob (default: all; see decodelab list)\n"
             "  --splits N|auto         split-KV chunks per sequence (default auto: dl_gpu_choose_splits)\n"
             "  --time                  time each variant that passed its check: warm-up, then per sample an\n"
-            "                          L2 flush (memset of 2x L2) and one launch between CUDA events, until\n"
-            "                          stdrel < --max-stdrel with >= --min-samples samples, or --max-time-s\n"
-            "  --hot-l2                no flush between samples (timing_mode hot-l2)\n"
+            "                          L2 flush and one launch between CUDA events, until stdrel < --max-stdrel\n"
+            "                          with >= --min-samples samples, or --max-time-s. First, once per case, the\n"
+            "                          read reference: two reads of exactly the case's KV bytes, timed the same\n"
+            "                          way (columns ref_read_pages_s: in page-table order; ref_read_contig_s: the\n"
+            "                          same byte count contiguously; ref_read_s: the faster of the two medians)\n"
+            "                          and frac_ref = ref_read_s / time_median_s (1 = as fast as a plain read)\n"
+            "  --flush write|read      how a cold sample flushes L2 (implies --time; column flush): write (default)\n"
+            "                          = a memset of 2x L2, leaving dirty lines the timed kernel may write back;\n"
+            "                          read = a streaming read of 4x L2 (discarded), leaving only clean lines.\n"
+            "                          Used for the peak calibration, the read reference and the variants\n"
+            "  --hot-l2                no flush between samples (timing_mode hot-l2, flush none; also for the\n"
+            "                          read reference); cannot be combined with --flush\n"
             "  --graph                 time replays of a CUDA graph of --graph-launches launches (default\n"
-            "                          20); per-launch time = replay / launches\n"
-            "  --max-time-s S          time cap per variant (default 5)\n"
+            "                          20); per-launch time = replay / launches (the read reference stays one\n"
+            "                          launch per sample, flushed unless --hot-l2)\n"
+            "  --max-time-s S          time cap per variant and per reader of the read reference (default 5)\n"
             "  --min-samples N         (default 10)      --max-stdrel X   (default 0.005)\n"
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
             "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
             "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n"
             "  --resume                skip the variants that already have a row in --out for the same golden\n"
-            "                          inputs (content hash), split count and timing mode (an interrupted sweep\n"
-            "                          reruns without duplicating rows)\n\n"
+            "                          inputs (content hash), split count, timing mode and flush (an interrupted\n"
+            "                          sweep reruns without duplicating rows)\n\n"
             "Without a CUDA device: says so, lists the variants that would have run, exits 0.\n"
             "exit status: 0 all checks PASS/MARGINAL/SKIP, 1 a variant FAILed, 2 bad input or setup error.\n");
 }
@@ -134,6 +146,12 @@ static int parse_run(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--peak-runs")) {
             DL_TRY(dl_parse_i64(a, argv[++i], 1, 10000, &iv));
             o->peak_runs = (int)iv;
+        } else if (!strcmp(a, "--flush")) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "write")) o->flush = DL_FLUSH_WRITE;
+            else if (!strcmp(v, "read")) o->flush = DL_FLUSH_READ;
+            else return dl_fail("--flush: '%s' is not write or read", v);
+            o->flush_given = 1;
         } else if (!strcmp(a, "--splits")) {
             if (!strcmp(argv[++i], "auto")) o->splits = 0;
             else {
@@ -150,7 +168,10 @@ static int parse_run(int argc, char **argv, run_opts *o)
     }
     if (!o->golden) return dl_fail("missing GOLDEN.h5 (see decodelab run --help)");
     if (o->resume && !o->out) return dl_fail("--resume: needs --out RESULTS.h5 (the table to resume)");
-    if ((o->hot_l2 || o->graph) && !o->time) o->time = 1;
+    if (o->flush_given && o->hot_l2)
+        return dl_fail("--flush: '%s' cannot be combined with --hot-l2 (no flush between samples)",
+                       o->flush == DL_FLUSH_READ ? "read" : "write");
+    if ((o->hot_l2 || o->graph || o->flush_given) && !o->time) o->time = 1;
     return 0;
 }
 
@@ -160,14 +181,21 @@ GPU_ONLY static const char *timing_mode(const run_opts *o)
     return o->hot_l2 ? "hot-l2" : "cold-l2";
 }
 
+/* The results column `flush` of a timed row. */
+GPU_ONLY static const char *flush_name(const run_opts *o)
+{
+    if (o->hot_l2) return "none";
+    return o->flush == DL_FLUSH_READ ? "read" : "write";
+}
+
 /* ================================================================ table */
 
 GPU_ONLY static void print_header(int timed)
 {
     printf("%-18s %-8s %6s %12s %12s %12s %12s %4s", "variant", "verdict", "splits", "o_relL2/mod", "lse_abs/mod",
            "o_relL2/ex", "lse_abs/ex", "det");
-    if (timed) printf(" | %10s %10s %10s %7s %6s %8s %6s", "median_us", "min_us", "max_us", "stdrel%", "n", "GB/s",
-                      "%peak");
+    if (timed) printf(" | %10s %10s %10s %7s %6s %8s %6s %8s", "median_us", "min_us", "max_us", "stdrel%", "n", "GB/s",
+                      "%peak", "frac_ref");
     printf("\n");
 }
 
@@ -180,9 +208,12 @@ GPU_ONLY static void print_row(const dl_result_row *r, int timed)
     printf("%-18s %-8s %6lld %12.3e %12.3e %12.3e %12.3e %4s", r->variant, r->verdict, (long long)r->num_splits,
            r->model_o.rel_l2, r->model_lse.max_abs, r->exact_o.rel_l2, r->exact_lse.max_abs,
            r->deterministic == 1 ? "yes" : r->deterministic == 0 ? "NO" : "-");
-    if (timed && r->time_samples > 0)
+    if (timed && r->time_samples > 0) {
         printf(" | %10.2f %10.2f %10.2f %7.3f %6lld %8.1f %6.1f", 1e6 * r->time_median_s, 1e6 * r->time_min_s,
                1e6 * r->time_max_s, 100 * r->time_stdrel, (long long)r->time_samples, r->gbps, 100 * r->frac_peak);
+        if (isfinite(r->frac_ref)) printf(" %8.3f", r->frac_ref);
+        else printf(" %8s", "-");
+    }
     printf("\n");
     if (r->reason[0]) printf("%-18s   %s\n", "", r->reason);
     if (r->model_o.unwritten > 0 || r->model_lse.unwritten > 0 || r->model_o.nonfinite > 0 || r->model_lse.nonfinite > 0)
@@ -256,43 +287,114 @@ static int checked_launch(const dl_variant *v, const dl_gpu_args *a, const dev_b
     return dl_dev_download(lse, d->lse, nl * sizeof(float), "lse");
 }
 
+/* The launch arguments of the case on the uploaded buffers (no split-KV yet). */
+static void case_args(dl_gpu_args *a, const dl_case *c, const dev_bufs *d, dl_bench *bench, int64_t max_seq_len)
+{
+    const dl_config *cfg = &c->cfg;
+    memset(a, 0, sizeof *a);
+    a->batch_size = (int)cfg->batch_size;
+    a->num_qo_heads = (int)cfg->num_qo_heads;
+    a->num_kv_heads = (int)cfg->num_kv_heads;
+    a->head_dim = (int)cfg->head_dim;
+    a->page_size = (int)cfg->page_size;
+    a->kv_layout = cfg->kv_layout;
+    a->q_dtype = cfg->q_dtype;
+    a->kv_dtype = cfg->kv_dtype;
+    a->sm_scale = (float)dl_sm_scale(cfg);
+    a->num_pages = c->num_pages;
+    a->q = d->q;
+    a->k_cache = d->k;
+    a->v_cache = d->v;
+    a->k_scale = d->ks;
+    a->v_scale = d->vs;
+    a->kv_indptr = d->indptr;
+    a->kv_indices = d->indices;
+    a->kv_last_page_len = d->last;
+    a->max_seq_len = (int)max_seq_len;
+    a->o = d->o;
+    a->lse = d->lse;
+    a->stream = dl_bench_stream(bench);
+    a->num_splits = 1;
+}
+
+/* The case's read reference (gpu/dl_bench.h dl_bench_time_read): the median
+ * time of each reader and the faster; NaN until measured. */
+typedef struct {
+    double t[2];         /* [DL_READ_PAGES], [DL_READ_CONTIG] */
+    int64_t n[2];        /* samples */
+    int converged[2];
+    double ref_s;        /* min of the two */
+    int load_bytes;      /* the page-table reader's load width */
+} read_ref;
+
+typedef struct {
+    dl_bench *b;
+    const dl_gpu_args *a;
+    int64_t tokens;
+    dl_read_order order;
+    int flush;
+} read_sampler;
+
+static int read_sample(void *ctx, double *sec)
+{
+    read_sampler *s = ctx;
+    return dl_bench_time_read(s->b, s->a, s->tokens, s->order, s->flush, sec);
+}
+
+/* Self-check both readers against the host's count and xor-fold of the case's
+ * KV bytes (dl_run_read_sum), then time each like a variant: 3 unflushed
+ * warm-ups, then dl_timing_collect with the run's sampling rules, flushed
+ * unless --hot-l2 (one launch per sample also with --graph). */
+static int measure_read_ref(const run_opts *o, const dl_case *c, const dev_bufs *d, dl_bench *bench, read_ref *ref)
+{
+    static const char *const what[2] = {"page-table", "contiguous"};
+    int64_t tokens = 0, maxlen = 0;
+    for (int64_t b = 0; b < c->cfg.batch_size; b++) {
+        int64_t len = dl_case_seq_len(c, b);
+        tokens += len;
+        if (len > maxlen) maxlen = len;
+    }
+    dl_gpu_args a;
+    case_args(&a, c, d, bench, maxlen);
+    ref->load_bytes = dl_read_ref_load_bytes(&a);
+    for (int k = 0; k < 2; k++) {
+        const dl_read_order order = k == 0 ? DL_READ_PAGES : DL_READ_CONTIG;
+        int64_t want_bytes = 0, got_bytes = 0;
+        uint32_t want_xor = 0, got_xor = 0;
+        dl_run_read_sum(c, order == DL_READ_CONTIG, &want_bytes, &want_xor);
+        DL_TRY(dl_bench_read_check(bench, &a, tokens, order, &got_bytes, &got_xor));
+        if (got_bytes != want_bytes || got_xor != want_xor)
+            return dl_fail("the %s reader read %lld bytes (xor-fold %08x), the case's KV bytes are %lld "
+                           "(xor-fold %08x)",
+                           what[k], (long long)got_bytes, (unsigned)got_xor, (long long)want_bytes, (unsigned)want_xor);
+        double warm;
+        for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_read(bench, &a, tokens, order, 0, &warm));
+        read_sampler s = {bench, &a, tokens, order, !o->hot_l2};
+        dl_timing_stats st;
+        DL_TRY(dl_timing_collect(read_sample, &s, &o->topt, &st));
+        ref->t[k] = st.median;
+        ref->n[k] = st.n;
+        ref->converged[k] = st.converged;
+    }
+    ref->ref_s = ref->t[0] < ref->t[1] ? ref->t[0] : ref->t[1];
+    return 0;
+}
+
 static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
-                               dev_bufs *d, const dl_peak_read *peak, dl_result_row *r, float *ho[2], float *hl[2],
-                               dl_gpu_args *ap, const dl_gpu_plan *plan);
+                               dev_bufs *d, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                               float *ho[2], float *hl[2], dl_gpu_args *ap, const dl_gpu_plan *plan);
 
 /* Check (and time) one variant into row r. Returns 0, or nonzero on a CUDA
  * error (recorded into r as a FAIL with the reason). */
 static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench, dev_bufs *d,
-                       const dl_device_info *info, const dl_peak_read *peak, dl_result_row *r, float *ho[2],
-                       float *hl[2])
+                       const dl_device_info *info, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                       float *ho[2], float *hl[2])
 {
     const dl_case *c = &g->c;
     const dl_config *cfg = &c->cfg;
     (void)info;
     dl_gpu_args a;
-    memset(&a, 0, sizeof a);
-    a.batch_size = (int)cfg->batch_size;
-    a.num_qo_heads = (int)cfg->num_qo_heads;
-    a.num_kv_heads = (int)cfg->num_kv_heads;
-    a.head_dim = (int)cfg->head_dim;
-    a.page_size = (int)cfg->page_size;
-    a.kv_layout = cfg->kv_layout;
-    a.q_dtype = cfg->q_dtype;
-    a.kv_dtype = cfg->kv_dtype;
-    a.sm_scale = (float)dl_sm_scale(cfg);
-    a.num_pages = c->num_pages;
-    a.q = d->q;
-    a.k_cache = d->k;
-    a.v_cache = d->v;
-    a.k_scale = d->ks;
-    a.v_scale = d->vs;
-    a.kv_indptr = d->indptr;
-    a.kv_indices = d->indices;
-    a.kv_last_page_len = d->last;
-    a.max_seq_len = (int)r->max_seq_len;
-    a.o = d->o;
-    a.lse = d->lse;
-    a.stream = dl_bench_stream(bench);
+    case_args(&a, c, d, bench, r->max_seq_len);
     a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a);
     if (a.num_splits < 1) a.num_splits = 1;
     dl_gpu_plan plan;
@@ -308,15 +410,15 @@ static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *
         a.plan = &plan;
     }
     r->num_splits = a.num_splits;
-    int rc = run_variant_planned(o, g, v, bench, d, peak, r, ho, hl, &a, v->plan ? &plan : NULL);
+    int rc = run_variant_planned(o, g, v, bench, d, peak, ref, r, ho, hl, &a, v->plan ? &plan : NULL);
     if (v->plan) dl_gpu_plan_free(&plan);
     return rc;
 }
 
 /* run_variant once the launch arguments (and the plan, if any) are set. */
 static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
-                               dev_bufs *d, const dl_peak_read *peak, dl_result_row *r, float *ho[2], float *hl[2],
-                               dl_gpu_args *ap, const dl_gpu_plan *plan)
+                               dev_bufs *d, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                               float *ho[2], float *hl[2], dl_gpu_args *ap, const dl_gpu_plan *plan)
 {
     const dl_case *c = &g->c;
     const dl_config *cfg = &c->cfg;
@@ -374,6 +476,7 @@ static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_v
     dl_timing_stats st;
     DL_TRY(dl_timing_collect(sample, &s, &o->topt, &st));
     snprintf(r->timing_mode, sizeof r->timing_mode, "%s", timing_mode(o));
+    snprintf(r->flush, sizeof r->flush, "%s", flush_name(o));
     r->graph_launches = o->graph ? o->graph_launches : 1;
     r->time_samples = st.n;
     r->time_converged = st.converged;
@@ -386,6 +489,10 @@ static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_v
     r->gbps = (double)r->bytes_total / st.median / 1e9;
     r->peak_read_gbps = peak->gbps;
     r->frac_peak = peak->gbps > 0 ? r->gbps / peak->gbps : NAN;
+    r->ref_read_pages_s = ref->t[0];
+    r->ref_read_contig_s = ref->t[1];
+    r->ref_read_s = ref->ref_s;
+    r->frac_ref = ref->ref_s / st.median; /* NaN when the reference is unknown */
     if (!st.converged)
         snprintf(r->reason, sizeof r->reason, "timing hit the %.3g s cap before stdrel < %.3g%% (%.3f%% after %lld samples)",
                  o->topt.max_time_s, 100 * o->topt.max_stdrel, 100 * st.stdrel, (long long)st.n);
@@ -403,6 +510,7 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
     dl_peak_read peak;
     memset(&peak, 0, sizeof peak);
     peak.gbps = NAN;
+    read_ref ref = {{NAN, NAN}, {0, 0}, {0, 0}, NAN, 0};
     DL_TRY(dl_bench_device_info(&info));
     DL_TRY(dl_bench_create(&bench));
     size_t no = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads * c->cfg.head_dim);
@@ -410,6 +518,7 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
     float *ho[2] = {dl_malloc(no * 4, "o download"), dl_malloc(no * 4, "o download")};
     float *hl[2] = {dl_malloc(nl * 4, "lse download"), dl_malloc(nl * 4, "lse download")};
     int rc = (ho[0] && ho[1] && hl[0] && hl[1]) ? 0 : -1;
+    if (!rc && o->time && !o->hot_l2) rc = dl_bench_set_flush(bench, (dl_flush_mode)o->flush);
     if (!rc && o->time) rc = dl_bench_peak_read(bench, 0, o->peak_runs, &peak);
     if (!rc) rc = upload_case(c, &d);
     char drv[16], rt[16];
@@ -418,10 +527,27 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
     printf("device: %s (%d SMs, L2 %.1f MiB, %.1f GiB), driver %s, runtime %s\n", info.name, info.sm_count,
            info.l2_bytes / 1048576.0, info.total_mem / 1073741824.0, drv, rt);
     if (o->time && !rc)
-        printf("peak read bandwidth: %.1f GB/s (median of %d runs over %.2f GiB, 16-byte loads, L2 flushed; best %.1f)\n",
-               peak.gbps, peak.runs, peak.bytes / 1073741824.0, peak.gbps_best);
+        printf("peak read bandwidth: %.1f GB/s (median of %d runs over %.2f GiB, 16-byte loads, L2 flushed (%s); best "
+               "%.1f)\n",
+               peak.gbps, peak.runs, peak.bytes / 1073741824.0, o->flush == DL_FLUSH_READ ? "read" : "write",
+               peak.gbps_best);
     dl_bytes bytes;
     dl_run_bytes(c, &bytes);
+    if (o->time && !rc) {
+        dl_clear_error();
+        if (measure_read_ref(o, c, &d, bench, &ref)) {
+            /* the variants still run; their ref_read_* and frac_ref stay NaN */
+            fprintf(stderr, "decodelab run: read reference: %s: ref_read_* and frac_ref left NaN\n", dl_last_error());
+            ref.t[0] = ref.t[1] = ref.ref_s = NAN;
+        } else {
+            printf("read reference: page-table order %.2f us (%lld samples%s, %d-byte loads), contiguous %.2f us "
+                   "(%lld samples%s, 16-byte loads) over %lld B of KV, %s, flush %s: ref_read %.2f us = %.1f GB/s\n",
+                   1e6 * ref.t[0], (long long)ref.n[0], ref.converged[0] ? "" : ", not converged", ref.load_bytes,
+                   1e6 * ref.t[1], (long long)ref.n[1], ref.converged[1] ? "" : ", not converged",
+                   (long long)bytes.kv, o->hot_l2 ? "hot-l2" : "cold-l2", flush_name(o), 1e6 * ref.ref_s,
+                   bytes.kv / ref.ref_s / 1e9);
+        }
+    }
     for (int i = 0; !rc && i < nsel; i++) {
         const dl_variant *v = sel[i];
         dl_result_row *r = &rows[i];
@@ -463,7 +589,7 @@ static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel
         }
         r->sm_clock_mhz_before = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
         dl_clear_error();
-        if (run_variant(o, g, v, bench, &d, &info, &peak, r, ho, hl)) {
+        if (run_variant(o, g, v, bench, &d, &info, &peak, &ref, r, ho, hl)) {
             snprintf(r->verdict, sizeof r->verdict, "FAIL");
             snprintf(r->reason, sizeof r->reason, "error: %s", dl_last_error());
         }
@@ -513,7 +639,8 @@ int dl_cmd_run(int argc, char **argv)
     printf("golden: %s\ncase:   %s\n", o.golden, name);
     if (o.resume) {
         int before = nsel;
-        if (dl_run_resume_filter(o.out, &g.c, o.splits, o.time ? timing_mode(&o) : "none", sel, &nsel)) {
+        if (dl_run_resume_filter(o.out, &g.c, o.splits, o.time ? timing_mode(&o) : "none",
+                                 o.time ? flush_name(&o) : "none", sel, &nsel)) {
             dl_golden_free(&g);
             free(sel);
             return dl_cli_error("run");
@@ -567,8 +694,9 @@ int dl_cmd_run(int argc, char **argv)
         print_header(o.time);
         for (int i = 0; i < nsel; i++) print_row(&rows[i], o.time);
         if (o.time) {
-            printf("timing: %s; bytes = Q + K/V of the exact tokens (%lld B) + scales + page table + O + LSE = %lld B\n",
-                   timing_mode(&o), (long long)rows[0].bytes_kv, (long long)rows[0].bytes_total);
+            printf("timing: %s, flush %s; bytes = Q + K/V of the exact tokens (%lld B) + scales + page table + O + "
+                   "LSE = %lld B; frac_ref = ref_read / median\n",
+                   timing_mode(&o), flush_name(&o), (long long)rows[0].bytes_kv, (long long)rows[0].bytes_total);
         }
         if (o.out) {
             if (dl_results_append(o.out, rows, nsel)) rc = dl_cli_error("run");

@@ -20,7 +20,11 @@ extern "C" {
 #endif
 
 #define DL_RESULTS_FORMAT "decodelab-results"
-#define DL_RESULTS_VERSION 1
+/* 2: + flush, ref_read_s, ref_read_pages_s, ref_read_contig_s, frac_ref (issue 10).
+ * Version 1 tables still read (data/SCHEMA.md says how their rows are filled);
+ * an append rewrites the table as version 2. */
+#define DL_RESULTS_VERSION 2
+#define DL_RESULTS_VERSION_MIN 1
 
 /* Error metrics of one tensor against one reference (mirrors dl_metrics). */
 typedef struct {
@@ -59,12 +63,17 @@ typedef struct {
     char reason[512];           /* why SKIP, why FAIL (error text), or why not timed; "" otherwise */
     /* timing */
     char timing_mode[24];       /* "none" "cold-l2" "hot-l2" "graph-cold-l2" "graph-hot-l2" */
+    char flush[8];              /* L2 flush per timed sample: "write" "read"; "none" (hot/untimed); "unknown" */
     int64_t graph_launches;     /* launches per graph replay (graph modes), else 1 */
     int64_t time_samples, time_converged;
     double time_median_s, time_min_s, time_max_s, time_mean_s, time_stdrel, time_elapsed_s;
     /* bytes the kernel must move */
     int64_t bytes_q, bytes_kv, bytes_kv_pages, bytes_scales, bytes_page_table, bytes_o, bytes_lse, bytes_total;
     double gbps, peak_read_gbps, frac_peak;
+    /* the read reference of the case (gpu/dl_bench.h dl_bench_time_read), seconds */
+    double ref_read_s;          /* min of the two readers */
+    double ref_read_pages_s, ref_read_contig_s; /* page-table order, contiguous: median of each */
+    double frac_ref;            /* ref_read_s / time_median_s */
     /* device and provenance */
     char device_name[256];
     int64_t device_sm_count, device_l2_bytes;

@@ -1,6 +1,7 @@
 /* dl_run.h - pieces of `decodelab run` (harness/cmd_run.c) that are pure host
  * code and tested on the CPU: variant selection by glob, the bytes a decode
- * kernel must move, the golden inputs' content hash, and filling a results row from a case. */
+ * kernel must move, the expected count and checksum of the read reference, the
+ * golden inputs' content hash, and filling a results row from a case. */
 #ifndef DL_RUN_H
 #define DL_RUN_H
 
@@ -29,6 +30,14 @@ typedef struct {
 } dl_bytes;
 void dl_run_bytes(const dl_case *c, dl_bytes *b);
 
+/* What the read reference (gpu/dl_bench.h dl_bench_time_read) must read for
+ * case c, for its self-check: *bytes = the K and V bytes of the exact tokens
+ * (= dl_run_bytes kv), *xor_fold = the xor over every byte x read, at byte offset
+ * o of its cache array, of (uint32)x << 8*(o % 4). contiguous = 0: the bytes the
+ * page table points at (each request's tokens, all KV heads, per the layout);
+ * 1: the first kv/2 bytes of the K cache and of the V cache. */
+void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t *xor_fold);
+
 /* 64-bit FNV-1a over every input dataset of the case (q, k_cache, v_cache,
  * k_scale, v_scale, kv_indptr, kv_indices, kv_last_page_len: their raw bytes,
  * each preceded by its byte length), written as "fnv1a64:<16 hex digits>". */
@@ -41,11 +50,12 @@ int dl_run_resolve_splits(const dl_case *c, int requested);
 
 /* --resume: drop from sel[0..*nsel) every variant that already has a row in
  * the results table at results_path (absent = no rows) with the same golden
- * inputs hash, the same resolved split count and the same timing mode (a SKIP
- * or FAIL row, never timed, matches any timing mode; a SKIP row any split count).
+ * inputs hash, the same resolved split count, the same timing mode and the same
+ * flush (column `flush`: "write", "read" or "none"; a SKIP or FAIL row, never
+ * timed, matches any timing mode and flush; a SKIP row any split count).
  * Keeps the order of the rest. */
 int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
-                         const dl_variant **sel, int *nsel);
+                         const char *flush, const dl_variant **sel, int *nsel);
 
 /* Fill the golden-file and config columns of a row from a case. */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);

@@ -597,10 +597,12 @@ static const dl_xp_point *point_of(const dl_xp_point *pts, int npts, const char 
     return NULL;
 }
 
-/* Is a timing-derived metric (noisy)? Its relative noise is the row's time_stdrel. */
+/* Is a timing-derived metric (noisy)? Its relative noise is the row's time_stdrel
+ * (also for the read reference's columns, whose own spread is not recorded). */
 static int noisy(const char *metric)
 {
-    return !strncmp(metric, "time_", 5) || !strcmp(metric, "gbps") || !strcmp(metric, "frac_peak");
+    return !strncmp(metric, "time_", 5) || !strcmp(metric, "gbps") || !strcmp(metric, "frac_peak") ||
+           !strncmp(metric, "ref_read_", 9) || !strcmp(metric, "frac_ref");
 }
 
 /* Classify value v with relative noise nz against [lo, hi]. */

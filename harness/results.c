@@ -22,21 +22,25 @@ typedef struct {
     const char *name;
     dl_col_type type;
     size_t off, size;
+    int since; /* first format_version holding the column (0: version 1) */
 } col_def;
 
 #define FLD_SIZE(f) sizeof(((dl_result_row *)0)->f)
-#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f)}
-#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8}
-#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8}
-#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8}
-#define CM(p)                                                                                          \
-    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8},                                            \
-    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8},                            \
-    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8},                            \
-    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8},                                  \
-    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8},                                      \
-    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8},                                \
-    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8}
+#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 0}
+#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 0}
+#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8, 0}
+#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 0}
+/* columns added in format_version 2 */
+#define CS2(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 2}
+#define CF2(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 2}
+#define CM(p)                                                                  \
+    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 0},                 \
+    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 0}, \
+    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8, 0}, \
+    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8, 0},       \
+    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8, 0},           \
+    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8, 0},     \
+    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8, 0}
 
 /* The schema, in column order. data/SCHEMA.md (results table) documents each. */
 static const col_def cols[] = {
@@ -53,11 +57,12 @@ static const col_def cols[] = {
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
     CF(thr_o_pass), CF(thr_o_marginal), CF(thr_lse_pass), CF(thr_lse_marginal),
     CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),
-    CS(timing_mode), CI(graph_launches), CI(time_samples), CI(time_converged),
+    CS(timing_mode), CS2(flush), CI(graph_launches), CI(time_samples), CI(time_converged),
     CF(time_median_s), CF(time_min_s), CF(time_max_s), CF(time_mean_s), CF(time_stdrel), CF(time_elapsed_s),
     CI(bytes_q), CI(bytes_kv), CI(bytes_kv_pages), CI(bytes_scales), CI(bytes_page_table), CI(bytes_o),
     CI(bytes_lse), CI(bytes_total),
     CF(gbps), CF(peak_read_gbps), CF(frac_peak),
+    CF2(ref_read_s), CF2(ref_read_pages_s), CF2(ref_read_contig_s), CF2(frac_ref),
     CS(device_name), CI(device_sm_count), CI(device_l2_bytes),
     CI(sm_clock_mhz_before), CI(sm_clock_mhz_after), CS(clock_source),
     CS(driver_version), CS(runtime_version), CS(generator), CS(date_utc), CS(hostname),
@@ -78,7 +83,21 @@ void dl_result_row_init(dl_result_row *r)
     }
     r->seed = 0;
     strcpy(r->timing_mode, "none");
+    strcpy(r->flush, "none");
     r->graph_launches = 1;
+}
+
+/* The flush of a version-1 row, which has no such column: every cold-l2 sample
+ * of those versions was taken after the memset flush ("write"); a hot or
+ * untimed row had none; an external candidate's is not known. */
+static void flush_of_v1_row(dl_result_row *r)
+{
+    const char *f = "none";
+    if (strcmp(r->timing_mode, "none") != 0) {
+        if (!strcmp(r->kernel_file, "external")) f = "unknown";
+        else if (strstr(r->timing_mode, "cold-l2")) f = "write";
+    }
+    snprintf(r->flush, sizeof r->flush, "%s", f);
 }
 
 void dl_result_row_stamp(dl_result_row *r)
@@ -293,9 +312,9 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     hid_t g = -1;
     if (read_str_attr(f, "format", fmt, sizeof fmt) || strcmp(fmt, DL_RESULTS_FORMAT))
         rc = dl_fail("results: %s: attribute format is '%s', expected '%s'", path, fmt, DL_RESULTS_FORMAT);
-    else if (read_i64_attr(f, "format_version", &ver) || ver != DL_RESULTS_VERSION)
-        rc = dl_fail("results: %s: format_version is %lld, this program reads %d", path, (long long)ver,
-                     DL_RESULTS_VERSION);
+    else if (read_i64_attr(f, "format_version", &ver) || ver < DL_RESULTS_VERSION_MIN || ver > DL_RESULTS_VERSION)
+        rc = dl_fail("results: %s: format_version is %lld, this program reads %d to %d", path, (long long)ver,
+                     DL_RESULTS_VERSION_MIN, DL_RESULTS_VERSION);
     else if ((g = H5Gopen2(f, "results", H5P_DEFAULT)) < 0)
         rc = dl_fail("results: %s: group /results is missing", path);
     else if (read_i64_attr(g, "num_rows", &n) || n < 0 || n > (INT64_C(1) << 31))
@@ -303,7 +322,7 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     /* size limit before allocating: every numeric column stores 8 bytes per row in the file */
     struct stat st;
     int64_t num_numeric = 0;
-    for (int i = 0; i < num_cols; i++) num_numeric += cols[i].type != DL_COL_STR;
+    for (int i = 0; i < num_cols; i++) num_numeric += cols[i].type != DL_COL_STR && cols[i].since <= ver;
     if (!rc && (stat(path, &st) != 0 || n > (int64_t)st.st_size / (8 * num_numeric)))
         rc = dl_fail("results: %s: /results@num_rows = %lld needs at least %lld bytes, the file has %lld", path,
                      (long long)n, (long long)(n * 8 * num_numeric), (long long)st.st_size);
@@ -313,9 +332,12 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
         buf = calloc((size_t)(n > 0 ? n : 1), 8);
         if (!rows || !buf) rc = dl_fail("results: out of memory reading %lld rows of %s", (long long)n, path);
+        /* columns the file's version lacks keep their unknown values */
+        for (int64_t r = 0; !rc && r < n; r++) dl_result_row_init(&rows[r]);
     }
     for (int i = 0; !rc && i < num_cols; i++) {
         const col_def *c = &cols[i];
+        if (c->since > ver) continue;
         hid_t d = H5Dopen2(g, c->name, H5P_DEFAULT);
         if (d < 0) {
             rc = dl_fail("results: %s: column /results/%s is missing", path, c->name);
@@ -374,6 +396,8 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         free(rows);
         return rc;
     }
+    if (ver < 2)
+        for (int64_t r = 0; r < n; r++) flush_of_v1_row(&rows[r]);
     *out = rows;
     *nout = n;
     return 0;

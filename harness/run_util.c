@@ -1,6 +1,7 @@
 /* run_util.c - the pure host pieces of `decodelab run` (see dl_run.h):
- * variant selection by glob, bytes-moved accounting, the golden inputs' hash,
- * and the config columns of a results row. Kept apart from cmd_run.c so the
+ * variant selection by glob, bytes-moved accounting, the read reference's
+ * expected count and checksum, the golden inputs' hash, and the config columns
+ * of a results row. Kept apart from cmd_run.c so the
  * tests link them without the CLI. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -48,6 +49,36 @@ void dl_run_bytes(const dl_case *c, dl_bytes *b)
     b->o = g->batch_size * g->num_qo_heads * g->head_dim * (int64_t)sizeof(float);
     b->lse = g->batch_size * g->num_qo_heads * (int64_t)sizeof(float);
     b->total = b->q + b->kv + b->scales + b->page_table + b->o + b->lse;
+}
+
+/* xor-fold of n bytes that start at byte offset off of their array */
+static uint32_t fold_bytes(uint32_t acc, const uint8_t *p, int64_t off, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) acc ^= (uint32_t)p[i] << (8 * ((off + i) & 3));
+    return acc;
+}
+
+void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t *xor_fold)
+{
+    const dl_config *g = &c->cfg;
+    const int64_t head_row = g->head_dim * (int64_t)dl_dtype_size(g->kv_dtype), row = g->num_kv_heads * head_row;
+    const uint8_t *k = c->k_cache, *v = c->v_cache;
+    int64_t tokens = 0;
+    uint32_t acc = 0;
+    for (int64_t b = 0; b < g->batch_size; b++) tokens += dl_case_seq_len(c, b);
+    if (contiguous) {
+        acc = fold_bytes(fold_bytes(0, k, 0, tokens * row), v, 0, tokens * row);
+    } else {
+        /* every (request, token, KV head) row where the page table puts it (ref/dl_paged.h) */
+        for (int64_t b = 0; b < g->batch_size; b++)
+            for (int64_t t = 0, len = dl_case_seq_len(c, b); t < len; t++)
+                for (int64_t h = 0; h < g->num_kv_heads; h++) {
+                    int64_t off = dl_case_token_offset(c, b, t, h) * (int64_t)dl_dtype_size(g->kv_dtype);
+                    acc = fold_bytes(fold_bytes(acc, k + off, off, head_row), v + off, off, head_row);
+                }
+    }
+    *bytes = 2 * tokens * row;
+    *xor_fold = acc;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -172,7 +203,7 @@ int dl_run_resolve_splits(const dl_case *c, int requested)
 }
 
 int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
-                         const dl_variant **sel, int *nsel)
+                         const char *flush, const dl_variant **sel, int *nsel)
 {
     struct stat st;
     if (stat(results_path, &st) != 0) {
@@ -193,7 +224,7 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
             int skip = !strcmp(x->verdict, "SKIP"), fail = !strcmp(x->verdict, "FAIL");
             done = !strcmp(x->golden_hash, hash) && !strcmp(x->variant, sel[i]->name) &&
                    (skip || x->num_splits == want_splits) &&
-                   (skip || fail || !strcmp(x->timing_mode, timing_mode));
+                   (skip || fail || (!strcmp(x->timing_mode, timing_mode) && !strcmp(x->flush, flush)));
         }
         if (!done) sel[kept++] = sel[i];
     }

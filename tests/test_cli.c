@@ -1,8 +1,8 @@
 /* test_cli.c - the built decodelab binary (path in $DL_BIN, set by `make
  * test-unit`): exit codes 0/1/2, one-line errors naming the flag or file, the
  * field and the value, no partial output file, --help per subcommand, golden
- * then check verifies, determinism across thread counts, and the committed
- * canonical set under $DL_ROOT/data/golden verifies. */
+ * then check verifies, determinism across thread counts, the committed
+ * canonical set under $DL_ROOT/data/golden verifies, and `run --flush`. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../gpu/dl_gpu.h"
 #include "../ref/dl_formats.h"
 #include "dl_test.h"
 #include "golden_mutate.h"
@@ -303,6 +304,55 @@ START_TEST(deterministic_across_threads)
 }
 END_TEST
 
+/* ---- run: --flush (issue 10) ---- */
+static const bad_flag bad_run_flags[] = {
+    {{"--flush", "bogus"}, "--flush", "'bogus' is not write or read"},
+    {{"--flush", "WRITE"}, "--flush", "'WRITE'"},
+    {{"--flush", ""}, "--flush", "''"},
+    {{"--flush"}, "--flush", "missing value"},
+    {{"--flush", "read", "--hot-l2"}, "--flush", "--hot-l2"},
+    {{"--hot-l2", "--flush", "write"}, "--flush", "--hot-l2"},
+};
+static const int num_bad_run_flags = (int)(sizeof bad_run_flags / sizeof bad_run_flags[0]);
+
+START_TEST(run_bad_flags)
+{
+    const bad_flag *b = &bad_run_flags[_i];
+    char res[300];
+    snprintf(res, sizeof res, "%s/res_%d.h5", dir, _i);
+    const char *args[16] = {"run", good, "--out", res};
+    int n = 4;
+    for (int i = 0; b->args[i]; i++) args[n++] = b->args[i];
+    args[n] = NULL;
+    int rc = run_env(NULL, args);
+    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, err_buf);
+    ck_assert_msg(lines(err_buf) == 1, "case %d: not one line: %s", _i, err_buf);
+    ck_assert_msg(strstr(err_buf, "decodelab run: ") && strstr(err_buf, b->field) && strstr(err_buf, b->value),
+                  "case %d: lacks '%s' or '%s': %s", _i, b->field, b->value, err_buf);
+    ck_assert_str_eq(out_buf, ""); /* refused before the golden file is read */
+    ck_assert_int_eq(access(res, F_OK), -1);
+    ck_assert(!has_tmp(dir));
+}
+END_TEST
+
+START_TEST(run_flush_accepted_and_documented)
+{
+    ck_assert_int_eq(RUN("run", "--help"), 0);
+    const char *doc[] = {"--flush write|read", "flush", "ref_read_s", "ref_read_pages_s", "ref_read_contig_s",
+                         "frac_ref", "--hot-l2"};
+    for (size_t i = 0; i < sizeof doc / sizeof doc[0]; i++)
+        ck_assert_msg(strstr(out_buf, doc[i]) != NULL, "run --help lacks '%s'", doc[i]);
+    if (dl_gpu_device_count() > 0) return; /* below: what a machine without a GPU does */
+    const char *modes[] = {"write", "read"};
+    for (int i = 0; i < 2; i++) {
+        int rc = RUN("run", good, "--flush", modes[i]);
+        ck_assert_msg(rc == 0, "--flush %s: exit %d: %s", modes[i], rc, err_buf);
+        ck_assert_ptr_nonnull(strstr(out_buf, "GPU variants skipped"));
+        ck_assert_str_eq(err_buf, "");
+    }
+}
+END_TEST
+
 /* Every file of the committed canonical set verifies. */
 START_TEST(canonical_set_verifies)
 {
@@ -332,6 +382,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, golden_missing_out_and_existing_file);
     tcase_add_loop_test(tc, check_inspect_bad_files, 0, num_bad_files);
     tcase_add_test(tc, check_usage_errors);
+    tcase_add_loop_test(tc, run_bad_flags, 0, num_bad_run_flags);
+    tcase_add_test(tc, run_flush_accepted_and_documented);
     tcase_add_test(tc, deterministic_across_threads);
     tcase_add_test(tc, canonical_set_verifies);
     suite_add_tcase(s, tc);

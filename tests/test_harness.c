@@ -1,6 +1,7 @@
 /* test_harness.c - Check suite for the CPU side of `decodelab run`: the
- * results writer (HDF5 + CSV twin, atomic append), timing statistics and the
- * stop rule, variant selection by glob, bytes-moved accounting, the inputs
+ * results writer (HDF5 + CSV twin, atomic append; version-1 tables still read),
+ * timing statistics and the stop rule, variant selection by glob, bytes-moved
+ * accounting, the read reference's expected count and checksum, the inputs
  * hash, and `run` on a machine without a GPU. No GPU is needed. */
 #include <dirent.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include "../harness/dl_run.h"
 #include "../harness/dl_timing.h"
 #include "dl_test.h"
+#include "golden_mutate.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -89,6 +91,12 @@ static void sample_row(dl_result_row *r, int k)
     r->model_o.rel_l2 = 1.25e-7 * (k + 1);
     r->exact_lse.max_rel = k ? INFINITY : NAN;
     r->time_median_s = 0.000127 + k * 1e-9;
+    snprintf(r->timing_mode, sizeof r->timing_mode, k ? "cold-l2" : "hot-l2");
+    snprintf(r->flush, sizeof r->flush, k ? "read" : "none");
+    r->ref_read_pages_s = 3.8125e-5 + k * 1e-9;
+    r->ref_read_contig_s = 3.75e-5 - k * 1e-9;
+    r->ref_read_s = r->ref_read_contig_s;
+    r->frac_ref = r->ref_read_s / r->time_median_s;
     r->bytes_total = INT64_C(134217728) + k;
     r->sm_clock_mhz_before = -1;
 }
@@ -168,6 +176,8 @@ START_TEST(test_results_append_roundtrip)
     ck_assert(isnan(out[0].gbps)); /* never set: unknown */
     ck_assert_int_eq(out[0].time_samples, -1);
     ck_assert_str_eq(out[1].reason, "line one\nline two, with comma");
+    ck_assert_str_eq(out[1].flush, "read");
+    ck_assert(out[1].frac_ref == in[1].frac_ref && out[1].ref_read_pages_s == in[1].ref_read_pages_s);
 
     /* the CSV twin: header = column names, then the same two rows */
     char *text = slurp(csv, NULL);
@@ -177,6 +187,13 @@ START_TEST(test_results_append_roundtrip)
     ck_assert_int_le(nc, 200);
     ck_assert_int_eq(csv_record(&p, fields, 200), nc);
     for (int i = 0; i < nc; i++) ck_assert_str_eq(fields[i], dl_results_column_name(i));
+    /* the read reference's columns are in the table, the CSV carries them */
+    const char *added[] = {"flush", "ref_read_s", "ref_read_pages_s", "ref_read_contig_s", "frac_ref"};
+    for (int k = 0; k < 5; k++) {
+        int found = 0;
+        for (int i = 0; i < nc; i++) found |= !strcmp(fields[i], added[k]);
+        ck_assert_msg(found, "CSV header lacks %s", added[k]);
+    }
     for (int r = 0; r < 2; r++) {
         ck_assert_int_eq(csv_record(&p, fields, 200), nc);
         for (int i = 0; i < nc; i++) {
@@ -239,6 +256,98 @@ START_TEST(test_results_atomic)
     free(h5_before);
     free(csv_before);
     remove_tmpdir();
+}
+END_TEST
+
+/* A version-1 table (written before the flush and read-reference columns):
+ * its rows read with the new columns filled (flush from the timing mode, the
+ * references NaN), an append upgrades it to version 2; a version-2 table
+ * lacking one of them, or a later version, is refused. */
+static int make_v1(const char *path)
+{
+    const char *added[] = {"/results/flush", "/results/ref_read_s", "/results/ref_read_pages_s",
+                           "/results/ref_read_contig_s", "/results/frac_ref"};
+    for (int k = 0; k < 5; k++)
+        if (gm_delete(path, added[k])) return -1;
+    return gm_set_attr_i64(path, "/", "format_version", 1);
+}
+
+START_TEST(test_results_version1)
+{
+    make_tmpdir();
+    char h5[512], csv[600];
+    snprintf(h5, sizeof h5, "%s/old.h5", tmpdir);
+    dl_results_csv_path(h5, csv, sizeof csv);
+    /* cold-l2 ours, hot-l2 ours, cold-l2 external, untimed */
+    const char *modes[4] = {"cold-l2", "graph-hot-l2", "cold-l2", "none"};
+    const char *want[4] = {"write", "none", "unknown", "none"};
+    dl_result_row in[4];
+    for (int k = 0; k < 4; k++) {
+        sample_row(&in[k], k + 1);
+        snprintf(in[k].timing_mode, sizeof in[k].timing_mode, "%s", modes[k]);
+        snprintf(in[k].kernel_file, sizeof in[k].kernel_file, "%s", k == 2 ? "external" : "gpu/decode_simt.cu");
+    }
+    ck_assert_int_eq(dl_results_append(h5, in, 4), 0);
+    ck_assert_int_eq(make_v1(h5), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 4);
+    for (int k = 0; k < 4; k++) {
+        ck_assert_str_eq(out[k].flush, want[k]);
+        ck_assert(isnan(out[k].ref_read_s) && isnan(out[k].ref_read_pages_s) && isnan(out[k].ref_read_contig_s));
+        ck_assert(isnan(out[k].frac_ref));
+        ck_assert(out[k].time_median_s == in[k].time_median_s && out[k].seed == in[k].seed);
+        ck_assert_str_eq(out[k].config_name, in[k].config_name);
+    }
+    free(out);
+
+    /* appending rewrites it as version 2, the old rows with their filled-in values */
+    dl_result_row extra;
+    sample_row(&extra, 9);
+    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(out[0].flush, "write");
+    ck_assert_str_eq(out[2].flush, "unknown");
+    ck_assert_str_eq(out[4].flush, "read");
+    ck_assert(out[4].frac_ref == extra.frac_ref);
+    free(out);
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, ",frac_ref,"));
+    free(text);
+    hid_t f = gm_open(h5);
+    ck_assert_int_ge(f, 0);
+    int64_t ver = 0;
+    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    ck_assert_int_ge(H5Aread(a, H5T_NATIVE_INT64, &ver), 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    ck_assert_int_eq(ver, DL_RESULTS_VERSION);
+
+    /* a version-2 table without one of the new columns is refused, naming it */
+    ck_assert_int_eq(gm_delete(h5, "/results/ref_read_contig_s"), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "/results/ref_read_contig_s") != NULL, "%s", dl_last_error());
+    /* so is a version this program does not know */
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", DL_RESULTS_VERSION + 1), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "format_version") != NULL, "%s", dl_last_error());
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 0), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    remove_tmpdir();
+
+    /* a table written by the version-1 writer itself (the fuzz seed, committed before version 2) */
+    const char *root = getenv("DL_ROOT");
+    char seed[600];
+    snprintf(seed, sizeof seed, "%s/tests/fuzz/corpus/results/one_row.h5", root ? root : ".");
+    ck_assert_msg(dl_results_read(seed, &out, &n) == 0, "%s: %s", seed, dl_last_error());
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(out[0].timing_mode, "none");
+    ck_assert_str_eq(out[0].flush, "none");
+    ck_assert(isnan(out[0].frac_ref));
+    free(out);
 }
 END_TEST
 
@@ -555,6 +664,66 @@ START_TEST(test_inputs_hash)
 }
 END_TEST
 
+/* The read reference's expected bytes and xor-fold, recomputed here by hand:
+ * NHD token rows are Hkv*D bytes at (page*page_size + slot)*Hkv*D, HND rows of
+ * one head D bytes at ((page*Hkv + h)*page_size + slot)*D. */
+static uint32_t fold_ref(const uint8_t *p, int64_t off, int64_t n)
+{
+    uint32_t x = 0;
+    for (int64_t i = off; i < off + n; i++) {
+        uint32_t word = (uint32_t)p[i] << (8 * (i % 4));
+        x ^= word;
+    }
+    return x;
+}
+
+START_TEST(test_read_sum)
+{
+    static small_case s;
+    build_small(&s);
+    const int lens[2] = {5, 4};
+    for (int layout = 0; layout < 2; layout++) {
+        s.c.cfg.kv_layout = layout ? DL_HND : DL_NHD;
+        uint32_t want = 0;
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < lens[b]; t++) {
+                int64_t page = s.indices[s.indptr[b] + t / 4], slot = t % 4;
+                for (int h = 0; h < 2; h++) {
+                    int64_t off = layout ? ((page * 2 + h) * 4 + slot) * 8 : (page * 4 + slot) * 16 + h * 8;
+                    want ^= fold_ref(s.k, off, 8) ^ fold_ref(s.v, off, 8);
+                }
+            }
+        int64_t bytes = 0;
+        uint32_t x = 0;
+        dl_run_read_sum(&s.c, 0, &bytes, &x);
+        ck_assert_int_eq(bytes, 288); /* = dl_run_bytes kv (test_bytes_moved) */
+        ck_assert_msg(x == want, "layout %d: %08x, by hand %08x", layout, x, want);
+        /* contiguous: the first 144 bytes of each cache */
+        dl_run_read_sum(&s.c, 1, &bytes, &x);
+        ck_assert_int_eq(bytes, 288);
+        ck_assert(x == (fold_ref(s.k, 0, 144) ^ fold_ref(s.v, 0, 144)));
+    }
+    /* a byte lands at bits 8*(offset % 4): one byte changed at offset 6 flips bits 16..23 */
+    s.c.cfg.kv_layout = DL_NHD;
+    int64_t bytes;
+    uint32_t x0, x1;
+    dl_run_read_sum(&s.c, 1, &bytes, &x0);
+    s.k[6] ^= 0x5A;
+    dl_run_read_sum(&s.c, 1, &bytes, &x1);
+    ck_assert_uint_eq(x0 ^ x1, 0x5Au << 16);
+    /* the page table decides: slot 1 of page 0 (the last page of request 0, 1 token) is
+     * not read; slot 1 of page 2 (its first page) is */
+    s.k[6] ^= 0x5A;
+    dl_run_read_sum(&s.c, 0, &bytes, &x0);
+    s.k[(0 * 4 + 1) * 16] ^= 0xFF;
+    dl_run_read_sum(&s.c, 0, &bytes, &x1);
+    ck_assert_uint_eq(x0, x1);
+    s.k[(2 * 4 + 1) * 16] ^= 0xFF;
+    dl_run_read_sum(&s.c, 0, &bytes, &x1);
+    ck_assert_uint_eq(x0 ^ x1, 0xFFu);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- run, no GPU */
 
 static const char *bin_path(void)
@@ -607,12 +776,14 @@ Suite *make_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_results_append_roundtrip);
     tcase_add_test(t, test_results_atomic);
+    tcase_add_test(t, test_results_version1);
     tcase_add_test(t, test_timing_stats_known);
     tcase_add_test(t, test_timing_stop_rule);
     tcase_add_test(t, test_variant_selection);
     tcase_add_test(t, test_variant_params);
     tcase_add_test(t, test_bytes_moved);
     tcase_add_test(t, test_inputs_hash);
+    tcase_add_test(t, test_read_sum);
     tcase_add_test(t, test_run_without_gpu);
     suite_add_tcase(s, t);
     return s;

@@ -5,7 +5,7 @@
  *  - SIGKILL a process in the middle of a loop of results appends: the table
  *    always reads, and holds whole rows 0..n-1 in order (none lost, none twice);
  *  - `run --resume` skips exactly the variants already recorded (inputs hash,
- *    split count, timing mode); --resume without --out is refused;
+ *    split count, timing mode, flush); --resume without --out is refused;
  *  - refusals added for hostile files: datasets whose data the file does not
  *    hold (a small file claiming gigabytes), external storage, NaN inputs
  *    unless /config@allow_nonfinite = 1, a results num_rows the file cannot hold;
@@ -297,7 +297,7 @@ START_TEST(resume_skips_recorded_variants)
     /* same hash, splits and timing mode: variant 0 dropped, the rest kept in order */
     for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
     nsel = dl_num_variants;
-    ck_assert_int_eq(dl_run_resume_filter(res, &g.c, 1, "none", sel, &nsel), 0);
+    ck_assert_int_eq(dl_run_resume_filter(res, &g.c, 1, "none", "none", sel, &nsel), 0);
     ck_assert_int_eq(nsel, dl_num_variants - 1);
     for (int i = 0; i < nsel; i++) ck_assert_ptr_eq(sel[i], &dl_variants[i + 1]);
     /* another split count or a timing mode the PASS row was not timed in: nothing dropped */
@@ -306,8 +306,26 @@ START_TEST(resume_skips_recorded_variants)
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
         nsel = dl_num_variants;
-        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, splits[k], modes[k], sel, &nsel), 0);
+        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, splits[k], modes[k], "write", sel, &nsel), 0);
         ck_assert_int_eq(nsel, dl_num_variants);
+    }
+    /* variant 1 timed cold-l2 after the memset flush: --flush write skips it, --flush read does not */
+    dl_result_row t;
+    dl_result_row_init(&t);
+    snprintf(t.golden_hash, sizeof t.golden_hash, "%s", hash);
+    snprintf(t.variant, sizeof t.variant, "%s", dl_variants[1].name);
+    snprintf(t.verdict, sizeof t.verdict, "PASS");
+    snprintf(t.timing_mode, sizeof t.timing_mode, "cold-l2");
+    snprintf(t.flush, sizeof t.flush, "write");
+    t.num_splits = 1;
+    ck_assert_int_eq(dl_results_append(res, &t, 1), 0);
+    const char *flushes[2] = {"write", "read"};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
+        nsel = dl_num_variants;
+        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, 1, "cold-l2", flushes[k], sel, &nsel), 0);
+        ck_assert_int_eq(nsel, dl_num_variants - (k == 0));
+        if (k == 0 && dl_num_variants > 2) ck_assert_ptr_eq(sel[1], &dl_variants[2]);
     }
     /* auto splits resolve the same way run does */
     ck_assert_int_eq(dl_run_resolve_splits(&g.c, 7), 7);
@@ -316,7 +334,7 @@ START_TEST(resume_skips_recorded_variants)
     char none[320];
     snprintf(none, sizeof none, "%s/none.h5", dir);
     nsel = dl_num_variants;
-    ck_assert_int_eq(dl_run_resume_filter(none, &g.c, 1, "none", sel, &nsel), 0);
+    ck_assert_int_eq(dl_run_resume_filter(none, &g.c, 1, "none", "none", sel, &nsel), 0);
     ck_assert_int_eq(nsel, dl_num_variants);
     dl_golden_free(&g);
 
