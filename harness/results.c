@@ -22,21 +22,26 @@ typedef struct {
     const char *name;
     dl_col_type type;
     size_t off, size;
+    int since; /* format version that added the column */
 } col_def;
 
 #define FLD_SIZE(f) sizeof(((dl_result_row *)0)->f)
-#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f)}
-#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8}
-#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8}
-#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8}
+#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 1}
+#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 1}
+#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8, 1}
+#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 1}
+#define CS2(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 2}
+#define CF2(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 2}
 #define CM(p)                                                                                          \
-    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8},                                            \
-    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8},                            \
-    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8},                            \
-    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8},                                  \
-    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8},                                      \
-    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8},                                \
-    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8}
+    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 1},                                         \
+    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 1},                         \
+    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8, 1},                         \
+    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8, 1},                               \
+    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8, 1},                                   \
+    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8, 1},                             \
+    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8, 1},                             \
+    {#p "_head_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.head_rel_l2), 8, 2},                     \
+    {#p "_head_worst", DL_COL_I64, offsetof(dl_result_row, p.head_worst), 8, 2}
 
 /* The schema, in column order. data/SCHEMA.md (results table) documents each. */
 static const col_def cols[] = {
@@ -51,7 +56,8 @@ static const col_def cols[] = {
     CS(kv_scale_mode), CF(kv_scale_value),
     CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
-    CF(thr_o_pass), CF(thr_o_marginal), CF(thr_lse_pass), CF(thr_lse_marginal),
+    CS2(model_schedule), CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
+    CF2(band_o_rel_l2), CF2(band_lse_abs),
     CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),
     CS(timing_mode), CI(graph_launches), CI(time_samples), CI(time_converged),
     CF(time_median_s), CF(time_min_s), CF(time_max_s), CF(time_mean_s), CF(time_stdrel), CF(time_elapsed_s),
@@ -293,8 +299,8 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     hid_t g = -1;
     if (read_str_attr(f, "format", fmt, sizeof fmt) || strcmp(fmt, DL_RESULTS_FORMAT))
         rc = dl_fail("results: %s: attribute format is '%s', expected '%s'", path, fmt, DL_RESULTS_FORMAT);
-    else if (read_i64_attr(f, "format_version", &ver) || ver != DL_RESULTS_VERSION)
-        rc = dl_fail("results: %s: format_version is %lld, this program reads %d", path, (long long)ver,
+    else if (read_i64_attr(f, "format_version", &ver) || ver < 1 || ver > DL_RESULTS_VERSION)
+        rc = dl_fail("results: %s: format_version is %lld, this program reads 1 to %d", path, (long long)ver,
                      DL_RESULTS_VERSION);
     else if ((g = H5Gopen2(f, "results", H5P_DEFAULT)) < 0)
         rc = dl_fail("results: %s: group /results is missing", path);
@@ -303,7 +309,7 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     /* size limit before allocating: every numeric column stores 8 bytes per row in the file */
     struct stat st;
     int64_t num_numeric = 0;
-    for (int i = 0; i < num_cols; i++) num_numeric += cols[i].type != DL_COL_STR;
+    for (int i = 0; i < num_cols; i++) num_numeric += cols[i].type != DL_COL_STR && cols[i].since <= ver;
     if (!rc && (stat(path, &st) != 0 || n > (int64_t)st.st_size / (8 * num_numeric)))
         rc = dl_fail("results: %s: /results@num_rows = %lld needs at least %lld bytes, the file has %lld", path,
                      (long long)n, (long long)(n * 8 * num_numeric), (long long)st.st_size);
@@ -313,9 +319,12 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
         buf = calloc((size_t)(n > 0 ? n : 1), 8);
         if (!rows || !buf) rc = dl_fail("results: out of memory reading %lld rows of %s", (long long)n, path);
+        /* columns an older version lacks read as unknown (a version-1 file's thr_* columns are ignored) */
+        for (int64_t r = 0; !rc && r < n; r++) dl_result_row_init(&rows[r]);
     }
     for (int i = 0; !rc && i < num_cols; i++) {
         const col_def *c = &cols[i];
+        if (c->since > ver) continue;
         hid_t d = H5Dopen2(g, c->name, H5P_DEFAULT);
         if (d < 0) {
             rc = dl_fail("results: %s: column /results/%s is missing", path, c->name);
