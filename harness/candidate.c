@@ -246,7 +246,8 @@ out:
 
 static int model_name_ok(const char *s)
 {
-    return !strcmp(s, "exact") || !strcmp(s, "fp32") || !strcmp(s, "bf16") || !strcmp(s, "fp8");
+    return !strcmp(s, "exact") || !strcmp(s, "fp32") || !strcmp(s, "bf16") || !strcmp(s, "fp8") ||
+           !strcmp(s, "fp8acc") || !strcmp(s, "bf16simt");
 }
 
 static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
@@ -292,7 +293,7 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
     int rc;
     if ((rc = get_str(r, "model", c->model, sizeof c->model, 0)) < 0) return -1;
     if (rc == 0 && !model_name_ok(c->model))
-        return dl_fail("%s: model is '%s', expected exact, fp32, bf16 or fp8 (or no model attribute)", p, c->model);
+        return dl_fail("%s: model is '%s', expected exact, fp32, bf16, fp8, fp8acc or bf16simt (or no model attribute)", p, c->model);
     if (get_str(r, "compute", c->compute, sizeof c->compute, 0) < 0) return -1;
     if (get_str(r, "dequant", c->dequant, sizeof c->dequant, 0) < 0) return -1;
     if (get_str(r, "unit", c->unit, sizeof c->unit, 0) < 0) return -1;
@@ -539,7 +540,7 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
     int have_model = mname && mname[0] && strcmp(mname, "none") != 0;
     dl_model m = DL_MODEL_EXACT;
     if (have_model && (!model_name_ok(mname) || dl_model_parse(mname, &m)))
-        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8 or none", mname);
+        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8, fp8acc, bf16simt or none", mname);
 
     dl_run_fill_config(r, golden_path, cs);
     char vname[sizeof c->producer + sizeof c->backend + 8];
