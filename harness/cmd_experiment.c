@@ -422,7 +422,8 @@ static int write_report(xp_run *r, const dl_xp_point *pts, int npts, int reduced
                 const dl_xp_obs *o = &res[h].obs[i];
                 fprintf(f, "| ");
                 md_escape(f, o->what);
-                fprintf(f, " | %.6g | %.6g | %.6g | %.2g%% | %s |\n", o->num, o->den, o->value, 100 * o->noise,
+                fprintf(f, " | %.6g | %.6g | %.6g | %.2g%%%s | %s |\n", o->num, o->den, o->value, 100 * o->noise,
+                        o->unconverged ? " **timing not converged**" : "",
                         o->status == 0 ? "yes" : o->status == 1 ? "**no**" : "within noise");
             }
             if (res[h].nobs > shown) fprintf(f, "\n(%d more in the rows)\n", res[h].nobs - shown);
