@@ -182,7 +182,9 @@ compare-flashinfer: $(if $(DECODELAB),,$(BIN))
 	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/flashinfer_compare.sh
 
 # The notebooks, executed headless on the committed sample results (results/sample/); a failing cell
-# fails the target. Figures go to $(BUILD)/notebooks/figures (the committed ones: notebooks/figures/).
+# fails the target, and the last cell of each asserts what its figures must show (an empty or wrong
+# results folder fails; DL_NB_ASSERT=0 turns the assertions off for exploring other data). `make test`
+# (hence .ci/run, which installs Jupyter) runs it. Figures go to $(BUILD)/notebooks/figures (the committed ones: notebooks/figures/).
 NB_OUT := $(BUILD)/notebooks
 .PHONY: test-notebooks
 test-notebooks:

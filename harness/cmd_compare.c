@@ -22,18 +22,21 @@ static void compare_help(FILE *f)
             "       decodelab compare --golden-hash GOLDEN.h5\n\n"
             "Scores the output of any other program (a candidate file: o [B,Hq,D] and optionally lse [B,Hq],\n"
             "with attributes naming the producer, its backend, its settings and its timing; see data/SCHEMA.md,\n"
-            "\"The candidate file\") against the golden file, with the comparison routine and thresholds of\n"
-            "decodelab run: against the golden model the candidate claims (attribute model; implementation\n"
-            "thresholds) and always against exact (that model's vs-exact thresholds). A candidate that claims\n"
-            "no model is judged against exact with the vs-exact thresholds of its compute attribute (fp32,\n"
-            "bf16, fp8), else of bf16. A log2 LSE (lse_base \"2\", FlashInfer's) is converted to the natural log.\n"
+            "\"The candidate file\") against the golden file, with the comparison routine and limits of\n"
+            "decodelab run: against the golden model the candidate claims (attribute model): PASS or FAIL on the\n"
+            "model's implementation limits (global and per-(request, head) rel L2 of o, max lse error; a bf16/f16\n"
+            "o widens the o limits by its unit roundoff); and against exact: the precision, within or above the\n"
+            "model's expected band (never a FAIL). A candidate that claims no model is judged by the band of its\n"
+            "compute attribute (fp32, bf16, fp8), else of bf16: PASS within, FAIL above.\n"
+            "A log2 LSE (lse_base \"2\", FlashInfer's) is converted to the natural log.\n"
             "The candidate must name the golden file's input hash (golden_hash): one made for another\n"
             "golden file is refused.\n\n"
-            "  --model M|none      override the candidate's claimed model (exact, fp32, bf16, fp8; none = exact only)\n"
+            "  --model M|none      override the candidate's claimed model (exact, fp32, bf16, fp8, fp8acc, bf16simt;\n"
+            "                      none = exact only)\n"
             "  --out RESULTS.h5    append one row per candidate (variant ext:<producer>:<backend>) to RESULTS.h5\n"
             "                      and its twin RESULTS.csv, atomically, in the results schema of decodelab run\n"
             "  --golden-hash       print the golden file's input hash (fnv1a64:...) and exit, for producers\n\n"
-            "exit status: 0 every candidate PASS/MARGINAL, 1 one FAILed, 2 bad input (one line naming the file,\n"
+            "exit status: 0 every candidate PASS, 1 one FAILed, 2 bad input (one line naming the file,\n"
             "the field and the value; nothing written).\n");
 }
 
@@ -75,28 +78,34 @@ static int parse_compare(int argc, char **argv, cmp_opts *o)
     }
     if (!o->ncands) return dl_fail("missing CANDIDATE.h5 (see decodelab compare --help)");
     if (o->model && strcmp(o->model, "none") && strcmp(o->model, "exact") && strcmp(o->model, "fp32") &&
-        strcmp(o->model, "bf16") && strcmp(o->model, "fp8"))
-        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8 or none", o->model);
+        strcmp(o->model, "bf16") && strcmp(o->model, "fp8") && strcmp(o->model, "fp8acc") && strcmp(o->model, "bf16simt"))
+        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8, fp8acc, bf16simt or none", o->model);
     return 0;
 }
 
 static void print_header(void)
 {
-    printf("%-40s %-8s %-6s %12s %12s %12s %12s | %10s %10s %10s %7s %6s %8s %6s\n", "variant", "verdict", "model",
-           "o_relL2/mod", "lse_abs/mod", "o_relL2/ex", "lse_abs/ex", "median_us", "min_us", "max_us", "stdrel%", "n",
-           "GB/s", "%peak");
+    printf("%-40s %-7s %-6s %11s %11s %11s | %11s %-14s | %10s %10s %10s %7s %6s %8s %6s\n", "variant", "verdict",
+           "model", "o_relL2", "o_head", "lse_abs", "o_relL2/ex", "precision", "median_us", "min_us", "max_us",
+           "stdrel%", "n", "GB/s", "%peak");
 }
 
 static void print_row(const dl_result_row *r)
 {
-    printf("%-40s %-8s %-6s %12.3e %12.3e %12.3e %12.3e |", r->variant, r->verdict, r->model, r->model_o.rel_l2,
-           r->model_lse.max_abs, r->exact_o.rel_l2, r->exact_lse.max_abs);
+    printf("%-40s %-7s %-6s %11.3e %11.3e %11.3e | %11.3e %-14s |", r->variant, r->verdict, r->model,
+           r->model_o.rel_l2, r->model_o.head_rel_l2, r->model_lse.max_abs, r->exact_o.rel_l2, r->verdict_exact);
     if (!isnan(r->time_median_s))
-        printf(" %10.2f %10.2f %10.2f %7.3f %6lld %8.1f %6.1f\n", 1e6 * r->time_median_s, 1e6 * r->time_min_s,
-               1e6 * r->time_max_s, 100 * r->time_stdrel, (long long)r->time_samples, r->gbps, 100 * r->frac_peak);
+        printf(" %10.2f %10.2f %10.2f %7.3f %6lld %8.1f %6.1f%s\n", 1e6 * r->time_median_s, 1e6 * r->time_min_s,
+               1e6 * r->time_max_s, 100 * r->time_stdrel, (long long)r->time_samples, r->gbps, 100 * r->frac_peak,
+               r->time_converged == 0 ? " NOT CONVERGED" : "");
     else
         printf(" %10s\n", "not timed");
     printf("%-40s   %s\n", "", r->reason);
+    if (strcmp(r->verdict_model, "-"))
+        printf("%-40s   limits: o rel L2 %.3g, per head %.3g, lse %.3g; worst head: row %lld (b=%lld h=%lld)\n", "",
+               r->limit_o_rel_l2, r->limit_o_head_rel_l2, r->limit_lse_abs, (long long)r->model_o.head_worst,
+               r->model_o.head_worst >= 0 ? (long long)(r->model_o.head_worst / r->num_qo_heads) : -1LL,
+               r->model_o.head_worst >= 0 ? (long long)(r->model_o.head_worst % r->num_qo_heads) : -1LL);
     if (r->model_o.nonfinite > 0 || r->model_lse.nonfinite > 0)
         printf("%-40s   o: %lld non-finite; lse: %lld non-finite\n", "", (long long)r->model_o.nonfinite,
                (long long)r->model_lse.nonfinite);

@@ -108,6 +108,7 @@ typedef struct {
     double num, den, value;  /* value = num/den (ratio, census with den) or num */
     double noise;            /* relative noise of value (0 when deterministic) */
     int status;              /* 0 in [lo, hi], 1 out (resolved), 2 out but within noise */
+    int unconverged;         /* a timing-derived value from a row whose sampling hit the time cap (time_converged = 0) */
 } dl_xp_obs;
 
 typedef struct {

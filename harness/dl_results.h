@@ -20,7 +20,8 @@ extern "C" {
 #endif
 
 #define DL_RESULTS_FORMAT "decodelab-results"
-/* 2: + flush, ref_read_s, ref_read_pages_s, ref_read_contig_s, frac_ref (issue 10).
+/* 2: + flush, ref_read_s, ref_read_pages_s, ref_read_contig_s, frac_ref (issue 10); per-head
+ * metrics, model_schedule, limit_* and band_* replacing thr_* (issue 11).
  * Version 1 tables still read (data/SCHEMA.md says how their rows are filled);
  * an append rewrites the table as version 2. */
 #define DL_RESULTS_VERSION 2
@@ -30,6 +31,8 @@ extern "C" {
 typedef struct {
     int64_t n, nonfinite, unwritten;
     double rel_l2, nmse, max_abs, max_rel;
+    double head_rel_l2;   /* largest per-(request, head) relative L2 (version 2) */
+    int64_t head_worst;   /* that (request, head) as b * num_qo_heads + h; lse: the one of max_abs (version 2) */
 } dl_result_metrics;
 
 /* One row. Strings are owned by the row (fixed buffers); unknown numbers are
@@ -57,8 +60,12 @@ typedef struct {
     int64_t num_pages, total_tokens, max_seq_len, num_splits;
     /* checks */
     dl_result_metrics model_o, model_lse, exact_o, exact_lse;
-    double thr_o_pass, thr_o_marginal, thr_lse_pass, thr_lse_marginal;  /* impl thresholds used */
-    char verdict_model[12], verdict_exact[12], verdict[12]; /* PASS MARGINAL FAIL SKIP */
+    char model_schedule[64];    /* the schedule the model followed: "none" (as stored) or "split-kv:<n>x<chunk>" ... */
+    double limit_o_rel_l2, limit_o_head_rel_l2, limit_lse_abs; /* implementation limits used (o: output rounding included) */
+    double band_o_rel_l2, band_lse_abs;                         /* expected precision band vs exact */
+    char verdict_model[12];     /* PASS FAIL (implementation, against the model), "-" none */
+    char verdict_exact[24];     /* "within" / "above expected" (the band), "-" without exact */
+    char verdict[12];           /* PASS FAIL SKIP: verdict_model (or SKIP); decides the exit status */
     int64_t deterministic;      /* 1 two launches bitwise equal, 0 not, -1 not checked */
     char reason[512];           /* why SKIP, why FAIL (error text), or why not timed; "" otherwise */
     /* timing */

@@ -63,6 +63,22 @@ void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case
 /* Copy one comparison's metrics (dl_compare_*) into a results row's metric columns. */
 void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m);
 
+/* The judgement of one output (o [B,Hq,D] float32, lse [B,Hq] or NULL = judged
+ * on o alone), shared by `run` and `compare`, into row r:
+ *  - against model_out (the output of model m for the schedule the kernel ran)
+ *    with dl_threshold_impl(m), o limits widened by o_round
+ *    (dl_output_roundoff of the o encoding): model_* columns, limit_*,
+ *    verdict_model PASS / FAIL;
+ *  - against exact (NULL: not available) with the band dl_threshold_vs_exact(m,
+ *    kv_dtype): exact_* columns, band_*, verdict_exact "within" / "above
+ *    expected" (or "-"), never a FAIL;
+ *  - verdict = verdict_model. Without a model (model_out NULL: a candidate that
+ *    claims none) the model columns repeat the exact ones, verdict_model is "-"
+ *    and the band decides: PASS within it, FAIL above (or without exact).
+ * Returns the verdict. */
+dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, const dl_output *model_out, dl_model m,
+                        const dl_output *exact, dl_dtype kv_dtype, double o_round);
+
 #ifdef __cplusplus
 }
 #endif

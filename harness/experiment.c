@@ -734,6 +734,7 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                 o->den = NAN;
                 o->noise = na;
                 o->status = classify(va, na, h);
+                o->unconverged = noisy(h->metric) && a->time_converged == 0;
                 continue;
             }
             int found_den = 0;
@@ -761,6 +762,7 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                     o->value = va / vb;
                     o->noise = sqrt(na * na + nb * nb);
                     o->status = isfinite(o->value) ? classify(o->value, o->noise, h) : 1;
+                    o->unconverged = noisy(h->metric) && (a->time_converged == 0 || b->time_converged == 0);
                 }
             }
             if (!found_den) {

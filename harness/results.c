@@ -22,25 +22,26 @@ typedef struct {
     const char *name;
     dl_col_type type;
     size_t off, size;
-    int since; /* first format_version holding the column (0: version 1) */
+    int since; /* format version that added the column */
 } col_def;
 
 #define FLD_SIZE(f) sizeof(((dl_result_row *)0)->f)
-#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 0}
-#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 0}
-#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8, 0}
-#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 0}
-/* columns added in format_version 2 */
+#define CS(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 1}
+#define CI(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 1}
+#define CU(f) {#f, DL_COL_U64, offsetof(dl_result_row, f), 8, 1}
+#define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 1}
 #define CS2(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 2}
 #define CF2(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 2}
-#define CM(p)                                                                  \
-    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 0},                 \
-    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 0}, \
-    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8, 0}, \
-    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8, 0},       \
-    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8, 0},           \
-    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8, 0},     \
-    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8, 0}
+#define CM(p)                                                                                          \
+    {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 1},                                         \
+    {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 1},                         \
+    {#p "_unwritten", DL_COL_I64, offsetof(dl_result_row, p.unwritten), 8, 1},                         \
+    {#p "_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.rel_l2), 8, 1},                               \
+    {#p "_nmse", DL_COL_F64, offsetof(dl_result_row, p.nmse), 8, 1},                                   \
+    {#p "_max_abs", DL_COL_F64, offsetof(dl_result_row, p.max_abs), 8, 1},                             \
+    {#p "_max_rel", DL_COL_F64, offsetof(dl_result_row, p.max_rel), 8, 1},                             \
+    {#p "_head_rel_l2", DL_COL_F64, offsetof(dl_result_row, p.head_rel_l2), 8, 2},                     \
+    {#p "_head_worst", DL_COL_I64, offsetof(dl_result_row, p.head_worst), 8, 2}
 
 /* The schema, in column order. data/SCHEMA.md (results table) documents each. */
 static const col_def cols[] = {
@@ -55,7 +56,8 @@ static const col_def cols[] = {
     CS(kv_scale_mode), CF(kv_scale_value),
     CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
-    CF(thr_o_pass), CF(thr_o_marginal), CF(thr_lse_pass), CF(thr_lse_marginal),
+    CS2(model_schedule), CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
+    CF2(band_o_rel_l2), CF2(band_lse_abs),
     CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),
     CS(timing_mode), CS2(flush), CI(graph_launches), CI(time_samples), CI(time_converged),
     CF(time_median_s), CF(time_min_s), CF(time_max_s), CF(time_mean_s), CF(time_stdrel), CF(time_elapsed_s),
@@ -332,7 +334,7 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
         rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
         buf = calloc((size_t)(n > 0 ? n : 1), 8);
         if (!rows || !buf) rc = dl_fail("results: out of memory reading %lld rows of %s", (long long)n, path);
-        /* columns the file's version lacks keep their unknown values */
+        /* columns an older version lacks read as unknown (a version-1 file's thr_* columns are ignored) */
         for (int64_t r = 0; !rc && r < n; r++) dl_result_row_init(&rows[r]);
     }
     for (int i = 0; !rc && i < num_cols; i++) {

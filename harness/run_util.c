@@ -242,4 +242,47 @@ void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m)
     d->nmse = m->nmse;
     d->max_abs = m->max_abs;
     d->max_rel = m->max_rel;
+    d->head_rel_l2 = m->head_rel_l2;
+    d->head_worst = m->head_worst;
+}
+
+dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, const dl_output *model_out, dl_model m,
+                        const dl_output *exact, dl_dtype kv_dtype, double o_round)
+{
+    dl_scores sm, se;
+    dl_verdict v = DL_PASS;
+    const dl_threshold *band = dl_threshold_vs_exact(m, kv_dtype);
+    if (band) {
+        r->band_o_rel_l2 = band->o_rel_l2;
+        r->band_lse_abs = band->lse_abs;
+    }
+    if (exact) {
+        dl_score_f32(o, lse, exact, &se);
+        dl_run_put_metrics(&r->exact_o, &se.o);
+        if (lse) dl_run_put_metrics(&r->exact_lse, &se.lse);
+        snprintf(r->verdict_exact, sizeof r->verdict_exact, "%s", dl_band_name(band && dl_within_band(&se, band)));
+    } else {
+        snprintf(r->verdict_exact, sizeof r->verdict_exact, "-");
+    }
+    if (model_out) {
+        const dl_threshold *t = dl_threshold_impl(m);
+        dl_score_f32(o, lse, model_out, &sm);
+        dl_run_put_metrics(&r->model_o, &sm.o);
+        if (lse) dl_run_put_metrics(&r->model_lse, &sm.lse);
+        r->limit_o_rel_l2 = dl_limit_widened(t->o_rel_l2, o_round);
+        r->limit_o_head_rel_l2 = dl_limit_widened(t->o_head_rel_l2, o_round);
+        r->limit_lse_abs = t->lse_abs;
+        v = dl_judge_impl(&sm, t, o_round);
+        snprintf(r->verdict_model, sizeof r->verdict_model, "%s", dl_verdict_name(v));
+    } else {
+        /* no model to judge the implementation by: the precision band decides */
+        if (exact) {
+            r->model_o = r->exact_o;
+            r->model_lse = r->exact_lse;
+        }
+        v = exact && band && dl_within_band(&se, band) ? DL_PASS : DL_FAIL;
+        snprintf(r->verdict_model, sizeof r->verdict_model, "-");
+    }
+    snprintf(r->verdict, sizeof r->verdict, "%s", dl_verdict_name(v));
+    return v;
 }

@@ -405,6 +405,25 @@ int dl_case_validate(const dl_case *c, const char *source)
         if (c->kv_indices[i] < 0 || c->kv_indices[i] >= c->num_pages)
             return dl_fail("%s: /inputs/kv_indices[%lld] = %d is outside 0..%lld (num_pages = %lld)", source,
                            (long long)i, c->kv_indices[i], (long long)(c->num_pages - 1), (long long)c->num_pages);
+    /* Pages may be shared between requests (prefix caching), never repeated within one: a request
+     * that lists a page twice would hold the same K/V at two positions, which no cache producer
+     * writes (an append would overwrite one of them) - it is a page-table bug, refused. */
+    int64_t *seen = nnz > 0 ? dl_malloc((size_t)c->num_pages * sizeof *seen, "page check") : NULL;
+    if (nnz > 0 && !seen) return -1;
+    for (int64_t p = 0; p < (nnz > 0 ? c->num_pages : 0); p++) seen[p] = -1;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = c->kv_indptr[b]; i < c->kv_indptr[b + 1]; i++) {
+            const int32_t pg = c->kv_indices[i];
+            if (seen[pg] >= c->kv_indptr[b]) {
+                int64_t first = seen[pg];
+                free(seen);
+                return dl_fail("%s: /inputs/kv_indices: page %d appears twice in request %lld (kv_indices[%lld] and "
+                               "kv_indices[%lld]): a request's pages must be distinct (sharing a page between "
+                               "requests is allowed)", source, pg, (long long)b, (long long)first, (long long)i);
+            }
+            seen[pg] = i;
+        }
+    free(seen);
     return 0;
 }
 

@@ -87,7 +87,8 @@ int dl_outlier_channels(const dl_config *cfg, int64_t *channels);
 
 /* Check the page table and shapes of a case (for files read from disk):
  * indptr starts at 0, is non-decreasing, every request has >= 1 page, every
- * index in [0, num_pages), last_page_len in 1..page_size. Records the field. */
+ * index in [0, num_pages), last_page_len in 1..page_size, no page twice in one request (pages
+ * shared between requests - prefix caching - are allowed). Records the field. */
 int dl_case_validate(const dl_case *c, const char *source);
 /* Check the values of a (validated) case: scales finite and > 0, q finite, every
  * used slot of k/v_cache (and k/v_orig when present) finite. Poison in the unused

@@ -364,9 +364,31 @@ static float bf16simt_dot(const float *q, const float *k, int64_t D, int64_t vec
     return lane[0];
 }
 
-/* fp32, bf16 or fp8 model for one (b, g). */
+/* Merge nseg normalized segment results (o_i = po[i*D ..], lse_i = pl[i]) in
+ * FP32 as the split-KV merge kernel does (gpu/runtime.cu): M = max lse_i,
+ * W = sum_i expf(lse_i - M) in order, o[d] = (sum_i expf(lse_i - M) * o_i[d]
+ * in order) / W, lse = M + logf(W). A segment with lse = -inf weighs nothing. */
+static void merge_segments(const float *po, const float *pl, int64_t nseg, int64_t D, double *o, double *lse)
+{
+    float M = -INFINITY;
+    for (int64_t i = 0; i < nseg; i++) M = max_nan(M, pl[i]);
+    float W = 0.0f;
+    for (int64_t i = 0; i < nseg; i++) W += pl[i] == -INFINITY ? 0.0f : expf(pl[i] - M);
+    for (int64_t d = 0; d < D; d++) {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < nseg; i++)
+            if (pl[i] != -INFINITY) acc += expf(pl[i] - M) * po[i * D + d];
+        o[d] = (double)(W > 0.0f ? acc / W : 0.0f);
+    }
+    *lse = (double)(W > 0.0f ? M + logf(W) : -INFINITY);
+}
+
+/* fp32, bf16 or fp8 model for one (b, g). The tokens are cut into nseg
+ * segments starting at seg[0] = 0 < seg[1] < ... < len (seg NULL or nseg 1:
+ * the whole sequence); each is an independent online softmax whose normalized
+ * (o, lse) are merged by merge_segments. */
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
-                         int64_t b, int64_t g, double *o, double *lse)
+                         int64_t b, int64_t g, const int64_t *seg, int64_t nseg, double *o, double *lse)
 {
     const dl_config *cfg = &c->cfg;
     const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
@@ -375,10 +397,13 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *s = malloc((size_t)len * sizeof(float));
     float *qv = malloc((size_t)(2 * D) * sizeof(float));
     float *acc = malloc((size_t)(2 * D) * sizeof(float)); /* acc [D], then fp8 partial [D] */
-    if (!K || !V || !s || !qv || !acc) {
-        free(K); free(V); free(s); free(qv); free(acc);
+    if (nseg < 1 || !seg) nseg = 1;
+    float *po = nseg > 1 ? malloc((size_t)(nseg * (D + 1)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg] */
+    if (!K || !V || !s || !qv || !acc || (nseg > 1 && !po)) {
+        free(K); free(V); free(s); free(qv); free(acc); free(po);
         return -1;
     }
+    float *pl = po ? po + nseg * D : NULL;
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
     float ks = c->k_scale[g], vs = c->v_scale[g];
@@ -417,38 +442,54 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
         const int64_t h = g * G + r;
         const int64_t q0 = (b * cfg->num_qo_heads + h) * D;
         for (int64_t d = 0; d < D; d++) q[d] = dl_case_q(c, q0 + d);
-        float m, sum;
+        /* scores of every token, then the output scale; then per segment */
+        float out_scale = 1.0f;
+        int64_t promote = 0;
         if (model == DL_MODEL_FP32) {
             for (int64_t j = 0; j < len; j++) s[j] = dot_f32(q, K + j * D, D, 23, 1) * sm;
-            online_softmax(s, V, len, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
-            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum);
         } else if (model == DL_MODEL_BF16) {
             for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
             /* bf16 x bf16 products are exact in float; the sum is rounded;
              * k_scale folds into the score scale, v_scale into the output */
             const float sk = sm * ks;
             for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sk;
-            online_softmax(s, V, len, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
-            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * vs);
+            out_scale = vs;
         } else if (model == DL_MODEL_BF16SIMT) {
             const int64_t vec = dl_dtype_size(cfg->kv_dtype) == 1 ? 16 : 8;
             for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
             for (int64_t j = 0; j < len; j++) s[j] = bf16simt_dot(qr, K + j * D, D, vec) * ks * sm;
-            online_softmax(s, V, len, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
-            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * vs);
+            out_scale = vs;
         } else {
-            const int64_t promote = model == DL_MODEL_FP8ACC ? p->acc_promote_blocks : 0;
+            promote = model == DL_MODEL_FP8ACC ? p->acc_promote_blocks : 0;
             const float qs = quantize_e4m3(q, D, qr);
             /* e4m3 x e4m3 (or e5m2) products are exact in float */
             for (int64_t j = 0; j < len; j++) s[j] = dot_mma(qr, K + j * D, D, p, promote) * qs * ks * sm;
-            (void)pr_mode;
-            online_softmax_mma(s, V, len, D, p, promote, acc, acc + D, &m, &sum);
-            const float out_scale = vs / p->p_scale;
-            for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * out_scale);
+            out_scale = vs / p->p_scale;
         }
-        lse[r] = (double)(m + logf(sum));
+        for (int64_t k = 0; k < nseg; k++) {
+            const int64_t j0 = nseg > 1 ? seg[k] : 0, j1 = nseg > 1 && k + 1 < nseg ? seg[k + 1] : len;
+            const float *sk = s + j0, *vk = V + j0 * D;
+            float m, sum;
+            if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16SIMT)
+                online_softmax(sk, vk, j1 - j0, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
+            else if (model == DL_MODEL_BF16)
+                online_softmax(sk, vk, j1 - j0, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
+            else
+                online_softmax_mma(sk, vk, j1 - j0, D, p, promote, acc, acc + D, &m, &sum);
+            if (nseg == 1) {
+                /* fp32: acc / sum (no output scale: the scales are in the elements) */
+                for (int64_t d = 0; d < D; d++)
+                    o[r * D + d] = (double)(model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale);
+                lse[r] = (double)(m + logf(sum));
+            } else {
+                for (int64_t d = 0; d < D; d++)
+                    po[k * D + d] = model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale;
+                pl[k] = m + logf(sum);
+            }
+        }
+        if (nseg > 1) merge_segments(po, pl, nseg, D, o + r * D, lse + r);
     }
-    free(K); free(V); free(s); free(qv); free(acc);
+    free(K); free(V); free(s); free(qv); free(acc); free(po);
     return 0;
 }
 
@@ -467,7 +508,102 @@ static int check_params(const dl_model_params *p)
     return 0;
 }
 
+int dl_schedule_trivial(const dl_schedule *s)
+{
+    if (!s) return 1;
+    for (int64_t t = 0; t < s->num_tasks; t++)
+        if (s->seg_indptr[t + 1] - s->seg_indptr[t] != 1) return 0;
+    return 1;
+}
+
+int dl_schedule_validate(const dl_case *c, const dl_schedule *s)
+{
+    if (!s) return 0;
+    const int64_t Hkv = c->cfg.num_kv_heads, ntask = c->cfg.batch_size * Hkv;
+    if (s->num_tasks != ntask)
+        return dl_fail("schedule: num_tasks = %lld, expected batch_size x num_kv_heads = %lld", (long long)s->num_tasks,
+                       (long long)ntask);
+    if (!s->seg_indptr || !s->seg_begin) return dl_fail("schedule: seg_indptr or seg_begin is NULL");
+    if (s->seg_indptr[0] != 0) return dl_fail("schedule: seg_indptr[0] = %lld, expected 0", (long long)s->seg_indptr[0]);
+    for (int64_t t = 0; t < ntask; t++) {
+        const int64_t b = t / Hkv, g = t % Hkv, len = dl_case_seq_len(c, b);
+        const int64_t k0 = s->seg_indptr[t], k1 = s->seg_indptr[t + 1];
+        if (k1 <= k0)
+            return dl_fail("schedule: task %lld (request %lld, KV head %lld) has no segment (seg_indptr[%lld] = %lld, "
+                           "seg_indptr[%lld] = %lld)", (long long)t, (long long)b, (long long)g, (long long)t,
+                           (long long)k0, (long long)(t + 1), (long long)k1);
+        if (s->seg_begin[k0] != 0)
+            return dl_fail("schedule: task %lld (request %lld, KV head %lld): its first segment begins at "
+                           "seg_begin[%lld] = %lld, expected 0", (long long)t, (long long)b, (long long)g,
+                           (long long)k0, (long long)s->seg_begin[k0]);
+        for (int64_t k = k0 + 1; k < k1; k++) {
+            if (s->seg_begin[k] <= s->seg_begin[k - 1] || s->seg_begin[k] >= len)
+                return dl_fail("schedule: task %lld (request %lld, KV head %lld): seg_begin[%lld] = %lld must be > "
+                               "seg_begin[%lld] = %lld and < the sequence length %lld", (long long)t, (long long)b,
+                               (long long)g, (long long)k, (long long)s->seg_begin[k], (long long)(k - 1),
+                               (long long)s->seg_begin[k - 1], (long long)len);
+        }
+    }
+    return 0;
+}
+
+int64_t dl_split_kv_chunk(int64_t max_seq_len, int num_splits, int64_t tile)
+{
+    const int64_t n = num_splits < 1 ? 1 : num_splits, t = tile < 1 ? 1 : tile;
+    const int64_t per = (max_seq_len + n - 1) / n;
+    return (per + t - 1) / t * t;
+}
+
+int dl_schedule_split_kv(const dl_case *c, int num_splits, int64_t tile, dl_schedule *s, int64_t *chunk_out)
+{
+    memset(s, 0, sizeof *s);
+    const int64_t B = c->cfg.batch_size, Hkv = c->cfg.num_kv_heads;
+    int64_t maxlen = 0, nseg = 0;
+    for (int64_t b = 0; b < B; b++)
+        if (dl_case_seq_len(c, b) > maxlen) maxlen = dl_case_seq_len(c, b);
+    const int64_t chunk = dl_split_kv_chunk(maxlen, num_splits, tile);
+    if (chunk < 1) return dl_fail("schedule: split-KV chunk of %lld tokens (longest sequence %lld)", (long long)chunk,
+                                  (long long)maxlen);
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t len = dl_case_seq_len(c, b);
+        nseg += Hkv * ((len + chunk - 1) / chunk);
+    }
+    int64_t *indptr = dl_malloc((size_t)(B * Hkv + 1) * sizeof(int64_t), "schedule seg_indptr");
+    int64_t *begin = dl_malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t), "schedule seg_begin");
+    if (!indptr || !begin) {
+        free(indptr);
+        free(begin);
+        return -1;
+    }
+    int64_t k = 0;
+    indptr[0] = 0;
+    for (int64_t t = 0; t < B * Hkv; t++) {
+        const int64_t len = dl_case_seq_len(c, t / Hkv);
+        for (int64_t j = 0; j < len; j += chunk) begin[k++] = j;
+        indptr[t + 1] = k;
+    }
+    s->num_tasks = B * Hkv;
+    s->seg_indptr = indptr;
+    s->seg_begin = begin;
+    if (chunk_out) *chunk_out = chunk;
+    return 0;
+}
+
+void dl_schedule_free(dl_schedule *s)
+{
+    if (!s) return;
+    free((void *)s->seg_indptr);
+    free((void *)s->seg_begin);
+    memset(s, 0, sizeof *s);
+}
+
 int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl_output *out)
+{
+    return dl_reference_sched(c, m, params, NULL, out);
+}
+
+int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *params, const dl_schedule *sched,
+                       dl_output *out)
 {
     dl_model_params defaults;
     if (!params) {
@@ -485,6 +621,9 @@ int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl
     if (m == DL_MODEL_ORIG && (!c->q_orig || !c->k_orig || !c->v_orig))
         return dl_fail("dl_reference: model orig needs q_orig, k_orig and v_orig, and the case lacks %s",
                        !c->q_orig ? "q_orig" : !c->k_orig ? "k_orig" : "v_orig");
+    DL_TRY(dl_schedule_validate(c, sched));
+    /* the exact models ignore schedules; a trivial schedule is today's computation */
+    if (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG || dl_schedule_trivial(sched)) sched = NULL;
 
     const dl_config *cfg = &c->cfg;
     const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
@@ -520,8 +659,11 @@ int dl_reference(const dl_case *c, dl_model m, const dl_model_params *params, dl
         const int64_t b = t / Hkv, g = t % Hkv;
         double *o = out->o + (b * Hq + g * G) * D;
         double *lse = out->lse + b * Hq + g * G;
-        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG) ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
-                                                             : task_emulated(c, lut, m, params, b, g, o, lse);
+        const int64_t *seg = sched ? sched->seg_begin + sched->seg_indptr[t] : NULL;
+        const int64_t nseg = sched ? sched->seg_indptr[t + 1] - sched->seg_indptr[t] : 1;
+        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG)
+                     ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
+                     : task_emulated(c, lut, m, params, b, g, seg, nseg, o, lse);
         if (rc != 0) {
 #pragma omp atomic write
             failed = 1;

@@ -37,7 +37,18 @@
  *  - fp8acc: as fp8, but every acc_promote_blocks k-blocks (and at the end of the
  *    dot, and of each kv_block for P*V) the truncated partial is added to a
  *    separate FP32 accumulator in one binary32 add, and the partial restarts at 0.
- *  - bf16simt: see dl_ref.c (bf16simt_dot) for the exact order the kernel uses. */
+ *  - bf16simt: see dl_ref.c (bf16simt_dot) for the exact order the kernel uses.
+ *
+ * Schedules (split-KV and other work splits): a kernel that cuts a sequence
+ * into segments computes each as an independent online softmax (the running
+ * max restarts at the segment's first token, kv_blocks are counted from the
+ * segment start), finalizes it (o_i = acc / sum times the model's output
+ * scale, lse_i = m + logf(sum)), then merges the segments of each (request,
+ * query head) in segment order in FP32, as gpu/runtime.cu's merge kernel does:
+ *   M = max_i lse_i;  W = sum_i expf(lse_i - M);
+ *   o[d] = (sum_i expf(lse_i - M) * o_i[d]) / W;  lse = M + logf(W)
+ * (sums in order i = 0, 1, ...; a segment with lse = -inf weighs nothing).
+ * dl_reference_sched computes a model for such a schedule. */
 #ifndef DL_REF_H
 #define DL_REF_H
 
@@ -85,6 +96,38 @@ typedef struct {
  * threads: every (b, h) is computed independently in a fixed order. */
 int dl_reference(const dl_case *c, dl_model m, const dl_model_params *p, dl_output *out);
 void dl_output_free(dl_output *o);
+
+/* A kernel's schedule: the tokens of task t = b * num_kv_heads + kvh cut into segments
+ * [seg_begin[k], next segment's begin or the sequence length) for k in [seg_indptr[t], seg_indptr[t+1]);
+ * each segment is an independent online softmax (running max restarting at its first token,
+ * kv_blocks counted from the segment start); the segments' normalized (o_i, lse_i) are then
+ * merged in order: M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i)
+ * (in FP32 with expf/logf, see "Schedules" above). */
+typedef struct {
+    int64_t num_tasks;           /* batch_size * num_kv_heads */
+    const int64_t *seg_indptr;   /* [num_tasks + 1], starts at 0, each task >= 1 segment */
+    const int64_t *seg_begin;    /* [seg_indptr[num_tasks]]: per task 0 first, strictly increasing, < len */
+} dl_schedule;
+
+/* Model m on case c for schedule s. s == NULL or one segment per task: dl_reference, bit for bit.
+ * exact/orig ignore schedules (they are exact). s is validated first (dl_schedule_validate). */
+int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *p, const dl_schedule *s, dl_output *out);
+
+/* 0 when s is NULL or fits c: num_tasks = B * Hkv, every task has a segment, its first begins at
+ * 0, begins strictly increasing and < the request's length; else dl_fail naming the task. */
+int dl_schedule_validate(const dl_case *c, const dl_schedule *s);
+/* 1 when s is NULL or has one segment per task. */
+int dl_schedule_trivial(const dl_schedule *s);
+
+/* The split-KV kernels' chunk (dl_chunk_tokens in gpu/dl_cuda.cuh):
+ * ceil(ceil(max_seq_len / num_splits) / tile) * tile tokens. */
+int64_t dl_split_kv_chunk(int64_t max_seq_len, int num_splits, int64_t tile);
+/* The schedule of the split-KV kernels on c: chunk = dl_split_kv_chunk(longest sequence of c,
+ * num_splits, tile) (tile 64 for the tensor-core kernels); segment k of every task begins at
+ * k * chunk for every k * chunk < len. Allocates (free with dl_schedule_free); *chunk_out
+ * (may be NULL) gets the chunk. */
+int dl_schedule_split_kv(const dl_case *c, int num_splits, int64_t tile, dl_schedule *s, int64_t *chunk_out);
+void dl_schedule_free(dl_schedule *s);
 
 #ifdef __cplusplus
 }

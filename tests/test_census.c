@@ -3,7 +3,9 @@
  * the census CSV table, and - on the real build/decodelab - what the design of
  * the variants implies about their machine code. Needs cuobjdump (+ nvdisasm):
  * on PATH, in $CUDA_HOME/bin, at $DL_CUOBJDUMP, or in Python site-packages (.ci/run installs them from
- * PyPI). When it cannot be found the disassembly tests FAIL, saying so. */
+ * PyPI). When it cannot be found the two tests on the real binary SKIP, printing why (the
+ * tool is optional: a machine with nvcc but without cuobjdump must pass `make test`); when it
+ * is found and the disassembly fails, they FAIL. */
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -178,6 +180,17 @@ END_TEST
 static dl_census real;
 static int real_loaded = 0;
 
+/* 1 when cuobjdump is found; else prints the SKIP line with the reason and returns 0. */
+static int have_cuobjdump(const char *test)
+{
+    char tool[1024];
+    if (dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool) == 0) return 1;
+    printf("SKIP test_census %s: %s (optional: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)\n", test,
+           dl_last_error());
+    fflush(stdout);
+    return 0;
+}
+
 static void load_real(void)
 {
     if (real_loaded) return;
@@ -211,6 +224,7 @@ START_TEST(test_design_in_the_disassembly)
         printf("test_census: this build has no CUDA kernels (CUDA=0): design assertions not applicable\n");
         return;
     }
+    if (!have_cuobjdump("design_in_the_disassembly")) return;
     load_real();
     int checked_fast = 0;
     for (int i = 0; i < dl_num_variants; i++) {
@@ -298,6 +312,7 @@ END_TEST
 START_TEST(test_rows_cover_every_kernel)
 {
     if (!DL_HAVE_CUDA) return;
+    if (!have_cuobjdump("rows_cover_every_kernel")) return;
     load_real();
     dl_census_row *rows = NULL;
     int64_t n = 0;

@@ -218,7 +218,14 @@ START_TEST(test_verdicts)
     ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_HOLDS);
     ck_assert_int_eq(res.nobs, 2);
     ck_assert(fabs(res.vmax - 1.05) < 1e-12 && fabs(res.vmin - 1.0) < 1e-12);
+    /* timings that converged are not flagged; one that hit the time cap flags its observation */
+    ck_assert(!res.obs[0].unconverged && !res.obs[1].unconverged);
     dl_xp_result_free(&res);
+    rows[3].time_converged = 0;
+    judge(&x, pts, n, rows, 4, &res);
+    ck_assert_int_eq(res.obs[0].unconverged + res.obs[1].unconverged, 1);
+    dl_xp_result_free(&res);
+    rows[3].time_converged = 1;
     /* 0.5 is far outside with 0.3% noise -> REJECTED, whatever the other point says */
     rows[2].time_median_s = 50e-6;
     ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_REJECTED);

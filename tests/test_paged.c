@@ -648,6 +648,14 @@ START_TEST(test_validate_rejects_bad_tables)
     c.kv_last_page_len[1] = 5; /* page_size is 4 */
     expect_reject(&c, "/inputs/kv_last_page_len[1]", "= 5");
     RESTORE();
+    /* a page shared between requests (prefix caching) is legal: request 3's first page = request 0's */
+    c.kv_indices[5] = c.kv_indices[0];
+    ck_assert_msg(dl_case_validate(&c, "good.h5") == 0, "%s", dl_last_error());
+    RESTORE();
+    /* the same page twice in one request is refused, naming both positions */
+    c.kv_indices[6] = c.kv_indices[5];
+    expect_reject(&c, "page", "appears twice in request 3 (kv_indices[5] and kv_indices[6])");
+    RESTORE();
     c.cfg.page_size = 300;
     expect_reject(&c, "page_size", "300");
     c.cfg.page_size = 4;

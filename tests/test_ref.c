@@ -853,6 +853,154 @@ START_TEST(test_fp8acc_promotion_helps)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- schedules */
+
+static const dl_model sched_models[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT};
+
+/* NULL and one segment per task are today's dl_reference, bit for bit; exact ignores schedules. */
+START_TEST(test_sched_trivial_bit_for_bit)
+{
+    const int64_t lens[3] = {1, 100, 300};
+    dl_config cfg = small_cfg(3, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 11);
+    dl_case c;
+    build(&cfg, &c);
+    int64_t indptr[7], begin[6];
+    for (int t = 0; t <= 6; t++) indptr[t] = t;
+    for (int t = 0; t < 6; t++) begin[t] = 0;
+    dl_schedule one = {6, indptr, begin};
+    dl_schedule split;
+    ck_assert_int_eq(dl_schedule_split_kv(&c, 4, 64, &split, NULL), 0);
+    ck_assert(dl_schedule_trivial(NULL) && dl_schedule_trivial(&one) && !dl_schedule_trivial(&split));
+    for (size_t i = 0; i < sizeof sched_models / sizeof sched_models[0]; i++) {
+        dl_output a, b, d;
+        run_model(&c, sched_models[i], NULL, &a);
+        ck_assert_int_eq(dl_reference_sched(&c, sched_models[i], NULL, NULL, &b), 0);
+        ck_assert_int_eq(dl_reference_sched(&c, sched_models[i], NULL, &one, &d), 0);
+        ck_assert_msg(outputs_identical(&a, &b) && outputs_identical(&a, &d), "%s", dl_model_name(sched_models[i]));
+        dl_output_free(&a);
+        dl_output_free(&b);
+        dl_output_free(&d);
+    }
+    dl_output a, b;
+    run_model(&c, DL_MODEL_EXACT, NULL, &a);
+    ck_assert_int_eq(dl_reference_sched(&c, DL_MODEL_EXACT, NULL, &split, &b), 0);
+    ck_assert(outputs_identical(&a, &b));
+    dl_output_free(&a);
+    dl_output_free(&b);
+    dl_schedule_free(&split);
+    dl_case_free(&c);
+}
+END_TEST
+
+/* Two segments [0, 128) and [128, 300) of one request are two independent
+ * softmaxes: each equals the model on a case holding only those tokens (the
+ * page table cut at page 8), and the result is their FP32 merge written out
+ * here from the header: M = max lse_i, W = sum expf(lse_i - M), o = (sum
+ * expf(lse_i - M) o_i) / W, lse = M + logf(W). Bit for bit. */
+START_TEST(test_sched_segments_by_hand)
+{
+    const int64_t lens[1] = {300};
+    dl_config cfg = small_cfg(1, 4, 1, 64, 16, DL_HND, DL_E4M3, lens, 12);
+    dl_case c;
+    build(&cfg, &c);
+    const int32_t np = c.kv_indptr[1];
+    int32_t ip_a[2] = {0, 8}, last_a[1] = {16}, ip_b[2] = {0, np - 8};
+    dl_case ca = c, cb = c;
+    ca.kv_indptr = ip_a;
+    ca.kv_last_page_len = last_a;
+    cb.kv_indptr = ip_b;
+    cb.kv_indices = c.kv_indices + 8;
+    int64_t indptr[2] = {0, 2}, begin[2] = {0, 128};
+    dl_schedule s = {1, indptr, begin};
+    for (size_t i = 0; i < sizeof sched_models / sizeof sched_models[0]; i++) {
+        const dl_model m = sched_models[i];
+        dl_output oa, ob, os;
+        run_model(&ca, m, NULL, &oa);
+        run_model(&cb, m, NULL, &ob);
+        ck_assert_int_eq(dl_reference_sched(&c, m, NULL, &s, &os), 0);
+        for (int64_t h = 0; h < 4; h++) {
+            float l0 = (float)oa.lse[h], l1 = (float)ob.lse[h];
+            float M = l0 > l1 ? l0 : l1;
+            float W = 0.0f;
+            W += expf(l0 - M);
+            W += expf(l1 - M);
+            for (int64_t d = 0; d < 64; d++) {
+                float acc = 0.0f;
+                acc += expf(l0 - M) * (float)oa.o[h * 64 + d];
+                acc += expf(l1 - M) * (float)ob.o[h * 64 + d];
+                ck_assert_msg(os.o[h * 64 + d] == (double)(acc / W), "%s h %lld d %lld: %.9g vs %.9g", dl_model_name(m),
+                              (long long)h, (long long)d, os.o[h * 64 + d], (double)(acc / W));
+            }
+            ck_assert_msg(os.lse[h] == (double)(M + logf(W)), "%s lse h %lld", dl_model_name(m), (long long)h);
+        }
+        /* and the split differs from the unsplit model: by FP32 rounding for fp32, visibly for bf16 (P rounding) */
+        dl_output ou;
+        run_model(&c, m, NULL, &ou);
+        double e = rel_l2(os.o, ou.o, 4 * 64);
+        ck_assert_msg(e < (m == DL_MODEL_FP32 || m == DL_MODEL_BF16SIMT ? 1e-6 : 5e-2), "%s split vs unsplit %g",
+                      dl_model_name(m), e);
+        dl_output_free(&oa);
+        dl_output_free(&ob);
+        dl_output_free(&os);
+        dl_output_free(&ou);
+    }
+    dl_case_free(&c);
+}
+END_TEST
+
+/* The split-KV schedule: chunk = ceil(ceil(max_len / n) / tile) * tile; segment k at k * chunk < len. */
+START_TEST(test_sched_split_kv)
+{
+    ck_assert_int_eq(dl_split_kv_chunk(1000, 4, 64), 256);
+    ck_assert_int_eq(dl_split_kv_chunk(1000, 3, 64), 384);
+    ck_assert_int_eq(dl_split_kv_chunk(1, 4, 64), 64);
+    ck_assert_int_eq(dl_split_kv_chunk(1000, 1, 64), 1024);
+    const int64_t lens[3] = {1, 300, 1000};
+    dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_NHD, DL_BF16, lens, 13);
+    dl_case c;
+    build(&cfg, &c);
+    dl_schedule s;
+    int64_t chunk = 0;
+    ck_assert_int_eq(dl_schedule_split_kv(&c, 4, 64, &s, &chunk), 0);
+    ck_assert_int_eq(chunk, 256);
+    ck_assert_int_eq(s.num_tasks, 6);
+    const int64_t want_indptr[7] = {0, 1, 2, 4, 6, 10, 14};
+    const int64_t want_begin[14] = {0, 0, 0, 256, 0, 256, 0, 256, 512, 768, 0, 256, 512, 768};
+    for (int t = 0; t <= 6; t++) ck_assert_int_eq(s.seg_indptr[t], want_indptr[t]);
+    for (int k = 0; k < 14; k++) ck_assert_int_eq(s.seg_begin[k], want_begin[k]);
+    ck_assert_int_eq(dl_schedule_validate(&c, &s), 0);
+    dl_schedule_free(&s);
+    dl_case_free(&c);
+}
+END_TEST
+
+/* Invalid schedules are refused naming the task. */
+START_TEST(test_sched_refused)
+{
+    const int64_t lens[2] = {10, 40};
+    dl_config cfg = small_cfg(2, 2, 1, 32, 16, DL_NHD, DL_BF16, lens, 14);
+    dl_case c;
+    build(&cfg, &c);
+    dl_output o;
+    struct {
+        int64_t ntask, indptr[3], begin[4];
+        const char *want;
+    } bad[] = {
+        {2, {0, 1, 3}, {0, 0, 0, 0}, "task 1 (request 1, KV head 0): seg_begin[2] = 0 must be > seg_begin[1] = 0"},
+        {2, {0, 1, 3}, {3, 0, 20, 0}, "task 0 (request 0, KV head 0): its first segment begins at seg_begin[0] = 3"},
+        {2, {0, 1, 3}, {0, 0, 40, 0}, "seg_begin[2] = 40 must be > seg_begin[1] = 0 and < the sequence length 40"},
+        {2, {0, 1, 1}, {0, 0, 0, 0}, "task 1 (request 1, KV head 0) has no segment"},
+        {3, {0, 1, 2}, {0, 0, 0, 0}, "num_tasks = 3, expected batch_size x num_kv_heads = 2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dl_schedule s = {bad[i].ntask, bad[i].indptr, bad[i].begin};
+        ck_assert_int_ne(dl_reference_sched(&c, DL_MODEL_BF16, NULL, &s, &o), 0);
+        ck_assert_msg(strstr(dl_last_error(), bad[i].want) != NULL, "case %zu: %s", i, dl_last_error());
+    }
+    dl_case_free(&c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("ref");
@@ -877,6 +1025,10 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_bf16simt_rounds_each_fma);
     tcase_add_test(tc, test_bf16simt_lanes_add_in_fp32);
     tcase_add_test(tc, test_fp8acc_promotion_helps);
+    tcase_add_test(tc, test_sched_trivial_bit_for_bit);
+    tcase_add_test(tc, test_sched_segments_by_hand);
+    tcase_add_test(tc, test_sched_split_kv);
+    tcase_add_test(tc, test_sched_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,7 @@
 #      run, and the speed ratio to the fastest FlashInfer backend
 # $OUT gets (at most 8 files): results.h5, results.csv, table.md, job.log, candidates.tar.gz.
 set -u
+set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 BIN=${DECODELAB:-build-static/decodelab}
 OUT=${OUT:-/tmp/dl_fi_out}
 WHL=${WHL:-.whl}

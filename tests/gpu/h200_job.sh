@@ -11,6 +11,7 @@
 # DL_SANITIZE_TIMEOUT (seconds, default 300) bounds step 5.
 # Full logs and results go under $OUT; a short table is printed last.
 set -u
+set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 BIN=${DECODELAB:-build-static/decodelab}
 OUT=${OUT:-/tmp/dl_out}
 STEPS=${*:-info test bench}
@@ -22,7 +23,7 @@ rc=0
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/nvidia-smi.csv" 2>&1
-if has info; then "$BIN" info | tee "$OUT/info.txt"; fi
+if has info; then "$BIN" info | tee "$OUT/info.txt" || rc=1; fi
 
 if has test; then
     DL_WORKDIR=/tmp/dl_testgpu DECODELAB=$BIN make --no-print-directory test-gpu > "$OUT/test-gpu.log" 2>&1 || rc=1

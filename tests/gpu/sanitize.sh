@@ -9,6 +9,7 @@
 # Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
 #              DL_TOOLS (default "memcheck racecheck synccheck").
 set -u
+set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 DECODELAB=${DECODELAB:-build/decodelab}
 [ -x "$DECODELAB" ] || { echo "test-gpu-sanitize: '$DECODELAB' not executable (set DECODELAB)" >&2; exit 2; }
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
