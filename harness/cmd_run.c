@@ -407,6 +407,7 @@ static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *
     if (a.num_splits < 1) a.num_splits = 1;
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);
+    if (v->compute == DL_COMPUTE_FP8) a.num_splits = 1; /* the FP8 kernels never split (gpu/decode_fp8_mma.cu) */
     if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
         a.num_splits = 1;
         int32_t *lens = dl_malloc((size_t)cfg->batch_size * sizeof(int32_t), "sequence lengths");

@@ -40,8 +40,19 @@ for cfg in $CONFIGS; do
   for knob in $KNOBS; do
     envs=(); [ "$knob" != "-" ] && IFS=, read -ra envs <<< "$knob"
     log="$OUT/${cfg}_${knob//[=,]/_}.log"
+    echo "memfloor: $cfg ${knob}" >&2
     env "${envs[@]}" "$DECODELAB" run "$g" --variants "$VARIANTS" --time --max-time-s "$MAXT" --out "$OUT/memfloor.h5" > "$log" 2>&1 || { echo "memfloor: run failed: $log" >&2; cat "$log" >&2; exit 1; }
-    awk -v c="$cfg" -v k="$knob" '$2=="PASS"||$2=="MARGINAL"||$2=="FAIL" { for (i=1;i<=NF;i++) if ($i=="|") { printf "%-20s %-28s %-18s %-8s %s us  o_relL2/mod %s\n", c, k, $1, $2, $(i+1), $4 } }' "$log" >> "$TABLE"
   done
 done
+# the table, from the results CSV (one row per config x knobs x variant)
+python3 - "$OUT/memfloor.csv" > "$TABLE" <<'PY'
+import csv, sys, os
+rows = list(csv.DictReader(open(sys.argv[1])))
+print("%-34s %-18s %-6s %10s %10s %8s %12s %12s" % ("golden", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex"))
+for r in rows:
+    if r.get("time_median_s", "nan") in ("", "nan"): continue
+    f = lambda k, s=1.0: float(r.get(k, "nan") or "nan") * s
+    print("%-34s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e" % (os.path.basename(r["golden_path"]), r["variant"], r["verdict"],
+          f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2")))
+PY
 cat "$TABLE"
