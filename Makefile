@@ -8,6 +8,7 @@
 #             directory build-<san> (e.g. build-asan-ubsan), without CUDA unless CUDA=1
 #   FUZZ_SECONDS  seconds per target for `make fuzz-smoke` (default 60)
 #   STATIC    0 | 1          link HDF5/OpenBLAS/zlib statically (for the lent GPU machine)
+#   PLANT     '' | skip_last_token   plant a known bug in the streaming kernels (tests/README.md)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -82,6 +83,15 @@ LDFLAGS ?=
 LDFLAGS += -fopenmp $(SAN_FLAGS)
 NVCCFLAGS ?= -O3 -std=c++17 $(GPU_ARCH) -Xcompiler -Wall -lineinfo -DDL_HAVE_CUDA=1 \
              --expt-relaxed-constexpr -Xptxas -v
+# PLANT=skip_last_token plants a bug in the streaming kernels (each sequence's last token is
+# dropped) so that `make test-gpu` can be shown to fail; build it apart (BUILD=build-plant).
+PLANT ?=
+ifneq ($(PLANT),)
+  ifeq ($(filter $(PLANT),skip_last_token),)
+    $(error PLANT must be skip_last_token, not '$(PLANT)')
+  endif
+  NVCCFLAGS += -DDL_PLANT_SKIP_LAST_TOKEN=1
+endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 
 # ---- sources: every ref/*.c and harness/*.c except the CLI entry is the library

@@ -407,7 +407,11 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
+            const int nvalid = min(kTile, len - 1 - tile * kTile);
+#else
             const int nvalid = min(kTile, len - tile * kTile);
+#endif
             const bool partial = nvalid < kTile;
             mbar_wait(&full[warp * S + st], (j / S) & 1);
 
