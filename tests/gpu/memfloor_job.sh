@@ -11,6 +11,15 @@ gunzip -c .carry/decodelab.gz > /tmp/decodelab && gunzip -c .carry/decodelab-pla
 chmod +x /tmp/decodelab /tmp/decodelab-plant
 export DECODELAB=/tmp/decodelab
 status=0
+# 3. the benchmark
+OUT=/tmp/mf VARIANTS='bf16-*-mma,*-stream' MAXT=${MAXT:-1.5} bash tests/gpu/memfloor.sh > /tmp/mf.log 2>&1 || status=1
+cp /tmp/mf/memfloor.csv /tmp/mf/memfloor_table.txt "$OUT/" 2>/dev/null
+# 4. flush method: the same two kernels, read-only flush
+for cfg in 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3; do
+    "$DECODELAB" run /tmp/dl_memfloor/$cfg.h5 --variants 'bf16-fast-mma,bf16-hw-stream' --time --max-time-s 1.5 \
+        --flush read --out /tmp/flush.h5 > /dev/null 2>&1 || status=1
+done
+cp /tmp/flush.csv "$OUT/flushread.csv" 2>/dev/null
 # 1. planted bug: the nasty matrix with the planted binary must fail
 DECODELAB=/tmp/decodelab-plant DL_WORKDIR=/tmp/plant DL_SPLITS=1 DL_SKIP_SANITIZER=1 DL_SEED=5 \
     bash tests/gpu/nasty_matrix.sh > /tmp/plant.log 2>&1
@@ -23,15 +32,6 @@ compute-sanitizer --tool racecheck --error-exitcode 99 "$DECODELAB" run /tmp/pla
     > /tmp/race.log 2>&1; rrc=$?
 { echo "racecheck exit $rrc"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASS|FAIL" /tmp/race.log; } > "$OUT/race.txt"
 [ $rrc -eq 0 ] || status=1
-# 3. the benchmark
-OUT=/tmp/mf VARIANTS='bf16-*-mma,*-stream' MAXT=${MAXT:-1.5} bash tests/gpu/memfloor.sh > /tmp/mf.log 2>&1 || status=1
-cp /tmp/mf/memfloor.csv /tmp/mf/memfloor_table.txt "$OUT/" 2>/dev/null
-# 4. flush method: the same two kernels, read-only flush
-for cfg in 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3; do
-    "$DECODELAB" run /tmp/dl_memfloor/$cfg.h5 --variants 'bf16-fast-mma,bf16-hw-stream' --time --max-time-s 1.5 \
-        --flush read --out /tmp/flush.h5 > /dev/null 2>&1 || status=1
-done
-cp /tmp/flush.csv "$OUT/flushread.csv" 2>/dev/null
 tar czf "$OUT/logs.tgz" -C /tmp plant.log race.log mf.log mf 2>/dev/null
 cat "$OUT/plant.txt" "$OUT/race.txt"; cat /tmp/mf/memfloor_table.txt
 exit $status
