@@ -21,8 +21,9 @@
  *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
  *    skipped when no running max of the warp rose;
  *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
- *    cut into equal runs, one per consumer warp, over a grid of whole waves;
- *    split tasks merged by a second kernel.
+ *    cut into equal runs, one per consumer warp, over one wave of resident CTAs;
+ *    the warp that finishes the last segment of a split task merges its partials
+ *    (a ticket per task, no second launch).
  * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)
  * exactly (bf16 or f16 operands), Q rounded to bf16, FP32 accumulation,
  * running max per 64-token tile, P rounded to bf16 before P*V (the hw variant
