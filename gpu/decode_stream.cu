@@ -789,7 +789,8 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
     if (knob && atoi(knob) >= 1 && atoi(knob) <= per_sm) per_sm = atoi(knob);
     knob = getenv("DL_STREAM_MIN_TILES");
     if (knob && atoi(knob) >= 1) min_tiles = atoi(knob);
-    /* at most max_segs segments per task: the last warp of a split task merges them alone */
+    /* about max_segs segments per task at most (slots are rounded up to whole CTAs): the last
+     * warp of a split task merges them alone */
     int max_segs = 32, max_len = 1;
     knob = getenv("DL_STREAM_MAX_SEGS");
     if (knob && atoi(knob) >= 1) max_segs = atoi(knob);

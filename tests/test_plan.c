@@ -1,0 +1,163 @@
+/* test_plan.c - the balanced plan of the streaming family (gpu/plan.c): every
+ * tile of every (request, KV head) task in exactly one segment, segments of a
+ * task contiguous and in token order, slots balanced to one tile, partials
+ * numbered for split tasks only, the schedule view (what the CPU model follows)
+ * equal to the device buffer, the tickets zero, and bad arguments refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl_test.h"
+#include "../gpu/dl_plan.h"
+#include "../ref/dl_common.h"
+
+typedef struct {
+    const int32_t *slot_ptr, *seg_task, *seg_t0, *seg_t1, *seg_out, *task_ptr, *tickets;
+} views;
+
+static views view_of(const dl_plan *p)
+{
+    views v;
+    v.slot_ptr = p->buf;
+    v.seg_task = v.slot_ptr + p->num_slots + 1;
+    v.seg_t0 = v.seg_task + p->num_segs;
+    v.seg_t1 = v.seg_t0 + p->num_segs;
+    v.seg_out = v.seg_t1 + p->num_segs;
+    v.task_ptr = v.seg_out + p->num_segs;
+    v.tickets = v.task_ptr + p->num_tasks + 1;
+    return v;
+}
+
+/* Checks every invariant of a plan for these lengths; returns the largest slot size. */
+static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas, int min_tiles)
+{
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build(B, Hkv, len, tile, warps, max_ctas, min_tiles, &p), 0);
+    const views v = view_of(&p);
+    ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1);
+    ck_assert_int_eq(p.num_tasks, B * Hkv);
+    ck_assert_int_le(p.ctas, max_ctas);
+    ck_assert_int_eq(p.num_slots, p.ctas * warps);
+    int64_t N = 0;
+    for (int b = 0; b < B; b++) N += (int64_t)Hkv * ((len[b] + tile - 1) / tile);
+    ck_assert_int_eq(p.num_tiles, N);
+
+    /* every tile covered once: count per (task, tile) */
+    int64_t *first = calloc((size_t)p.num_tasks + 1, sizeof(int64_t));
+    for (int t = 0; t < p.num_tasks; t++) first[t + 1] = first[t] + (len[t / Hkv] + tile - 1) / tile;
+    int *hit = calloc((size_t)N, sizeof(int));
+    int64_t smin = N, smax = 0, nonempty = 0;
+    ck_assert_int_eq(v.slot_ptr[0], 0);
+    for (int s = 0; s < p.num_slots; s++) {
+        ck_assert_int_le(v.slot_ptr[s], v.slot_ptr[s + 1]);
+        int64_t size = 0;
+        for (int k = v.slot_ptr[s]; k < v.slot_ptr[s + 1]; k++) {
+            ck_assert_int_lt(v.seg_t0[k], v.seg_t1[k]);
+            for (int tl = v.seg_t0[k]; tl < v.seg_t1[k]; tl++) hit[first[v.seg_task[k]] + tl]++;
+            size += v.seg_t1[k] - v.seg_t0[k];
+        }
+        if (size > 0) {
+            nonempty++;
+            if (size < smin) smin = size;
+        }
+        if (size > smax) smax = size;
+    }
+    ck_assert_int_eq(v.slot_ptr[p.num_slots], p.num_segs);
+    for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
+    /* balanced: the used slots differ by at most one tile; empty slots only when N < slots */
+    ck_assert_int_le(smax - smin, 1);
+    if (N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
+
+    /* segments of a task: contiguous ids, token order, from tile 0 to the last; the
+     * schedule view starts each at seg_t0 * tile; partials numbered 0.. for split tasks */
+    int next_part = 0;
+    ck_assert_int_eq(v.task_ptr[0], 0);
+    for (int t = 0; t < p.num_tasks; t++) {
+        const int k0 = v.task_ptr[t], k1 = v.task_ptr[t + 1];
+        ck_assert_int_lt(k0, k1);
+        ck_assert_int_eq(p.sched_indptr[t], k0);
+        ck_assert_int_eq(v.seg_t0[k0], 0);
+        ck_assert_int_eq(v.seg_t1[k1 - 1], (len[t / Hkv] + tile - 1) / tile);
+        for (int k = k0; k < k1; k++) {
+            ck_assert_int_eq(v.seg_task[k], t);
+            if (k > k0) ck_assert_int_eq(v.seg_t0[k], v.seg_t1[k - 1]);
+            ck_assert_int_eq(p.sched_begin[k], (int64_t)v.seg_t0[k] * tile);
+            if (k1 - k0 == 1) ck_assert_int_eq(v.seg_out[k], -1);
+            else ck_assert_int_eq(v.seg_out[k], next_part++);
+        }
+        ck_assert_int_eq(v.tickets[t], 0);
+    }
+    ck_assert_int_eq(p.sched_indptr[p.num_tasks], p.num_segs);
+    ck_assert_int_eq(next_part, p.num_partials);
+    free(first);
+    free(hit);
+    dl_plan_free(&p);
+    return smax;
+}
+
+START_TEST(test_seed_case_shape)
+{
+    /* llama3-8B B64 L1024: 512 tasks x 16 tiles on 132 SMs x 2 CTAs x 3 warps */
+    int32_t len[64];
+    for (int b = 0; b < 64; b++) len[b] = 1024;
+    int64_t smax = check_plan(64, 8, len, 64, 3, 264, 4);
+    ck_assert_int_eq(smax, 11); /* 8192 tiles / 792 slots = 10.34: 10 or 11 each */
+}
+END_TEST
+
+START_TEST(test_ragged_and_tiny)
+{
+    const int32_t len[11] = {1, 2, 15, 16, 17, 63, 64, 65, 100, 257, 1000};
+    check_plan(11, 2, len, 64, 3, 264, 4);  /* fewer tiles than slots: min_tiles bounds them */
+    check_plan(11, 2, len, 64, 4, 1, 1);    /* one CTA: long runs crossing many tasks */
+    check_plan(11, 3, len, 64, 1, 7, 2);
+    const int32_t one[1] = {1};
+    ck_assert_int_eq(check_plan(1, 1, one, 64, 3, 264, 4), 1);
+}
+END_TEST
+
+START_TEST(test_long_single_request_splits)
+{
+    const int32_t len[1] = {32768};
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build(1, 8, len, 64, 3, 264, 16, &p), 0);
+    /* 4096 tiles, at least 16 per slot: 256 slots rounded up to 86 whole CTAs (258 slots of
+     * 15-16 tiles), so each 512-tile task lands in 33 or 34 segments */
+    ck_assert_int_eq(p.num_tiles, 4096);
+    ck_assert_int_eq(p.ctas, 86);
+    ck_assert_int_eq(p.num_partials, p.num_segs);
+    const views v = view_of(&p);
+    for (int t = 0; t < 8; t++) {
+        ck_assert_int_ge(v.task_ptr[t + 1] - v.task_ptr[t], 33);
+        ck_assert_int_le(v.task_ptr[t + 1] - v.task_ptr[t], 34);
+    }
+    dl_plan_free(&p);
+    check_plan(1, 8, len, 64, 3, 264, 16);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+    dl_plan p;
+    const int32_t len[2] = {10, 0};
+    ck_assert_int_ne(dl_plan_build(2, 1, len, 64, 3, 10, 4, &p), 0);
+    ck_assert(strstr(dl_last_error(), "request 1 has sequence length 0") != NULL);
+    ck_assert_int_ne(dl_plan_build(0, 1, len, 64, 3, 10, 4, &p), 0);
+    ck_assert_int_ne(dl_plan_build(1, 1, len, 64, 0, 10, 4, &p), 0);
+    ck_assert_int_ne(dl_plan_build(1, 1, NULL, 64, 3, 10, 4, &p), 0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("plan");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_seed_case_shape);
+    tcase_add_test(tc, test_ragged_and_tiny);
+    tcase_add_test(tc, test_long_single_request_splits);
+    tcase_add_test(tc, test_bad_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
