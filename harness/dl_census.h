@@ -110,10 +110,6 @@ int dl_census_append(const char *csv_path, const dl_census_row *rows, int64_t n)
 /* Read every row of a census table. *rows allocated (free()). */
 int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n);
 
-/* The subcommands (harness/cmd_sass.c, harness/cmd_ncu.c); exit status as in dl_cli.h. */
-int dl_cmd_sass(int argc, char **argv);
-int dl_cmd_ncu(int argc, char **argv);
-
 #ifdef __cplusplus
 }
 #endif

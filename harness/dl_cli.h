@@ -10,10 +10,13 @@
 int dl_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c */
 int dl_cmd_inspect(int argc, char **argv);  /* harness/cmd_inspect.c */
 int dl_cmd_check(int argc, char **argv);    /* harness/cmd_check.c */
-int dl_cmd_run(int argc, char **argv);      /* harness/cmd_run.c */
-int dl_cmd_list(int argc, char **argv);     /* harness/cmd_run.c */
-int dl_cmd_info(int argc, char **argv);     /* harness/cmd_run.c */
+int dl_cmd_run(int argc, char **argv);      /* harness/cmd_run.c (the work: harness/run.c) */
+int dl_cmd_list(int argc, char **argv);     /* harness/cmd_list.c */
+int dl_cmd_info(int argc, char **argv);     /* harness/cmd_info.c */
 int dl_cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c */
+int dl_cmd_sass(int argc, char **argv);     /* harness/cmd_sass.c */
+int dl_cmd_ncu(int argc, char **argv);      /* harness/cmd_ncu.c */
+int dl_cmd_experiment(int argc, char **argv); /* harness/cmd_experiment.c */
 
 /* Option parsing and validation alone (no work, no files): 0 ok, 1 --help was
  * printed, -1 bad input (recorded). For the fuzzers in tests/fuzz/. */

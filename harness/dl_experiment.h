@@ -128,9 +128,6 @@ void dl_xp_result_free(dl_xp_result *r);
 /* A numeric results column of a row by name (NaN if not numeric or unknown). */
 double dl_xp_row_metric(const dl_result_row *r, const char *column);
 
-/* The subcommand (harness/cmd_experiment.c). */
-int dl_cmd_experiment(int argc, char **argv);
-
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,8 @@
 #include "../gpu/dl_registry.h"
 #include "dl_compare.h"
 #include "dl_results.h"
+#include "dl_timing.h"
+#include "dl_golden.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +58,32 @@ int dl_run_resolve_splits(const dl_case *c, int requested);
  * Keeps the order of the rest. */
 int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
                          const char *flush, const dl_variant **sel, int *nsel);
+
+/* How `run` checks and times (harness/run.c); the CLI fills it from its flags. */
+typedef struct {
+    int time;            /* time the variants that passed (and the read reference) */
+    int hot_l2, graph, graph_launches, peak_runs;
+    int flush;           /* dl_flush_mode (gpu/dl_bench.h) of a cold sample */
+    int splits;          /* split-KV chunks per sequence; 0 = dl_gpu_choose_splits */
+    dl_timing_opts topt; /* the sampling rules */
+} dl_run_opts;
+
+/* Check (and with o->time, time) the variants sel[0..nsel) on the golden case g
+ * on the current CUDA device; rows[i] (initialized, config and variant columns
+ * filled) receives variant i's verdict, metrics and timing. *any_fail is set when
+ * a row FAILed. Prints the device line, the peak and the read reference. Returns
+ * 0, or dl_fail() on a setup error (a variant's own CUDA error is a FAIL row). */
+int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel, int nsel, dl_result_row *rows,
+                int *any_fail);
+/* The results columns timing_mode ("cold-l2", "graph-hot-l2", ...) and flush of o. */
+const char *dl_run_timing_mode(const dl_run_opts *o);
+const char *dl_run_flush_name(const dl_run_opts *o);
+/* The variant's axes, model, kernel file and limits into a row. */
+void dl_run_fill_variant(dl_result_row *r, const dl_variant *v);
+/* "13.0" from a CUDA version number such as 13000. */
+void dl_run_version_string(int v, char *buf, size_t n);
+/* The reason dl_gpu_device_count() recorded, without its "no CUDA device: " prefix. */
+const char *dl_run_no_device_reason(void);
 
 /* Fill the golden-file and config columns of a row from a case. */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
