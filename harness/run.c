@@ -2,8 +2,8 @@
  * device buffers, the read reference, and per variant the plan (if any), two
  * checked launches on poisoned outputs, the judgement against the variant's
  * model for the schedule it ran, the timing and the results row. The CLI
- * (harness/cmd_run.c) parses flags and prints; the experiment runner calls
- * the same entry point. Plain C: without CUDA only the helpers build and
+ * (harness/cmd_run.c) parses flags and prints (the experiment runner runs that
+ * CLI as a child process). Plain C: without CUDA only the helpers build and
  * dl_run_case reports that no GPU code is in the binary. */
 #include <math.h>
 #include <stdio.h>
