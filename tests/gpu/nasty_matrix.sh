@@ -18,6 +18,8 @@
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
+#   DL_GENERATE_ONLY=1    only generate the golden files (no GPU needed; used by
+#                         experiments/exp_sensitivity.sh), list them and exit 0
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 
@@ -34,9 +36,12 @@ mkdir -p "$WORK"
 echo "test-gpu: decodelab=$DECODELAB seed=$SEED (rerun with DL_SEED=$SEED) workdir=$WORK"
 echo "test-gpu: lengths $LENS; splits: $SPLITS"
 
-"$DECODELAB" info --peak-runs 5 | sed 's/^/  /'
-VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
-if [ -z "$VARIANTS" ]; then echo "test-gpu: decodelab list printed no variants" >&2; exit 2; fi
+GENERATE_ONLY=${DL_GENERATE_ONLY:-0}
+if [ "$GENERATE_ONLY" != 1 ]; then
+    "$DECODELAB" info --peak-runs 5 | sed 's/^/  /'
+    VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+    if [ -z "$VARIANTS" ]; then echo "test-gpu: decodelab list printed no variants" >&2; exit 2; fi
+fi
 
 # ---- 1. generate the golden files (CPU, in parallel)
 KVS=(f16 bf16 e4m3 e5m2); DS=(64 128 256); LAYOUTS=(NHD HND); PAGES=(1 16); GRPS=(1 4 5 8)
@@ -97,6 +102,10 @@ if ! OMP_NUM_THREADS=1 xargs -P "$NPROC" -I{} sh -c '{} > /dev/null 2>> "$0/gene
     exit 2
 fi
 echo "test-gpu: ${#CASES[@]} golden files generated in $(( $(date +%s) - t0 )) s"
+if [ "$GENERATE_ONLY" = 1 ]; then
+    for c in "${CASES[@]}"; do echo "case ${c%%|*} ${c#*|}"; done
+    exit 0
+fi
 
 # ---- 2. run every variant on every case and split setting
 status=0
