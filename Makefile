@@ -157,6 +157,12 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/dl_test.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(CHECK_LIBS) $(LDFLAGS) -o $@
 
+# experiments/exp_sensitivity.sh (issue 11): the CPU reference rebuilt with a perturbed expf,
+# to measure how far a correct kernel with another exp may sit from its model.
+$(BUILD)/exp_sensitivity: experiments/exp_sensitivity.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-shadow $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(LDFLAGS) -o $@
+
 # The NVIDIA host-side conversion checker (no GPU needed): nvcc compiles host code only.
 # (nvcc applies its last -x to every input, so the C file is compiled on its own, without
 # the sanitizer/OpenMP flags of the library build.)

@@ -28,7 +28,7 @@ static const int num_presets = (int)(sizeof presets / sizeof presets[0]);
 enum {
     O_HELP = 'h', O_PRESET = 256, O_BATCH, O_HQ, O_HKV, O_D, O_PAGE, O_LAYOUT, O_QT, O_KVT, O_SM, O_SEED, O_DIST,
     O_LEN, O_KVSCALE, O_MEAN, O_STD, O_LO, O_HI, O_OPROB, O_OVAR, O_OCH, O_CHS, O_MODELS, O_OUT, O_FORCE,
-    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE, O_ACCPROMOTE
+    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE, O_ACCPROMOTE, O_SHARE
 };
 
 static const struct option long_opts[] = {
@@ -47,6 +47,7 @@ static const struct option long_opts[] = {
     {"distribution", required_argument, 0, O_DIST},
     {"seq-len", required_argument, 0, O_LEN},
     {"kv-scale", required_argument, 0, O_KVSCALE},
+    {"share-prefix", required_argument, 0, O_SHARE},
     {"dist-mean", required_argument, 0, O_MEAN},
     {"dist-std", required_argument, 0, O_STD},
     {"dist-lo", required_argument, 0, O_LO},
@@ -92,6 +93,9 @@ static void usage(FILE *f)
             "  --seed N                 (default 0)\n"
             "  --seq-len N | MIN:MAX | a,b,c   fixed, uniform ragged range, or one length per request\n"
             "  --kv-scale absmax|absmax-tensor|X   per-KV-head absmax, one absmax for all heads, or a given scale\n"
+            "  --share-prefix N         prefix caching: the first N pages of every request are request 0's\n"
+            "                           (the same physical pages: the page table shares them); N at most the\n"
+            "                           full pages of the shortest request (with MIN:MAX: of MIN) (default 0)\n"
             "values:\n"
             "  --distribution normal|uniform|outlier|channel-outlier  (default normal)\n"
             "  --dist-mean X --dist-std X        normal (default 0, 1)\n"
@@ -208,6 +212,7 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
             c->kv_scale_value = s;
         }
         return 0;
+    case O_SHARE: return dl_parse_i64("--share-prefix", v, 0, DL_MAX_SEQ_LEN, &c->share_prefix_pages);
     case O_MEAN: return dl_parse_f64("--dist-mean", v, &c->dist.mean);
     case O_STD: return dl_parse_f64("--dist-std", v, &c->dist.std);
     case O_LO: return dl_parse_f64("--dist-lo", v, &c->dist.lo);
@@ -286,7 +291,29 @@ static int parse_args(int argc, char **argv, golden_args *a)
             }
         if (!found) return dl_fail("--preset: '%s' is unknown (llama3-8b, llama-13b, llama3-70b)", preset_name);
     }
-    for (int i = 0; i < n; i++) DL_TRY(apply(a, codes[i], vals[i], batch_given));
+    const char *share_val = NULL;
+    for (int i = 0; i < n; i++) {
+        DL_TRY(apply(a, codes[i], vals[i], batch_given));
+        if (codes[i] == O_SHARE) share_val = vals[i];
+    }
+    if (share_val && a->cfg.share_prefix_pages > 0) {
+        /* each shared page must be full in every request: at most the full pages of the shortest one */
+        const dl_config *c = &a->cfg;
+        const int64_t ps = c->page_size;
+        if (c->num_explicit_lens > 0) {
+            int64_t b = 0;
+            for (int64_t i = 1; i < c->num_explicit_lens; i++)
+                if (c->explicit_lens[i] < c->explicit_lens[b]) b = i;
+            if (c->share_prefix_pages > c->explicit_lens[b] / ps)
+                return dl_fail("--share-prefix: '%s' is more than the full pages of the shortest request (request "
+                               "%lld: %lld tokens = %lld full pages of --page-size %lld)", share_val, (long long)b,
+                               (long long)c->explicit_lens[b], (long long)(c->explicit_lens[b] / ps), (long long)ps);
+        } else if (c->share_prefix_pages > c->seq_len_min / ps) {
+            return dl_fail("--share-prefix: '%s' is more than the full pages of the shortest request (--seq-len "
+                           "minimum %lld tokens = %lld full pages of --page-size %lld)", share_val,
+                           (long long)c->seq_len_min, (long long)(c->seq_len_min / ps), (long long)ps);
+        }
+    }
     if (!a->out) return dl_fail("--out: missing (where to write the golden file)");
     int any = 0;
     for (int m = 0; m < DL_MODEL_COUNT; m++) any |= a->want[m];

@@ -94,6 +94,11 @@ int dl_cmd_inspect(int argc, char **argv)
            dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), c->sm_scale, (unsigned long long)c->seed,
            dl_dist_name(c->dist.kind), (long long)lmin, (long long)lmax, (long long)tokens,
            c->kv_scale_mode == DL_SCALE_ABSMAX_HEAD ? "absmax" : c->kv_scale_mode == DL_SCALE_ABSMAX_TENSOR ? "absmax-tensor" : "given");
+    if (c->share_prefix_pages > 0)
+        printf("           share_prefix_pages=%lld: the first %lld pages of every request are request 0's (%lld "
+               "physical pages for %d page-table entries)\n",
+               (long long)c->share_prefix_pages, (long long)c->share_prefix_pages, (long long)g.c.num_pages,
+               g.c.kv_indptr[c->batch_size]);
     printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g\n", (long long)g.params.kv_block,
            g.params.acc_mantissa_bits, (long long)g.params.acc_block, (double)g.params.p_scale);
     const int nhd = c->kv_layout == DL_NHD;

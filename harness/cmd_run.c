@@ -186,6 +186,420 @@ GPU_ONLY static void print_row(const dl_result_row *r, int timed)
                (long long)r->model_lse.nonfinite);
 }
 
+<<<<<<< HEAD
+=======
+/* ================================================================ GPU part */
+
+#if DL_HAVE_CUDA
+typedef struct {
+    void *q, *k, *v, *ks, *vs, *indptr, *indices, *last, *o, *lse, *ws;
+    size_t ws_bytes;
+} dev_bufs;
+
+static void dev_free_all(dev_bufs *d)
+{
+    void *p[] = {d->q, d->k, d->v, d->ks, d->vs, d->indptr, d->indices, d->last, d->o, d->lse, d->ws};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) dl_dev_free(p[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static int upload(void **dst, const void *src, size_t bytes, const char *what)
+{
+    DL_TRY(dl_dev_malloc(dst, bytes, what));
+    return dl_dev_upload(*dst, src, bytes, what);
+}
+
+static int upload_case(const dl_case *c, dev_bufs *d)
+{
+    const dl_config *g = &c->cfg;
+    size_t qn = (size_t)(g->batch_size * g->num_qo_heads * g->head_dim);
+    size_t kvb = (size_t)dl_case_cache_elems(c) * dl_dtype_size(g->kv_dtype);
+    size_t nnz = (size_t)c->kv_indptr[g->batch_size];
+    DL_TRY(upload(&d->q, c->q, qn * dl_dtype_size(g->q_dtype), "q"));
+    DL_TRY(upload(&d->k, c->k_cache, kvb, "k_cache"));
+    DL_TRY(upload(&d->v, c->v_cache, kvb, "v_cache"));
+    DL_TRY(upload(&d->ks, c->k_scale, (size_t)g->num_kv_heads * 4, "k_scale"));
+    DL_TRY(upload(&d->vs, c->v_scale, (size_t)g->num_kv_heads * 4, "v_scale"));
+    DL_TRY(upload(&d->indptr, c->kv_indptr, (size_t)(g->batch_size + 1) * 4, "kv_indptr"));
+    DL_TRY(upload(&d->indices, c->kv_indices, (nnz ? nnz : 1) * 4, "kv_indices"));
+    DL_TRY(upload(&d->last, c->kv_last_page_len, (size_t)g->batch_size * 4, "kv_last_page_len"));
+    DL_TRY(dl_dev_malloc(&d->o, qn * sizeof(float), "o"));
+    DL_TRY(dl_dev_malloc(&d->lse, (size_t)(g->batch_size * g->num_qo_heads) * sizeof(float), "lse"));
+    return 0;
+}
+
+typedef struct {
+    dl_bench *b;
+    dl_launch_fn fn;
+    const dl_gpu_args *a;
+    int flush, graph;
+} sampler;
+
+static int sample(void *ctx, double *sec)
+{
+    sampler *s = ctx;
+    return s->graph ? dl_bench_time_graph(s->b, s->flush, sec) : dl_bench_time_launch(s->b, s->fn, s->a, s->flush, sec);
+}
+
+/* One checked launch: poison, launch, wait, download. */
+static int checked_launch(const dl_variant *v, const dl_gpu_args *a, const dev_bufs *d, float *o, float *lse,
+                          size_t no, size_t nl)
+{
+    DL_TRY(dl_dev_poison(d->o, no * sizeof(float), a->stream));
+    DL_TRY(dl_dev_poison(d->lse, nl * sizeof(float), a->stream));
+    DL_TRY(v->launch(a));
+    DL_TRY(dl_dev_check_launch(v->name, a->stream));
+    DL_TRY(dl_dev_download(o, d->o, no * sizeof(float), "o"));
+    return dl_dev_download(lse, d->lse, nl * sizeof(float), "lse");
+}
+
+/* The launch arguments of the case on the uploaded buffers (no split-KV yet). */
+static void case_args(dl_gpu_args *a, const dl_case *c, const dev_bufs *d, dl_bench *bench, int64_t max_seq_len)
+{
+    const dl_config *cfg = &c->cfg;
+    memset(a, 0, sizeof *a);
+    a->batch_size = (int)cfg->batch_size;
+    a->num_qo_heads = (int)cfg->num_qo_heads;
+    a->num_kv_heads = (int)cfg->num_kv_heads;
+    a->head_dim = (int)cfg->head_dim;
+    a->page_size = (int)cfg->page_size;
+    a->kv_layout = cfg->kv_layout;
+    a->q_dtype = cfg->q_dtype;
+    a->kv_dtype = cfg->kv_dtype;
+    a->sm_scale = (float)dl_sm_scale(cfg);
+    a->num_pages = c->num_pages;
+    a->q = d->q;
+    a->k_cache = d->k;
+    a->v_cache = d->v;
+    a->k_scale = d->ks;
+    a->v_scale = d->vs;
+    a->kv_indptr = d->indptr;
+    a->kv_indices = d->indices;
+    a->kv_last_page_len = d->last;
+    a->max_seq_len = (int)max_seq_len;
+    a->o = d->o;
+    a->lse = d->lse;
+    a->stream = dl_bench_stream(bench);
+    a->num_splits = 1;
+}
+
+/* The case's read reference (gpu/dl_bench.h dl_bench_time_read): the median
+ * time of each reader and the faster; NaN until measured. */
+typedef struct {
+    double t[2];         /* [DL_READ_PAGES], [DL_READ_CONTIG] */
+    int64_t n[2];        /* samples */
+    int converged[2];
+    double ref_s;        /* min of the two */
+    int load_bytes;      /* the page-table reader's load width */
+} read_ref;
+
+typedef struct {
+    dl_bench *b;
+    const dl_gpu_args *a;
+    int64_t tokens;
+    dl_read_order order;
+    int flush;
+} read_sampler;
+
+static int read_sample(void *ctx, double *sec)
+{
+    read_sampler *s = ctx;
+    return dl_bench_time_read(s->b, s->a, s->tokens, s->order, s->flush, sec);
+}
+
+/* Bytes of one token's K (or V) row over all KV heads. */
+static int64_t cfg_row_bytes(const dl_config *cfg)
+{
+    return cfg->num_kv_heads * cfg->head_dim * (int64_t)dl_dtype_size(cfg->kv_dtype);
+}
+
+/* Self-check both readers against the host's count and xor-fold of the case's
+ * KV bytes (dl_run_read_sum), then time each like a variant: 3 unflushed
+ * warm-ups, then dl_timing_collect with the run's sampling rules, flushed
+ * unless --hot-l2 (one launch per sample also with --graph). */
+static int measure_read_ref(const run_opts *o, const dl_case *c, const dev_bufs *d, dl_bench *bench, read_ref *ref)
+{
+    static const char *const what[2] = {"page-table", "contiguous"};
+    int64_t tokens = 0, maxlen = 0;
+    for (int64_t b = 0; b < c->cfg.batch_size; b++) {
+        int64_t len = dl_case_seq_len(c, b);
+        tokens += len;
+        if (len > maxlen) maxlen = len;
+    }
+    dl_gpu_args a;
+    case_args(&a, c, d, bench, maxlen);
+    ref->load_bytes = dl_read_ref_load_bytes(&a);
+    /* the contiguous reader reads tokens x row bytes from the start of each cache: with pages
+     * shared between requests (prefix caching) the caches hold fewer, so it is not run (NaN) */
+    const int64_t row = cfg_row_bytes(&c->cfg);
+    const int contig_fits = tokens * row <= dl_case_cache_elems(c) * (int64_t)dl_dtype_size(c->cfg.kv_dtype);
+    ref->t[1] = NAN;
+    ref->n[1] = 0;
+    ref->converged[1] = 0;
+    for (int k = 0; k < (contig_fits ? 2 : 1); k++) {
+        const dl_read_order order = k == 0 ? DL_READ_PAGES : DL_READ_CONTIG;
+        int64_t want_bytes = 0, got_bytes = 0;
+        uint32_t want_xor = 0, got_xor = 0;
+        dl_run_read_sum(c, order == DL_READ_CONTIG, &want_bytes, &want_xor);
+        DL_TRY(dl_bench_read_check(bench, &a, tokens, order, &got_bytes, &got_xor));
+        if (got_bytes != want_bytes || got_xor != want_xor)
+            return dl_fail("the %s reader read %lld bytes (xor-fold %08x), the case's KV bytes are %lld "
+                           "(xor-fold %08x)",
+                           what[k], (long long)got_bytes, (unsigned)got_xor, (long long)want_bytes, (unsigned)want_xor);
+        double warm;
+        for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_read(bench, &a, tokens, order, 0, &warm));
+        read_sampler s = {bench, &a, tokens, order, !o->hot_l2};
+        dl_timing_stats st;
+        DL_TRY(dl_timing_collect(read_sample, &s, &o->topt, &st));
+        ref->t[k] = st.median;
+        ref->n[k] = st.n;
+        ref->converged[k] = st.converged;
+    }
+    ref->ref_s = contig_fits && ref->t[1] < ref->t[0] ? ref->t[1] : ref->t[0];
+    return 0;
+}
+
+static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
+                               dev_bufs *d, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                               float *ho[2], float *hl[2], dl_gpu_args *ap, const dl_gpu_plan *plan);
+
+/* Check (and time) one variant into row r. Returns 0, or nonzero on a CUDA
+ * error (recorded into r as a FAIL with the reason). */
+static int run_variant(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench, dev_bufs *d,
+                       const dl_device_info *info, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                       float *ho[2], float *hl[2])
+{
+    const dl_case *c = &g->c;
+    const dl_config *cfg = &c->cfg;
+    (void)info;
+    dl_gpu_args a;
+    case_args(&a, c, d, bench, r->max_seq_len);
+    a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a);
+    if (a.num_splits < 1) a.num_splits = 1;
+    dl_gpu_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (v->compute == DL_COMPUTE_FP8) a.num_splits = 1; /* the FP8 kernels never split (gpu/decode_fp8_mma.cu) */
+    if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
+        a.num_splits = 1;
+        int32_t *lens = dl_malloc((size_t)cfg->batch_size * sizeof(int32_t), "sequence lengths");
+        if (!lens) return -1;
+        for (int64_t b = 0; b < cfg->batch_size; b++) lens[b] = (int32_t)dl_case_seq_len(c, b);
+        int prc = v->plan(&a, lens, &plan);
+        free(lens);
+        DL_TRY(prc);
+        a.plan = &plan;
+    }
+    r->num_splits = a.num_splits;
+    int rc = run_variant_planned(o, g, v, bench, d, peak, ref, r, ho, hl, &a, v->plan ? &plan : NULL);
+    if (v->plan) dl_gpu_plan_free(&plan);
+    return rc;
+}
+
+/* run_variant once the launch arguments (and the plan, if any) are set. */
+static int run_variant_planned(const run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench,
+                               dev_bufs *d, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
+                               float *ho[2], float *hl[2], dl_gpu_args *ap, const dl_gpu_plan *plan)
+{
+    const dl_case *c = &g->c;
+    const dl_config *cfg = &c->cfg;
+    size_t no = (size_t)(cfg->batch_size * cfg->num_qo_heads * cfg->head_dim);
+    size_t nl = (size_t)(cfg->batch_size * cfg->num_qo_heads);
+    dl_gpu_args a = *ap;
+    size_t ws = plan ? plan->workspace_bytes : dl_gpu_workspace_bytes(&a);
+    if (ws > d->ws_bytes) {
+        dl_dev_free(d->ws);
+        d->ws = NULL;
+        d->ws_bytes = 0;
+        DL_TRY(dl_dev_malloc(&d->ws, ws, "split-KV workspace"));
+        d->ws_bytes = ws;
+    }
+    a.workspace = d->ws;
+
+    /* check: two launches, each on poisoned outputs; the second must repeat the first bit for bit */
+    DL_TRY(checked_launch(v, &a, d, ho[0], hl[0], no, nl));
+    DL_TRY(checked_launch(v, &a, d, ho[1], hl[1], no, nl));
+    r->deterministic = !memcmp(ho[0], ho[1], no * sizeof(float)) && !memcmp(hl[0], hl[1], nl * sizeof(float));
+
+    /* judge: against the variant's model for the schedule it ran (split-KV on the tensor-core kernels: the
+     * model computed with the same segments and merge, dl_model_sched.h; the CUDA-core kernels' tile is
+     * not exported, and their models round nothing after the scores: the stored model), and against exact */
+    const dl_output *mod = &g->out[v->model];
+    snprintf(r->model_schedule, sizeof r->model_schedule, "none");
+    if (plan) { /* a planned variant: the model of its plan's segments and merge */
+        dl_schedule sc = {plan->num_tasks, plan->sched_indptr, plan->sched_begin};
+        DL_TRY(dl_model_for_schedule(g, v->model, &sc, &mod));
+        if (!dl_schedule_trivial(&sc))
+            snprintf(r->model_schedule, sizeof r->model_schedule, "plan:%dx%dw:%dsegs", plan->ctas, plan->warps,
+                     plan->num_segs);
+    } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
+        dl_schedule sc;
+        int64_t chunk = 0;
+        DL_TRY(dl_schedule_split_kv(c, a.num_splits, DL_MMA_SPLIT_TILE, &sc, &chunk));
+        int src = dl_model_for_schedule(g, v->model, &sc, &mod);
+        if (!src && !dl_schedule_trivial(&sc))
+            snprintf(r->model_schedule, sizeof r->model_schedule, "split-kv:%dx%lld", a.num_splits, (long long)chunk);
+        dl_schedule_free(&sc);
+        DL_TRY(src);
+    }
+    dl_verdict worst = dl_run_judge(r, ho[0], hl[0], mod, v->model, g->have[DL_MODEL_EXACT] ? &g->out[DL_MODEL_EXACT] : NULL,
+                                    cfg->kv_dtype, 0.0);
+    if (!r->deterministic) snprintf(r->reason, sizeof r->reason, "two launches on the same inputs differ bitwise");
+
+    if (!o->time) return 0;
+    if (worst == DL_FAIL) {
+        snprintf(r->reason, sizeof r->reason, "not timed: the check failed");
+        return 0;
+    }
+    /* time */
+    sampler s = {bench, v->launch, &a, !o->hot_l2, o->graph};
+    double warm;
+    for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_launch(bench, v->launch, &a, 0, &warm));
+    if (o->graph) DL_TRY(dl_bench_graph_capture(bench, v->launch, &a, o->graph_launches));
+    dl_timing_stats st;
+    DL_TRY(dl_timing_collect(sample, &s, &o->topt, &st));
+    snprintf(r->timing_mode, sizeof r->timing_mode, "%s", timing_mode(o));
+    snprintf(r->flush, sizeof r->flush, "%s", flush_name(o));
+    r->graph_launches = o->graph ? o->graph_launches : 1;
+    r->time_samples = st.n;
+    r->time_converged = st.converged;
+    r->time_median_s = st.median;
+    r->time_min_s = st.min;
+    r->time_max_s = st.max;
+    r->time_mean_s = st.mean;
+    r->time_stdrel = st.stdrel;
+    r->time_elapsed_s = st.elapsed_s;
+    r->gbps = (double)r->bytes_total / st.median / 1e9;
+    r->peak_read_gbps = peak->gbps;
+    r->frac_peak = peak->gbps > 0 ? r->gbps / peak->gbps : NAN;
+    r->ref_read_pages_s = ref->t[0];
+    r->ref_read_contig_s = ref->t[1];
+    r->ref_read_s = ref->ref_s;
+    r->frac_ref = ref->ref_s / st.median; /* NaN when the reference is unknown */
+    if (!st.converged)
+        snprintf(r->reason, sizeof r->reason, "timing hit the %.3g s cap before stdrel < %.3g%% (%.3f%% after %lld samples)",
+                 o->topt.max_time_s, 100 * o->topt.max_stdrel, 100 * st.stdrel, (long long)st.n);
+    return 0;
+}
+
+static int run_gpu(const run_opts *o, const dl_golden *g, const dl_variant **sel, int nsel, dl_result_row *rows,
+                   int *any_fail)
+{
+    const dl_case *c = &g->c;
+    dl_bench *bench = NULL;
+    dev_bufs d;
+    memset(&d, 0, sizeof d);
+    dl_device_info info;
+    dl_peak_read peak;
+    memset(&peak, 0, sizeof peak);
+    peak.gbps = NAN;
+    read_ref ref = {{NAN, NAN}, {0, 0}, {0, 0}, NAN, 0};
+    DL_TRY(dl_bench_device_info(&info));
+    DL_TRY(dl_bench_create(&bench));
+    size_t no = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads * c->cfg.head_dim);
+    size_t nl = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads);
+    float *ho[2] = {dl_malloc(no * 4, "o download"), dl_malloc(no * 4, "o download")};
+    float *hl[2] = {dl_malloc(nl * 4, "lse download"), dl_malloc(nl * 4, "lse download")};
+    int rc = (ho[0] && ho[1] && hl[0] && hl[1]) ? 0 : -1;
+    if (!rc && o->time && !o->hot_l2) rc = dl_bench_set_flush(bench, (dl_flush_mode)o->flush);
+    if (!rc && o->time) rc = dl_bench_peak_read(bench, 0, o->peak_runs, &peak);
+    if (!rc) rc = upload_case(c, &d);
+    char drv[16], rt[16];
+    version_string(info.driver_version, drv, sizeof drv);
+    version_string(info.runtime_version, rt, sizeof rt);
+    printf("device: %s (%d SMs, L2 %.1f MiB, %.1f GiB), driver %s, runtime %s\n", info.name, info.sm_count,
+           info.l2_bytes / 1048576.0, info.total_mem / 1073741824.0, drv, rt);
+    if (o->time && !rc)
+        printf("peak read bandwidth: %.1f GB/s (median of %d runs over %.2f GiB, 16-byte loads, L2 flushed (%s); best "
+               "%.1f)\n",
+               peak.gbps, peak.runs, peak.bytes / 1073741824.0, o->flush == DL_FLUSH_READ ? "read" : "write",
+               peak.gbps_best);
+    dl_bytes bytes;
+    dl_run_bytes(c, &bytes);
+    if (o->time && !rc) {
+        dl_clear_error();
+        if (measure_read_ref(o, c, &d, bench, &ref)) {
+            /* the variants still run; their ref_read_* and frac_ref stay NaN */
+            fprintf(stderr, "decodelab run: read reference: %s: ref_read_* and frac_ref left NaN\n", dl_last_error());
+            ref.t[0] = ref.t[1] = ref.ref_s = NAN;
+        } else {
+            if (ref.n[1] == 0)
+                printf("read reference: page-table order %.2f us (%lld samples%s, %d-byte loads), contiguous not run "
+                       "(pages shared between requests: the caches hold fewer than %lld B) over %lld B of KV, %s, "
+                       "flush %s: ref_read %.2f us = %.1f GB/s\n",
+                       1e6 * ref.t[0], (long long)ref.n[0], ref.converged[0] ? "" : ", not converged", ref.load_bytes,
+                       (long long)bytes.kv, (long long)bytes.kv, o->hot_l2 ? "hot-l2" : "cold-l2", flush_name(o),
+                       1e6 * ref.ref_s, bytes.kv / ref.ref_s / 1e9);
+            else
+                printf("read reference: page-table order %.2f us (%lld samples%s, %d-byte loads), contiguous %.2f us "
+                       "(%lld samples%s, 16-byte loads) over %lld B of KV, %s, flush %s: ref_read %.2f us = %.1f "
+                       "GB/s\n",
+                       1e6 * ref.t[0], (long long)ref.n[0], ref.converged[0] ? "" : ", not converged", ref.load_bytes,
+                       1e6 * ref.t[1], (long long)ref.n[1], ref.converged[1] ? "" : ", not converged",
+                       (long long)bytes.kv, o->hot_l2 ? "hot-l2" : "cold-l2", flush_name(o), 1e6 * ref.ref_s,
+                       bytes.kv / ref.ref_s / 1e9);
+        }
+    }
+    for (int i = 0; !rc && i < nsel; i++) {
+        const dl_variant *v = sel[i];
+        dl_result_row *r = &rows[i];
+        r->bytes_q = bytes.q;
+        r->bytes_kv = bytes.kv;
+        r->bytes_kv_pages = bytes.kv_pages;
+        r->bytes_scales = bytes.scales;
+        r->bytes_page_table = bytes.page_table;
+        r->bytes_o = bytes.o;
+        r->bytes_lse = bytes.lse;
+        r->bytes_total = bytes.total;
+        r->peak_read_gbps = peak.gbps;
+        snprintf(r->device_name, sizeof r->device_name, "%s", info.name);
+        r->device_sm_count = info.sm_count;
+        r->device_l2_bytes = info.l2_bytes;
+        snprintf(r->driver_version, sizeof r->driver_version, "%s", drv);
+        snprintf(r->runtime_version, sizeof r->runtime_version, "%s", rt);
+        char why[sizeof r->reason];
+        if (!v->supports(v, &c->cfg, why, sizeof why)) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "%s", why);
+            continue;
+        }
+        if (v->params_ok && !v->params_ok(v, &g->params, why, sizeof why)) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "%s", why);
+            continue;
+        }
+        if (!v->launch) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "no launcher (built without this kernel)");
+            continue;
+        }
+        if (!g->have[v->model]) {
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "the golden file has no /golden/%s to judge it by",
+                     dl_model_name(v->model));
+            continue;
+        }
+        r->sm_clock_mhz_before = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
+        dl_clear_error();
+        if (run_variant(o, g, v, bench, &d, &info, &peak, &ref, r, ho, hl)) {
+            snprintf(r->verdict, sizeof r->verdict, "FAIL");
+            snprintf(r->reason, sizeof r->reason, "error: %s", dl_last_error());
+        }
+        r->sm_clock_mhz_after = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
+    }
+    for (int i = 0; i < nsel; i++)
+        if (!strcmp(rows[i].verdict, "FAIL")) *any_fail = 1;
+    dl_model_sched_clear();
+    free(ho[0]);
+    free(ho[1]);
+    free(hl[0]);
+    free(hl[1]);
+    dev_free_all(&d);
+    dl_bench_destroy(bench);
+    return rc;
+}
+#endif /* DL_HAVE_CUDA */
+
+>>>>>>> wt-c
 /* ================================================================ run */
 
 int dl_cmd_run_parse(int argc, char **argv)

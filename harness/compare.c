@@ -154,57 +154,64 @@ void dl_score_f64(const double *o, const double *lse, const dl_output *ref, dl_s
 }
 
 /* ---- implementation limits: a kernel against the CPU model of its own arithmetic ----
- * Derivation: limit = DL_IMPL_MARGIN (8) x the worst kernel-vs-model error
- * measured on the NVIDIA H200 (2026-11-30, driver/runtime 13.0) over the nasty
- * matrix (24 cases x splits 1/4/auto, lengths 1..1000, D 64..256, page 1/16,
- * groups 1..8), the llama3-8B/13B inputs of length 1024 and the outlier /
- * channel-outlier / length-1 inputs of the FP8 accumulator study. Sources:
- *   [T] results/h200_2026-11-30/test-gpu.log and results/test-gpu_issue4_h200.txt
- *       (nasty matrix, o rel L2 vs the model only)
- *   [R] results/h200_2026-11-30/results.csv, results/issue4_l3-8b_b64_l1024_e4m3_h200.csv
- *       (B=64, length 1024, normal: o rel L2 and lse max abs)
- *   [A] results/fp8_accumulator_h200.txt (acc_mantissa_bits 23 rows: normal, outlier,
- *       channel-outlier, length-1; fp8 models)
- * Worst measured o rel L2 (global):
- *   fp32     8.86e-7  [R] fp32-cast-simt, Hq=32 Hkv=8 e4m3 (nasty matrix max 2.63e-7 [T])
- *   bf16     5.97e-5  [T] bf16-*-mma, splits 4, kv=e4m3 D=128 HND page=1 group=1: measured against
- *                     the unsplit model; unsplit max 4.09e-5 [R] (bf16-cast-mma, kv=bf16)
- *   fp8      9.09e-7  [A] fp8-none-mma, channel-outlier
- *   fp8acc   8.98e-7  [A] fp8acc-none-mma, channel-outlier
- *   bf16simt 8.04e-7  [R] bf16-cast-simt, Hq=32 Hkv=8 kv=bf16
- * Worst lse max abs: 3.815e-6 [A] (fp8 models, channel-outlier); [R] has 2.38e-6 (fp32)
- * and 1.91e-6 (every other model) on normal inputs; [T] has no lse. Every model
- * computes lse = m + logf(sum) in FP32 from scores of the same size, so the
- * worst figure of any model, 3.815e-6, is every model's lse basis (no kernel of
- * the other models was measured on outlier inputs).
- * Per-(request, head) o rel L2: NOT MEASURED on the H200 yet. Provisional until
- * per-head H200 measurement: min(DL_IMPL_MARGIN x global basis x PER_HEAD_FACTOR,
- * PER_HEAD_CAP); `run` records model_o_head_rel_l2 (and `compare` too) so the next
- * GPU run measures it. PER_HEAD_FACTOR 32: the largest per-head / global ratio
- * of rel L2 seen on the CPU between two legitimate evaluations of one model
- * (kv_block 16 vs 64, and split-KV 4 vs unsplit; 14 requests of 1..1000
- * tokens, D 64..256, groups 1..8, normal/outlier/channel-outlier inputs, every
- * emulated model): 5.6 .. 28.5. PER_HEAD_CAP 5e-3: half the smallest planted
- * bug (one head x 1.01 = 1e-2 per head, tests/test_planted.c), which only the
- * bf16 row reaches (8 x 5.97e-5 x 32 = 1.5e-2); on the same CPU surrogates
- * the bf16 model's per-head figure is at most 2.4e-3 (a coarser difference
- * than a kernel's: those runs change every BF16 rounding of P).
+ * Derivation: limit = DL_IMPL_MARGIN (8) x the worst kernel-vs-model figure measured on the
+ * NVIDIA H200 on 2026-12-01 (driver/runtime 13.0), the figure rounded up to 4 significant
+ * digits. Source: results/h200_2026-12-01/test-gpu-results.csv, `make test-gpu` with seed
+ * 20261201: 32 golden files (the 24 pairwise nasty cases + 8 with pages 2..256, groups to 16,
+ * outlier and channel-outlier inputs; lengths 1..1000, D 64..256), every variant, splits
+ * 1/4/auto, 744 PASS 0 FAIL; the model of a split or planned kernel follows the kernel's
+ * schedule. Computed by experiments/derive_thresholds.py, whose output is
+ * results/h200_2026-12-01/thresholds.txt (the row of each worst figure is named there).
+ *
+ *              worst measured (H200)                      limit (8 x, per head capped)
+ *   model      o global   o per head  lse max abs        o global   o per head  lse
+ *   fp32       6.125e-7   3.327e-6    7.630e-6           4.900e-6   2.662e-5    6.104e-5
+ *   bf16       4.971e-5   1.536e-3    3.815e-6           3.977e-4   5e-3 (cap)  3.052e-5
+ *   fp8        2.963e-7   1.491e-6    1.908e-6           2.370e-6   1.193e-5    1.526e-5
+ *   fp8acc     2.938e-7   1.488e-6    1.908e-6           2.350e-6   1.190e-5    1.526e-5
+ *   bf16simt   3.056e-7   1.610e-6    1.908e-6           2.445e-6   1.288e-5    1.526e-5
+ *
+ * Per-head cap HEAD_CAP = 5e-3, half the smallest planted bug (one head x 1.01: per-head error
+ * 1e-2, tests/test_planted.c), so that a 1 % error in one head stays a FAIL. Only bf16 reaches
+ * it (8 x 1.536e-3 = 1.23e-2): its per-head limit is 3.26 x the measured worst, not 8 x. Why the
+ * bf16 per-head figure is that large: the model rounds P = expf(s - m) to BF16 for P*V, and a
+ * kernel whose exp differs from glibc's expf by an ulp or two rounds an element that lies near
+ * a BF16 rounding boundary the other way (one BF16 ulp, 2^-8 .. 2^-7 of that p); on a short
+ * request one such flip is a per-head error of ~1e-3. Checked on the CPU: the bf16 model with
+ * expf perturbed by -2..+2 float ulps (8 patterns) on the same 32 cases reproduces the H200's
+ * worst row exactly (case08, request 6, head 5: 1.535e-3; global 4.97e-5), and the
+ * second-largest (case07, 4.3e-4). The fp8/fp8acc models round P to e4m3 (ulp 2^-4 .. 2^-3):
+ * flips there are rarer and 16x coarser; none happened on the H200 run (their figures are
+ * float-rounding size), so their limits do NOT allow one. KNOWN RISK, not loosened: the same
+ * emulation over the test-gpu matrix of six seeds (results/h200_2026-12-01/
+ * exp_sensitivity_cpu.txt) puts 1.4 % of (fp8 case, exp pattern) runs over these limits
+ * (one flip: per head 1e-3 .. 6.8e-3, global up to 3.5e-4), i.e. about one `make test-gpu`
+ * run in four (19 fp8 cases) could FAIL a correct fp8/fp8acc kernel, if its exp deviates as
+ * emulated; such a FAIL is one (request, head) row far over the limit with every other row
+ * at float rounding. A limit that admits a flip (>= 7e-3 per head) would no longer catch a
+ * 1 % error in one head; the remedy is a model that knows which P elements sit near an e4m3
+ * boundary (not built). bf16 stays under its cap in that emulation (per head at most
+ * 2.4e-3, global 1.0e-4: margins 2.1x and 3.9x).
+ * Floor: a worst figure of 0 would get 8 x 2^-24 (a float32 rounding); none is 0.
+ * Earlier H200 figures (2026-11-30, results/h200_2026-11-30/results.csv, llama3-8B B=64
+ * length 1024: fp32 8.86e-7, bf16simt 8.04e-7, bf16 4.09e-5; results/fp8_accumulator_h200.txt
+ * at 23 accumulator bits: fp8 9.09e-7, fp8acc 8.98e-7, lse 3.815e-6) are all under these
+ * limits (the closest: fp8 at 2.6 x, lse 4 x).
  * exact/orig: no kernel implements them (a CPU recomputation): analytic, 1e-12
  * (two FP64 evaluations in another BLAS order differ by ~1e-13 at most). */
-#define IMPL_LSE_BASIS 3.815e-6
-#define PER_HEAD_FACTOR 32.0
-#define PER_HEAD_CAP 5e-3
-#define HEAD_LIMIT(o_basis) (DL_IMPL_MARGIN * PER_HEAD_FACTOR * (o_basis) < PER_HEAD_CAP ? \
-                             DL_IMPL_MARGIN * PER_HEAD_FACTOR * (o_basis) : PER_HEAD_CAP)
-#define IMPL(model, o_basis) {model, DL_IMPL_MARGIN * (o_basis), HEAD_LIMIT(o_basis), DL_IMPL_MARGIN * IMPL_LSE_BASIS}
+#define HEAD_CAP 5e-3
+#define IMPL(model, o_worst, head_worst, lse_worst)                                                              \
+    {model, DL_IMPL_MARGIN * (o_worst),                                                                          \
+     DL_IMPL_MARGIN * (head_worst) < HEAD_CAP ? DL_IMPL_MARGIN * (head_worst) : HEAD_CAP,                         \
+     DL_IMPL_MARGIN * (lse_worst)}
 static const dl_threshold impl_table[DL_MODEL_COUNT] = {
     {DL_MODEL_EXACT, 1e-12, 1e-12, 1e-12},
     {DL_MODEL_ORIG, 1e-12, 1e-12, 1e-12},
-    IMPL(DL_MODEL_FP32, 8.86e-7),
-    IMPL(DL_MODEL_BF16, 5.97e-5),
-    IMPL(DL_MODEL_FP8, 9.09e-7),
-    IMPL(DL_MODEL_FP8ACC, 8.98e-7),
-    IMPL(DL_MODEL_BF16SIMT, 8.04e-7),
+    IMPL(DL_MODEL_FP32, 6.125e-7, 3.327e-6, 7.630e-6),
+    IMPL(DL_MODEL_BF16, 4.971e-5, 1.536e-3, 3.815e-6),
+    IMPL(DL_MODEL_FP8, 2.963e-7, 1.491e-6, 1.908e-6),
+    IMPL(DL_MODEL_FP8ACC, 2.938e-7, 1.488e-6, 1.908e-6),
+    IMPL(DL_MODEL_BF16SIMT, 3.056e-7, 1.610e-6, 1.908e-6),
 };
 
 const dl_threshold *dl_threshold_impl(dl_model m)
@@ -230,12 +237,24 @@ const dl_threshold *dl_threshold_impl(dl_model m)
  *        ~ 0.2 for |s| ~ 5: 0.3.
  *  bf16simt: Q (and an f16 cache) rounded to BF16 (rms 1.1e-3), and every
  *        bf16x2 FMA rounds its partial: o ~ 3e-3 typical (measured 2.7e-3 ..
- *        3.6e-3 on normal inputs): 1.5e-2; lse 1e-2.
+ *        3.6e-3 on normal inputs): 1.5e-2. lse: its scores carry bf16's Q/K
+ *        rounding plus the rounding of every bf16x2 partial, so at least bf16's
+ *        3e-2 (was 1e-2, under bf16's: the H200 run of 2026-12-01 measured 1.19e-2
+ *        on normal inputs with an f16 cache, thresholds.txt section 3).
  *  orig (storage error: orig vs exact): the originals rounded to the KV format
  *        (and Q to its q_dtype; BF16 Q adds 1.1e-3): e4m3 u = 2^-4 (0.1, lse
  *        0.3); e5m2 u = 2^-3 (0.2, lse 0.6); bf16 u = 2^-9 (5e-3, lse 3e-2);
  *        f16 u = 2^-12 (but a BF16 Q adds 1.1e-3: 5e-3, lse 3e-2).
- *  exact: itself (1e-12). */
+ *  exact: itself (1e-12).
+ * These bands are analytic, not provisional, and are not re-derived as 8 x the worst
+ * measured figure: that would absorb the outlier / channel-outlier rows the band exists to
+ * flag. Checked against the H200 run of 2026-12-01 (results/h200_2026-12-01/thresholds.txt,
+ * section 3: worst kernel-vs-exact figure per model, KV dtype and distribution): on normal
+ * inputs every figure is within its band (fp32 1.1e-6 lse vs 1e-5; bf16 2.4e-3 o, 7.3e-3
+ * lse; fp8 1.9e-2 o, 8.1e-2 lse; bf16simt 3.2e-3 o) except bf16simt's lse (1.19e-2, f16
+ * cache: band raised to 3e-2, above); `above expected` only on channel-outlier inputs
+ * (bf16 lse 3.2e-2, fp8 lse 0.50, bf16simt lse 6.8e-2) and bf16simt on outlier inputs
+ * (lse 2.2e-2, within the new band). */
 static const dl_threshold exact_table[DL_MODEL_COUNT] = {
     {DL_MODEL_EXACT, 1e-12, INFINITY, 1e-12},
     {DL_MODEL_ORIG, 0.1, INFINITY, 0.3}, /* placeholder row: orig depends on kv_dtype, see orig_table */
@@ -243,7 +262,7 @@ static const dl_threshold exact_table[DL_MODEL_COUNT] = {
     {DL_MODEL_BF16, 5e-3, INFINITY, 3e-2},
     {DL_MODEL_FP8, 1e-1, INFINITY, 0.3},
     {DL_MODEL_FP8ACC, 1e-1, INFINITY, 0.3},
-    {DL_MODEL_BF16SIMT, 1.5e-2, INFINITY, 1e-2},
+    {DL_MODEL_BF16SIMT, 1.5e-2, INFINITY, 3e-2},
 };
 static const dl_threshold orig_table[DL_DTYPE_COUNT] = {
     [DL_F32] = {DL_MODEL_ORIG, 5e-3, INFINITY, 3e-2},

@@ -37,7 +37,8 @@ void dl_run_bytes(const dl_case *c, dl_bytes *b);
  * (= dl_run_bytes kv), *xor_fold = the xor over every byte x read, at byte offset
  * o of its cache array, of (uint32)x << 8*(o % 4). contiguous = 0: the bytes the
  * page table points at (each request's tokens, all KV heads, per the layout);
- * 1: the first kv/2 bytes of the K cache and of the V cache. */
+ * 1: the first kv/2 bytes of the K cache and of the V cache (the fold stops at the end of
+ * a cache that holds fewer: pages shared between requests; that reader is not run then). */
 void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t *xor_fold);
 
 /* 64-bit FNV-1a over every input dataset of the case (q, k_cache, v_cache,

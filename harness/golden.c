@@ -233,7 +233,8 @@ static int write_config(const wctx *w, const dl_config *c)
         attr_str(w, g, o, "seq_len_mode", c->num_explicit_lens > 0 ? "list" : "range") ||
         attr_i64(w, g, o, "seq_len_min", lmin) || attr_i64(w, g, o, "seq_len_max", lmax) ||
         attr_str(w, g, o, "kv_scale_mode", scale_mode_name(c->kv_scale_mode)) ||
-        attr_f64(w, g, o, "kv_scale_value", c->kv_scale_value))
+        attr_f64(w, g, o, "kv_scale_value", c->kv_scale_value) ||
+        attr_i64(w, g, o, "share_prefix_pages", c->share_prefix_pages))
         goto fail;
     rc = 0;
 fail:
@@ -896,6 +897,15 @@ static int read_all(const rctx *r, dl_golden *g)
         if (v != 0 && v != 1) return dl_fail("%s: /config@allow_nonfinite = %lld, expected 0 or 1", path, (long long)v);
         g->allow_nonfinite = (int)v;
     }
+    /* optional (files written before it have none: 0, no sharing); checked against the page
+     * table below (dl_case_check_share) */
+    if (H5Aexists_by_name(r->file, "/config", "share_prefix_pages", H5P_DEFAULT) > 0) {
+        DL_TRY(rattr_i64(r, "/config", "share_prefix_pages", &v));
+        if (v < 0 || v > DL_MAX_SEQ_LEN)
+            return dl_fail("%s: /config@share_prefix_pages = %lld is outside 0..%d", path, (long long)v,
+                           DL_MAX_SEQ_LEN);
+        cfg->share_prefix_pages = v;
+    }
     H5Eclear2(H5E_DEFAULT);
 
     const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
@@ -954,6 +964,7 @@ static int read_all(const rctx *r, dl_golden *g)
     /* explicit lengths are recovered from the page table */
     if (cfg->num_explicit_lens > 0)
         for (int64_t b = 0; b < B; b++) cfg->explicit_lens[b] = dl_case_seq_len(c, b);
+    DL_TRY(dl_case_check_share(c, path));
     DL_TRY(check_values(path, c, g->allow_nonfinite));
 
     if (H5Lexists(r->file, "/golden", H5P_DEFAULT) <= 0) return dl_fail("%s: group /golden is missing", path);

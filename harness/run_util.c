@@ -67,7 +67,11 @@ void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t 
     uint32_t acc = 0;
     for (int64_t b = 0; b < g->batch_size; b++) tokens += dl_case_seq_len(c, b);
     if (contiguous) {
-        acc = fold_bytes(fold_bytes(0, k, 0, tokens * row), v, 0, tokens * row);
+        /* the first tokens x row bytes of each cache; with pages shared between requests the caches
+         * may hold fewer (cmd_run.c does not run the contiguous reader then): read no further */
+        const int64_t cache = dl_case_cache_elems(c) * (int64_t)dl_dtype_size(g->kv_dtype);
+        const int64_t n = tokens * row < cache ? tokens * row : cache;
+        acc = fold_bytes(fold_bytes(0, k, 0, n), v, 0, n);
     } else {
         /* every (request, token, KV head) row where the page table puts it (ref/dl_paged.h) */
         for (int64_t b = 0; b < g->batch_size; b++)

@@ -90,6 +90,7 @@ void dl_config_default(dl_config *c)
     c->seq_len_min = c->seq_len_max = 128;
     c->kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
     c->kv_scale_value = 1.0;
+    c->share_prefix_pages = 0;
 }
 
 double dl_sm_scale(const dl_config *c)
@@ -157,6 +158,20 @@ int dl_config_validate(const dl_config *c)
         return dl_fail("config: kv_scale_mode = %d is unknown", (int)c->kv_scale_mode);
     if (c->kv_scale_mode == DL_SCALE_GIVEN && (!(c->kv_scale_value > 0.0) || !isfinite(c->kv_scale_value)))
         return dl_fail("config: kv_scale = %g must be finite and > 0", c->kv_scale_value);
+    if (c->share_prefix_pages < 0 || c->share_prefix_pages > DL_MAX_SEQ_LEN)
+        return dl_fail("config: share_prefix_pages = %lld is outside 0..%d", (long long)c->share_prefix_pages,
+                       DL_MAX_SEQ_LEN);
+    if (c->share_prefix_pages > 0) {
+        /* every shared page must be a full page of every request: at most the full pages of the
+         * shortest request (a range draws no length below seq_len_min) */
+        int64_t shortest = c->num_explicit_lens > 0 ? c->explicit_lens[0] : c->seq_len_min;
+        for (int64_t i = 1; i < c->num_explicit_lens; i++)
+            if (c->explicit_lens[i] < shortest) shortest = c->explicit_lens[i];
+        if (c->share_prefix_pages > shortest / c->page_size)
+            return dl_fail("config: share_prefix_pages = %lld is more than the %lld full pages of the shortest "
+                           "request (%lld tokens, page_size %lld)", (long long)c->share_prefix_pages,
+                           (long long)(shortest / c->page_size), (long long)shortest, (long long)c->page_size);
+    }
     /* bound the total size of one cache tensor */
     int64_t maxlen = c->num_explicit_lens > 0 ? 0 : c->seq_len_max;
     for (int64_t i = 0; i < c->num_explicit_lens; i++)
@@ -183,4 +198,7 @@ void dl_config_name(const dl_config *c, char *buf, size_t n)
              (long long)c->head_dim, (long long)c->page_size, dl_layout_name(c->kv_layout),
              dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), len, dl_dist_name(c->dist.kind),
              (unsigned long long)c->seed);
+    size_t k = strlen(buf);
+    if (c->share_prefix_pages > 0 && k + 1 < n)
+        snprintf(buf + k, n - k, " share=%lld", (long long)c->share_prefix_pages);
 }

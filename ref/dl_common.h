@@ -60,6 +60,10 @@ typedef struct {
     int64_t explicit_lens[DL_MAX_EXPLICIT_LENS];
     dl_scale_mode kv_scale_mode;
     double kv_scale_value;      /* DL_SCALE_GIVEN only */
+    /* Prefix caching: the first share_prefix_pages pages of every request are the same
+     * physical pages as request 0's (0 = no sharing). Each of those pages is full in every
+     * request (at most the full pages of the shortest request). */
+    int64_t share_prefix_pages;
 } dl_config;
 
 /* Limits that keep a hostile file or flag from sizing an unbounded allocation. */

@@ -216,7 +216,7 @@ int dl_case_build(const dl_config *cfg, dl_case *out)
     dl_case *c = out;
     c->cfg = *cfg;
     const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, H = cfg->num_kv_heads, D = cfg->head_dim;
-    const int64_t ps = cfg->page_size;
+    const int64_t ps = cfg->page_size, N = cfg->share_prefix_pages;
     const uint64_t seed = cfg->seed;
     int64_t *lens = NULL, *chan = NULL;
     int32_t *owner = NULL, *owner_page = NULL;
@@ -243,25 +243,44 @@ int dl_case_build(const dl_config *cfg, dl_case *out)
         }
         c->kv_indptr[b + 1] = (int32_t)total;
         c->kv_last_page_len[b] = (int32_t)(lens[b] - (pages - 1) * ps);
+        if (lens[b] / ps < N) {
+            dl_fail("dl_case_build: share_prefix_pages = %lld is more than the %lld full pages of request %lld "
+                    "(%lld tokens)", (long long)N, (long long)(lens[b] / ps), (long long)b, (long long)lens[b]);
+            goto fail;
+        }
     }
-    c->num_pages = total;
-    const int64_t P = total;
+    /* physical pages: request 0's, then every other request's own (its first N are request 0's) */
+    const int64_t P = total - (B - 1) * N;
+    c->num_pages = P;
 
-    /* the pages of all requests, scattered by a Fisher-Yates permutation */
-    c->kv_indices = dl_malloc((size_t)P * sizeof *c->kv_indices, "kv_indices");
+    /* the physical pages, scattered by a Fisher-Yates permutation of 0..P-1, handed out in page-table
+     * order; the first N entries of every request b > 0 repeat request 0's first N */
+    int32_t *perm = dl_malloc((size_t)P * sizeof *perm, "page permutation");
+    c->kv_indices = dl_malloc((size_t)total * sizeof *c->kv_indices, "kv_indices");
     owner = dl_malloc((size_t)P * sizeof *owner, "page owners");
     owner_page = dl_malloc((size_t)P * sizeof *owner_page, "page owners");
-    if (!c->kv_indices || !owner || !owner_page) goto fail;
-    for (int64_t i = 0; i < P; i++) c->kv_indices[i] = (int32_t)i;
+    if (!perm || !c->kv_indices || !owner || !owner_page) {
+        free(perm);
+        goto fail;
+    }
+    for (int64_t i = 0; i < P; i++) perm[i] = (int32_t)i;
     for (int64_t i = P - 1; i > 0; i--) {
         int64_t j = (int64_t)dl_rng_below(seed, DL_STREAM_PAGES, (uint64_t)i, (uint64_t)(i + 1));
-        int32_t tmp = c->kv_indices[i]; c->kv_indices[i] = c->kv_indices[j]; c->kv_indices[j] = tmp;
+        int32_t tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
     }
+    int64_t u = 0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t i = c->kv_indptr[b]; i < c->kv_indptr[b + 1]; i++) {
+            const int64_t k = i - c->kv_indptr[b];
+            if (b > 0 && k < N) {
+                c->kv_indices[i] = c->kv_indices[c->kv_indptr[0] + k]; /* shared: request 0's page k */
+                continue;
+            }
+            c->kv_indices[i] = perm[u++];
             owner[c->kv_indices[i]] = (int32_t)b;
-            owner_page[c->kv_indices[i]] = (int32_t)(i - c->kv_indptr[b]);
+            owner_page[c->kv_indices[i]] = (int32_t)k;
         }
+    free(perm);
 
     /* channel outliers of K */
     chan_mask = dl_calloc((size_t)D, 1, "outlier channel mask");
@@ -424,6 +443,29 @@ int dl_case_validate(const dl_case *c, const char *source)
             seen[pg] = i;
         }
     free(seen);
+    return 0;
+}
+
+int dl_case_check_share(const dl_case *c, const char *source)
+{
+    const dl_config *cfg = &c->cfg;
+    const int64_t N = cfg->share_prefix_pages, ps = cfg->page_size;
+    if (!source) source = "case";
+    if (N == 0) return 0;
+    if (N < 0) return dl_fail("%s: /config@share_prefix_pages = %lld is negative", source, (long long)N);
+    for (int64_t b = 0; b < cfg->batch_size; b++) {
+        const int64_t full = dl_case_seq_len(c, b) / ps;
+        if (full < N)
+            return dl_fail("%s: /config@share_prefix_pages = %lld, but request %lld has %lld tokens = %lld full "
+                           "pages of %lld", source, (long long)N, (long long)b, (long long)dl_case_seq_len(c, b),
+                           (long long)full, (long long)ps);
+        for (int64_t k = 0; k < N && b > 0; k++)
+            if (c->kv_indices[c->kv_indptr[b] + k] != c->kv_indices[c->kv_indptr[0] + k])
+                return dl_fail("%s: /config@share_prefix_pages = %lld, but page %lld of request %lld is "
+                               "kv_indices[%lld] = %d, not request 0's page %d", source, (long long)N, (long long)k,
+                               (long long)b, (long long)(c->kv_indptr[b] + k), c->kv_indices[c->kv_indptr[b] + k],
+                               c->kv_indices[c->kv_indptr[0] + k]);
+    }
     return 0;
 }
 

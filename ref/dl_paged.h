@@ -17,7 +17,8 @@ extern "C" {
 
 typedef struct {
     dl_config cfg;
-    int64_t num_pages;          /* rows of k_cache / v_cache (= kv_indptr[B]) */
+    int64_t num_pages;          /* rows of k_cache / v_cache (= kv_indptr[B] - (B-1) * share_prefix_pages
+                                 * for a built case; any count for a file) */
     void *q;                    /* [B, Hq, D], encoding cfg.q_dtype */
     void *k_cache, *v_cache;    /* [P, ...], encoding cfg.kv_dtype */
     float *k_scale, *v_scale;   /* [Hkv] */
@@ -71,7 +72,10 @@ double dl_dtype_max_finite(dl_dtype t);
  * The double result is rounded to float for q_orig / k_orig / v_orig.
  * Sequence lengths: seq_len_min + dl_rng_below(seed, DL_STREAM_LENS, b, max-min+1).
  * kv_indices: Fisher-Yates on 0..P-1, for i = P-1 down to 1 swap i with
- * dl_rng_below(seed, DL_STREAM_PAGES, i, i+1).
+ * dl_rng_below(seed, DL_STREAM_PAGES, i, i+1); the permuted pages are handed out in
+ * page-table order. With cfg->share_prefix_pages = N > 0, entries 0..N-1 of every request
+ * b > 0 are request 0's first N pages (not drawn: P = kv_indptr[B] - (B-1) N), so the
+ * tokens t < N * page_size of every request hold request 0's values (counters of b = 0).
  * Scales (fp8 kv): absmax over the head (or tensor) / format max, 1 for an
  * all-zero head; f16/bf16: 1; DL_SCALE_GIVEN: kv_scale_value for every head. */
 uint64_t dl_q_counter(int64_t b, int64_t h, int64_t d);
@@ -90,6 +94,10 @@ int dl_outlier_channels(const dl_config *cfg, int64_t *channels);
  * index in [0, num_pages), last_page_len in 1..page_size, no page twice in one request (pages
  * shared between requests - prefix caching - are allowed). Records the field. */
 int dl_case_validate(const dl_case *c, const char *source);
+/* Check that the page table of a (validated) case is what cfg.share_prefix_pages = N says:
+ * the first N entries of every request are request 0's first N pages, and every request has
+ * at least N full pages. Records the field. */
+int dl_case_check_share(const dl_case *c, const char *source);
 /* Check the values of a (validated) case: scales finite and > 0, q finite, every
  * used slot of k/v_cache (and k/v_orig when present) finite. Poison in the unused
  * slots is expected and not looked at. Records the dataset and element. */

@@ -154,6 +154,12 @@ static const bad_flag bad_flags[] = {
     {{"--outlier-prob", "1.5"}, "outlier_prob", "1.5"},
     {{"--models", "exact,fp16"}, "--models", "fp16"},
     {{"--preset", "gpt5"}, "--preset", "gpt5"},
+    {{"--share-prefix", "-1"}, "--share-prefix", "'-1'"},
+    {{"--share-prefix", "two"}, "--share-prefix", "'two'"},
+    {{"--share-prefix", "3", "--seq-len", "40,33,100", "--page-size", "16"}, "--share-prefix",
+     "'3' is more than the full pages of the shortest request (request 1: 33 tokens = 2 full pages"},
+    {{"--share-prefix", "1", "--seq-len", "1:40", "--batch", "3"}, "--share-prefix",
+     "'1' is more than the full pages of the shortest request (--seq-len minimum 1 tokens"},
     {{"--bogus", "1"}, "option", "--bogus"},
     {{"stray"}, "argument", "stray"},
 };
@@ -287,6 +293,53 @@ START_TEST(check_usage_errors)
 }
 END_TEST
 
+/* --share-prefix N: documented in golden --help, recorded in the file (/config, the case name
+ * that inspect and run print), the page table shares, the file verifies; deterministic over
+ * thread counts like any case. */
+START_TEST(golden_share_prefix)
+{
+    ck_assert_int_eq(RUN("golden", "--help"), 0);
+    ck_assert_msg(strstr(out_buf, "--share-prefix N") && strstr(out_buf, "request 0's"), "%s", out_buf);
+    char a[300], b[300];
+    snprintf(a, sizeof a, "%s/sh1.h5", dir);
+    snprintf(b, sizeof b, "%s/sh2.h5", dir);
+    const char *args_a[] = {"golden", "--seq-len", "40,33,100,257", "--page-size", "16", "--num-qo-heads", "4",
+                            "--num-kv-heads", "2", "--head-dim", "32", "--share-prefix", "2", "--out", a, NULL};
+    const char *args_b[] = {"golden", "--seq-len", "40,33,100,257", "--page-size", "16", "--num-qo-heads", "4",
+                            "--num-kv-heads", "2", "--head-dim", "32", "--share-prefix", "2", "--out", b, NULL};
+    ck_assert_msg(run_env("1", args_a) == 0, "%s", err_buf);
+    ck_assert_ptr_nonnull(strstr(out_buf, "share=2"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "24 pages")); /* 3 + 3 + 7 + 17 = 30 entries, 2 x 3 of them shared */
+    ck_assert_int_eq(run_env("2", args_b), 0);
+    ck_assert(same_bytes(a, b));
+    ck_assert_int_eq(RUN("check", a), 0);
+    ck_assert_msg(strstr(out_buf, "all models verify") != NULL, "%s", out_buf);
+    ck_assert_int_eq(RUN("inspect", a), 0);
+    ck_assert_msg(strstr(out_buf, "share_prefix_pages=2") && strstr(out_buf, "24 physical pages for 30"), "%s",
+                  out_buf);
+    /* the attribute and the sharing in the file itself */
+    hid_t f = gm_open(a);
+    ck_assert(f >= 0);
+    int64_t v = -1;
+    hid_t at = H5Aopen_by_name(f, "/config", "share_prefix_pages", H5P_DEFAULT, H5P_DEFAULT);
+    ck_assert(at >= 0 && H5Aread(at, H5T_NATIVE_INT64, &v) >= 0);
+    H5Aclose(at);
+    ck_assert_int_eq(v, 2);
+    int32_t ip[5], ix[30];
+    hid_t d = H5Dopen2(f, "/inputs/kv_indptr", H5P_DEFAULT);
+    ck_assert(d >= 0 && H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, ip) >= 0);
+    H5Dclose(d);
+    d = H5Dopen2(f, "/inputs/kv_indices", H5P_DEFAULT);
+    ck_assert(d >= 0 && H5Dread(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, ix) >= 0);
+    H5Dclose(d);
+    H5Fclose(f);
+    ck_assert_int_eq(ip[4], 30);
+    for (int r = 1; r < 4; r++)
+        for (int k = 0; k < 2; k++) ck_assert_int_eq(ix[ip[r] + k], ix[k]);
+    ck_assert_int_ne(ix[ip[1] + 2], ix[2]); /* the third page is a request's own */
+}
+END_TEST
+
 /* Same flags with 1 and 2 OpenMP threads: byte-identical files (every dataset
  * and attribute; no timestamps are stored). */
 START_TEST(deterministic_across_threads)
@@ -385,6 +438,7 @@ Suite *make_suite(void)
     tcase_add_loop_test(tc, run_bad_flags, 0, num_bad_run_flags);
     tcase_add_test(tc, run_flush_accepted_and_documented);
     tcase_add_test(tc, deterministic_across_threads);
+    tcase_add_test(tc, golden_share_prefix);
     tcase_add_test(tc, canonical_set_verifies);
     suite_add_tcase(s, tc);
     return s;

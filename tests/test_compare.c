@@ -278,16 +278,17 @@ END_TEST
  * margin) must change this test too, with the derivation in compare.c. */
 START_TEST(tables_pinned)
 {
-    /* implementation: 8 x the worst H200 kernel-vs-model figure (compare.c); per head (provisional):
-     * min(8 x 32 x that figure, 5e-3) */
+    /* implementation: 8 x the worst kernel-vs-model figure of the H200 run of 2026-12-01
+     * (results/h200_2026-12-01/thresholds.txt, from experiments/derive_thresholds.py), per head
+     * capped at 5e-3 (bf16 only: 8 x 1.536e-3 = 1.23e-2 is over it) */
     struct { dl_model m; double o, head, lse; } impl[] = {
         {DL_MODEL_EXACT, 1e-12, 1e-12, 1e-12},
         {DL_MODEL_ORIG, 1e-12, 1e-12, 1e-12},
-        {DL_MODEL_FP32, 8 * 8.86e-7, 256 * 8.86e-7, 8 * 3.815e-6},
-        {DL_MODEL_BF16, 8 * 5.97e-5, 5e-3, 8 * 3.815e-6},
-        {DL_MODEL_FP8, 8 * 9.09e-7, 256 * 9.09e-7, 8 * 3.815e-6},
-        {DL_MODEL_FP8ACC, 8 * 8.98e-7, 256 * 8.98e-7, 8 * 3.815e-6},
-        {DL_MODEL_BF16SIMT, 8 * 8.04e-7, 256 * 8.04e-7, 8 * 3.815e-6},
+        {DL_MODEL_FP32, 8 * 6.125e-7, 8 * 3.327e-6, 8 * 7.630e-6},
+        {DL_MODEL_BF16, 8 * 4.971e-5, 5e-3, 8 * 3.815e-6},
+        {DL_MODEL_FP8, 8 * 2.963e-7, 8 * 1.491e-6, 8 * 1.908e-6},
+        {DL_MODEL_FP8ACC, 8 * 2.938e-7, 8 * 1.488e-6, 8 * 1.908e-6},
+        {DL_MODEL_BF16SIMT, 8 * 3.056e-7, 8 * 1.610e-6, 8 * 1.908e-6},
     };
     ck_assert_int_eq(sizeof impl / sizeof impl[0], DL_MODEL_COUNT);
     ck_assert(DL_IMPL_MARGIN == 8.0);
@@ -302,7 +303,7 @@ START_TEST(tables_pinned)
     struct { dl_model m; dl_dtype kv; double o, lse; } band[] = {
         {DL_MODEL_EXACT, DL_E4M3, 1e-12, 1e-12}, {DL_MODEL_FP32, DL_E4M3, 1e-5, 1e-5},
         {DL_MODEL_BF16, DL_E4M3, 5e-3, 3e-2},    {DL_MODEL_FP8, DL_E4M3, 1e-1, 0.3},
-        {DL_MODEL_FP8ACC, DL_E4M3, 1e-1, 0.3},   {DL_MODEL_BF16SIMT, DL_E4M3, 1.5e-2, 1e-2},
+        {DL_MODEL_FP8ACC, DL_E4M3, 1e-1, 0.3},   {DL_MODEL_BF16SIMT, DL_E4M3, 1.5e-2, 3e-2},
         {DL_MODEL_ORIG, DL_F16, 5e-3, 3e-2},     {DL_MODEL_ORIG, DL_BF16, 5e-3, 3e-2},
         {DL_MODEL_ORIG, DL_E4M3, 0.1, 0.3},      {DL_MODEL_ORIG, DL_E5M2, 0.2, 0.6},
     };

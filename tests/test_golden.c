@@ -155,6 +155,55 @@ START_TEST(round_trip_hnd_bf16) { round_trip(DL_HND, DL_BF16, DL_BF16); }
 END_TEST
 
 /* Same case written twice: identical bytes (no timestamps in the file). */
+/* A case with a shared prefix (--share-prefix 2: the first 2 pages of every request are request
+ * 0's) round trips: the attribute, the page table that shares, the P distinct pages, every model;
+ * the file reads back through the page-table check. A file without the attribute (written
+ * before it existed) reads as 0. */
+START_TEST(round_trip_shared_prefix)
+{
+    dl_config cfg;
+    dl_case c;
+    dl_output outs[DL_MODEL_COUNT];
+    dl_model_params p;
+    char path[300];
+    small_config(&cfg, DL_HND);
+    cfg.explicit_lens[0] = 9;
+    cfg.explicit_lens[1] = 8;
+    cfg.explicit_lens[2] = 13;
+    cfg.share_prefix_pages = 2;
+    build_all(&cfg, &c, outs, &p);
+    ck_assert_int_eq(c.num_pages, c.kv_indptr[3] - 2 * 2);
+    snprintf(path, sizeof path, "%s/shared.h5", dir);
+    ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
+    dl_golden g;
+    ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(g.c.cfg.share_prefix_pages, 2);
+    ck_assert_int_eq(g.c.num_pages, c.num_pages);
+    ck_assert(memcmp(g.c.kv_indptr, c.kv_indptr, 4 * 4) == 0);
+    ck_assert(memcmp(g.c.kv_indices, c.kv_indices, (size_t)c.kv_indptr[3] * 4) == 0);
+    for (int64_t b = 1; b < 3; b++)
+        for (int64_t k = 0; k < 2; k++) ck_assert_int_eq(g.c.kv_indices[g.c.kv_indptr[b] + k], g.c.kv_indices[k]);
+    const int64_t ne = dl_case_cache_elems(&c), nq = 3 * 4 * 16;
+    ck_assert(memcmp(g.c.k_cache, c.k_cache, (size_t)ne * dl_dtype_size(cfg.kv_dtype)) == 0);
+    ck_assert(memcmp(g.c.v_cache, c.v_cache, (size_t)ne * dl_dtype_size(cfg.kv_dtype)) == 0);
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        ck_assert(g.have[m]);
+        ck_assert(memcmp(g.out[m].o, outs[m].o, (size_t)nq * 8) == 0);
+        ck_assert(memcmp(g.out[m].lse, outs[m].lse, 12 * 8) == 0);
+    }
+    dl_golden_free(&g);
+    free_all(&c, outs);
+    /* no attribute: 0 */
+    char old[300];
+    snprintf(old, sizeof old, "%s/no_share_attr.h5", dir);
+    ck_assert_int_eq(gm_copy(good, old), 0);
+    ck_assert_int_eq(gm_delete_attr(old, "/config", "share_prefix_pages"), 0);
+    ck_assert_msg(dl_golden_read(old, &g) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(g.c.cfg.share_prefix_pages, 0);
+    dl_golden_free(&g);
+}
+END_TEST
+
 START_TEST(same_case_same_bytes)
 {
     char path[300];
@@ -344,6 +393,9 @@ static int m_golden_f64_as_f32(const char *p)
 }
 static int m_kv_block(const char *p) { return gm_set_attr_i64(p, "/golden", "kv_block", 0); }
 static int m_no_golden(const char *p) { return gm_delete(p, "/golden"); }
+/* the good file's requests have 1, 4 and 9 tokens (page 4): request 0 has no full page to share */
+static int m_share_claimed(const char *p) { return gm_set_attr_i64(p, "/config", "share_prefix_pages", 1); }
+static int m_share_negative(const char *p) { return gm_set_attr_i64(p, "/config", "share_prefix_pages", -1); }
 
 /* Poison and used slots are found by walking the page table of the good file. */
 static int find_slot(const char *p, int want_poison, long long *elem)
@@ -421,6 +473,8 @@ static const refusal refusals[] = {
     {"poison slot holds a value", m_poison_filled, "/inputs/k_cache", "poison"},
     {"NaN in a used slot", m_used_slot_nan, "/inputs/v_cache", "nan"},
     {"NaN in k_orig", m_k_orig_nan, "/inputs/k_orig", "nan"},
+    {"shared prefix the page table lacks", m_share_claimed, "share_prefix_pages = 1", "request 0 has 1 tokens"},
+    {"shared prefix negative", m_share_negative, "share_prefix_pages", "-1"},
 };
 static const int num_refusals = (int)(sizeof refusals / sizeof refusals[0]);
 
@@ -474,6 +528,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, round_trip_hnd_e5m2);
     tcase_add_test(tc, round_trip_nhd_f16_q_f32);
     tcase_add_test(tc, round_trip_hnd_bf16);
+    tcase_add_test(tc, round_trip_shared_prefix);
     tcase_add_test(tc, same_case_same_bytes);
     tcase_add_test(tc, refuse_overwrite_without_force);
     tcase_add_test(tc, atomic_write_no_temp_on_error);

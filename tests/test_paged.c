@@ -56,6 +56,12 @@ static int64_t walk_off(const dl_case *c, int64_t b, int64_t t, int64_t h)
     return layout_off(&c->cfg, c->kv_indices[i], tt, h);
 }
 
+/* Sequence length of request b from the page table. */
+static int64_t walk_len_of(const dl_case *c, int64_t b)
+{
+    return (int64_t)(c->kv_indptr[b + 1] - c->kv_indptr[b] - 1) * c->cfg.page_size + c->kv_last_page_len[b];
+}
+
 /* Recount pages and last-page fill of a length token by token. */
 static void walk_len(int64_t len, int64_t ps, int64_t *pages, int64_t *last)
 {
@@ -677,6 +683,96 @@ START_TEST(test_validate_rejects_bad_tables)
 }
 END_TEST
 
+/* --share-prefix N (prefix caching): the first N page-table entries of every request are
+ * request 0's first N physical pages; the other pages are distinct and own, P = nnz - (B-1) N;
+ * the shared tokens hold request 0's values; N = 0 is the unshared builder bit for bit; a
+ * prefix longer than the shortest request's full pages is refused. */
+START_TEST(test_share_prefix)
+{
+    for (int lay = 0; lay < 2; lay++) {
+        dl_config cfg = small_cfg();
+        cfg.kv_layout = lay ? DL_HND : DL_NHD;
+        cfg.batch_size = 5;
+        cfg.num_explicit_lens = 5;
+        const int64_t lens[5] = {13, 8, 9, 23, 12}; /* page 4: full pages 3, 2, 2, 5, 3 */
+        memcpy(cfg.explicit_lens, lens, sizeof lens);
+        dl_case plain, c;
+        build_ok(&cfg, &plain);
+        cfg.share_prefix_pages = 0;
+        build_ok(&cfg, &c); /* N = 0: the same bytes as before the option existed */
+        ck_assert_int_eq(c.num_pages, plain.num_pages);
+        ck_assert(!memcmp(c.kv_indices, plain.kv_indices, (size_t)plain.num_pages * 4));
+        dl_case_free(&c);
+        cfg.share_prefix_pages = 2;
+        build_ok(&cfg, &c);
+        const int64_t B = 5, N = 2, nnz = c.kv_indptr[B];
+        ck_assert_int_eq(nnz, plain.kv_indptr[B]); /* the page table has as many entries */
+        ck_assert_int_eq(c.num_pages, nnz - (B - 1) * N);
+        for (int64_t b = 0; b < B; b++) ck_assert_int_eq(walk_len_of(&c, b), lens[b]);
+        /* shared entries are request 0's pages; every other entry is a page of its own */
+        int *uses = calloc((size_t)c.num_pages, sizeof *uses);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = c.kv_indptr[b]; i < c.kv_indptr[b + 1]; i++) {
+                const int64_t k = i - c.kv_indptr[b];
+                ck_assert(c.kv_indices[i] >= 0 && c.kv_indices[i] < c.num_pages);
+                if (b > 0 && k < N) ck_assert_int_eq(c.kv_indices[i], c.kv_indices[k]);
+                else uses[c.kv_indices[i]]++;
+            }
+        for (int64_t p = 0; p < c.num_pages; p++) ck_assert_int_eq(uses[p], 1); /* a permutation of 0..P-1 */
+        free(uses);
+        ck_assert_int_eq(dl_case_validate(&c, "shared.h5"), 0);
+        ck_assert_int_eq(dl_case_check_share(&c, "shared.h5"), 0);
+        ck_assert_int_eq(dl_case_check_values(&c, "shared.h5"), 0);
+        /* values: a shared token of request b is request 0's token; past the prefix, request b's own
+         * values are those of the unshared case (counters of (b, t)) */
+        const int64_t H = cfg.num_kv_heads, D = cfg.head_dim;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < lens[b]; t++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t d = 0; d < D; d++) {
+                        const float x = c.k_orig[walk_off(&c, b, t, h) + d];
+                        const float want = t < N * cfg.page_size ? c.k_orig[walk_off(&c, 0, t, h) + d]
+                                                                 : plain.k_orig[walk_off(&plain, b, t, h) + d];
+                        ck_assert_msg(x == want, "b %lld t %lld h %lld d %lld", (long long)b, (long long)t,
+                                      (long long)h, (long long)d);
+                        const float y = c.v_orig[walk_off(&c, b, t, h) + d];
+                        const float wv = t < N * cfg.page_size ? c.v_orig[walk_off(&c, 0, t, h) + d]
+                                                               : plain.v_orig[walk_off(&plain, b, t, h) + d];
+                        ck_assert(y == wv);
+                    }
+        /* a page table that does not share what the config says is refused */
+        int32_t keep = c.kv_indices[c.kv_indptr[3] + 1];
+        c.kv_indices[c.kv_indptr[3] + 1] = c.kv_indices[c.kv_indptr[3] + 2];
+        dl_clear_error();
+        ck_assert_int_ne(dl_case_check_share(&c, "lie.h5"), 0);
+        ck_assert_msg(strstr(dl_last_error(), "share_prefix_pages = 2") && strstr(dl_last_error(), "request 3"), "%s",
+                      dl_last_error());
+        c.kv_indices[c.kv_indptr[3] + 1] = keep;
+        c.cfg.share_prefix_pages = 3; /* request 1 has 2 full pages */
+        ck_assert_int_ne(dl_case_check_share(&c, "lie.h5"), 0);
+        ck_assert_msg(strstr(dl_last_error(), "request 1 has 8 tokens"), "%s", dl_last_error());
+        dl_case_free(&c);
+        dl_case_free(&plain);
+        /* more than the shortest request's full pages: refused by the config check */
+        cfg.share_prefix_pages = 3;
+        dl_clear_error();
+        ck_assert_int_ne(dl_case_build(&cfg, &c), 0);
+        ck_assert_msg(strstr(dl_last_error(), "share_prefix_pages = 3") && strstr(dl_last_error(), "8 tokens"), "%s",
+                      dl_last_error());
+        /* a length range: its minimum bounds N */
+        cfg.num_explicit_lens = 0;
+        cfg.seq_len_min = 8;
+        cfg.seq_len_max = 30;
+        cfg.share_prefix_pages = 2;
+        build_ok(&cfg, &c);
+        ck_assert_int_eq(dl_case_check_share(&c, "range.h5"), 0);
+        dl_case_free(&c);
+        cfg.seq_len_min = 7;
+        ck_assert_int_ne(dl_case_build(&cfg, &c), 0);
+    }
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("paged");
@@ -695,6 +791,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_threads_bit_identical);
     tcase_add_test(tc, test_build_rejects_bad_config);
     tcase_add_test(tc, test_validate_rejects_bad_tables);
+    tcase_add_test(tc, test_share_prefix);
     suite_add_tcase(s, tc);
     return s;
 }

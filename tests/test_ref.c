@@ -1001,12 +1001,103 @@ START_TEST(test_sched_refused)
 }
 END_TEST
 
+/* Prefix caching: a case built with --share-prefix (the first N pages of every request are
+ * request 0's physical pages) against an unshared case built here by hand with the same K/V
+ * contents (every page-table entry its own physical page, copied from the page it names, in
+ * reverse order): every model, and a split-KV schedule, bit for bit - the reference follows
+ * the page table into the shared pages. */
+START_TEST(test_share_prefix_models)
+{
+    const int64_t lens[5] = {40, 33, 100, 35, 257};
+    dl_config cfg = small_cfg(5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 71);
+    cfg.share_prefix_pages = 2;
+    dl_case sh;
+    build(&cfg, &sh);
+    const int64_t B = 5, nnz = sh.kv_indptr[B];
+    ck_assert_int_eq(sh.num_pages, nnz - (B - 1) * 2);
+    ck_assert_int_eq(sh.kv_indices[sh.kv_indptr[3] + 1], sh.kv_indices[1]);
+
+    dl_case un = sh;
+    un.cfg.share_prefix_pages = 0;
+    un.num_pages = nnz;
+    const size_t page_elems = (size_t)(cfg.page_size * cfg.num_kv_heads * cfg.head_dim), es = dl_dtype_size(cfg.kv_dtype);
+    const size_t nq = (size_t)(B * cfg.num_qo_heads * cfg.head_dim);
+    un.q = malloc(nq * dl_dtype_size(cfg.q_dtype));
+    un.q_orig = malloc(nq * sizeof(float));
+    un.k_cache = malloc((size_t)nnz * page_elems * es);
+    un.v_cache = malloc((size_t)nnz * page_elems * es);
+    un.k_orig = malloc((size_t)nnz * page_elems * sizeof(float));
+    un.v_orig = malloc((size_t)nnz * page_elems * sizeof(float));
+    un.k_scale = malloc((size_t)cfg.num_kv_heads * sizeof(float));
+    un.v_scale = malloc((size_t)cfg.num_kv_heads * sizeof(float));
+    un.kv_indptr = malloc((size_t)(B + 1) * sizeof(int32_t));
+    un.kv_indices = malloc((size_t)nnz * sizeof(int32_t));
+    un.kv_last_page_len = malloc((size_t)B * sizeof(int32_t));
+    memcpy(un.q, sh.q, nq * dl_dtype_size(cfg.q_dtype));
+    memcpy(un.q_orig, sh.q_orig, nq * sizeof(float));
+    memcpy(un.k_scale, sh.k_scale, (size_t)cfg.num_kv_heads * sizeof(float));
+    memcpy(un.v_scale, sh.v_scale, (size_t)cfg.num_kv_heads * sizeof(float));
+    memcpy(un.kv_indptr, sh.kv_indptr, (size_t)(B + 1) * sizeof(int32_t));
+    memcpy(un.kv_last_page_len, sh.kv_last_page_len, (size_t)B * sizeof(int32_t));
+    for (int64_t i = 0; i < nnz; i++) {
+        const int64_t to = nnz - 1 - i, from = sh.kv_indices[i];
+        un.kv_indices[i] = (int32_t)to;
+        memcpy((char *)un.k_cache + (size_t)to * page_elems * es, (char *)sh.k_cache + (size_t)from * page_elems * es,
+               page_elems * es);
+        memcpy((char *)un.v_cache + (size_t)to * page_elems * es, (char *)sh.v_cache + (size_t)from * page_elems * es,
+               page_elems * es);
+        memcpy(un.k_orig + (size_t)to * page_elems, sh.k_orig + (size_t)from * page_elems, page_elems * sizeof(float));
+        memcpy(un.v_orig + (size_t)to * page_elems, sh.v_orig + (size_t)from * page_elems, page_elems * sizeof(float));
+    }
+    ck_assert_int_eq(dl_case_validate(&un, "unshared"), 0);
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        dl_output a, b;
+        run_model(&sh, (dl_model)m, NULL, &a);
+        run_model(&un, (dl_model)m, NULL, &b);
+        ck_assert_msg(all_finite(&a), "%s: non-finite output on the shared case", dl_model_name((dl_model)m));
+        ck_assert_msg(outputs_identical(&a, &b), "model %s: shared and unshared cases differ",
+                      dl_model_name((dl_model)m));
+        dl_output_free(&a);
+        dl_output_free(&b);
+    }
+    /* a split-KV schedule (segments that start inside and after the shared prefix) */
+    dl_schedule sa, sb;
+    int64_t chunk = 0;
+    ck_assert_int_eq(dl_schedule_split_kv(&sh, 4, 16, &sa, &chunk), 0);
+    ck_assert_int_eq(dl_schedule_split_kv(&un, 4, 16, &sb, &chunk), 0);
+    dl_output a, b;
+    ck_assert_int_eq(dl_reference_sched(&sh, DL_MODEL_BF16, NULL, &sa, &a), 0);
+    ck_assert_int_eq(dl_reference_sched(&un, DL_MODEL_BF16, NULL, &sb, &b), 0);
+    ck_assert(outputs_identical(&a, &b));
+    dl_output_free(&a);
+    dl_output_free(&b);
+    dl_schedule_free(&sa);
+    dl_schedule_free(&sb);
+    /* and the shared pages are really read: change one shared K element, every request moves */
+    dl_output before, after;
+    run_model(&sh, DL_MODEL_FP32, NULL, &before);
+    const int64_t off = dl_case_token_offset(&sh, 0, 3, 0);
+    uint8_t *code = (uint8_t *)sh.k_cache + off;
+    *code = (*code & 0x7F) == 0x38 ? 0x40 : 0x38; /* another finite e4m3 code (1.0 or 2.0) */
+    run_model(&sh, DL_MODEL_FP32, NULL, &after);
+    for (int64_t bb = 0; bb < B; bb++) {
+        int64_t row = bb * cfg.num_qo_heads; /* query head 0 reads KV head 0 */
+        ck_assert_msg(before.lse[row] != after.lse[row], "request %lld did not read the shared page", (long long)bb);
+    }
+    dl_output_free(&before);
+    dl_output_free(&after);
+    dl_case_free(&un);
+    dl_case_free(&sh);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("ref");
     TCase *tc = tcase_create("reference");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_lse_definition);
+    tcase_add_test(tc, test_share_prefix_models);
     tcase_add_test(tc, test_all_keys_equal);
     tcase_add_test(tc, test_dominant_key);
     tcase_add_test(tc, test_length_one);

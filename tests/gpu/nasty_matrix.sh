@@ -2,7 +2,7 @@
 # nasty_matrix.sh - `make test-gpu`: every GPU variant on a matrix of small,
 # nasty cases generated fresh, then compute-sanitizer memcheck on a subset.
 #
-# Cases (24 + 8 golden files; each KV dtype x head_dim x layout, with page size,
+# Cases (24 + 9 golden files; each KV dtype x head_dim x layout, with page size,
 # group size and Q dtype rotated so that every pair of values of any two axes
 # meets at least once):
 #   KV dtype f16 bf16 e4m3 e5m2 | D 64 128 256 | NHD HND | page 1 16 |
@@ -18,6 +18,8 @@
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
+#   DL_GENERATE_ONLY=1    only generate the golden files (no GPU needed; used by
+#                         experiments/exp_sensitivity.sh), list them and exit 0
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 
@@ -34,9 +36,12 @@ mkdir -p "$WORK"
 echo "test-gpu: decodelab=$DECODELAB seed=$SEED (rerun with DL_SEED=$SEED) workdir=$WORK"
 echo "test-gpu: lengths $LENS; splits: $SPLITS"
 
-"$DECODELAB" info --peak-runs 5 | sed 's/^/  /'
-VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
-if [ -z "$VARIANTS" ]; then echo "test-gpu: decodelab list printed no variants" >&2; exit 2; fi
+GENERATE_ONLY=${DL_GENERATE_ONLY:-0}
+if [ "$GENERATE_ONLY" != 1 ]; then
+    "$DECODELAB" info --peak-runs 5 | sed 's/^/  /'
+    VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+    if [ -z "$VARIANTS" ]; then echo "test-gpu: decodelab list printed no variants" >&2; exit 2; fi
+fi
 
 # ---- 1. generate the golden files (CPU, in parallel)
 KVS=(f16 bf16 e4m3 e5m2); DS=(64 128 256); LAYOUTS=(NHD HND); PAGES=(1 16); GRPS=(1 4 5 8)
@@ -56,16 +61,27 @@ for ki in 0 1 2 3; do for di in 0 1 2; do for li in 0 1; do
          "--page-size $page --kv-layout $layout --q-dtype $qd --kv-dtype $kv --seed $seed --out $file --force"
     i=$(( i + 1 ))
 done; done; done > "$WORK/generate.txt"
-# 8 more for the page sizes, groups and inputs the pairwise set lacks (issues 10, 11):
-# page 2..256, groups up to 16 (two n8 tiles in the streaming kernels), outlier inputs
-while read -r kv d layout page group qd dist; do
+# 9 more for the page sizes, groups and inputs the pairwise set lacks (issues 10, 11):
+# page 2..256, groups up to 16 (two n8 tiles in the streaming kernels), outlier inputs, and
+# (the last line, issue 11) pages shared between requests: --share-prefix 2, the first 2 pages
+# (32 tokens) of every request are request 0's physical pages. That case has its own lengths
+# (optional 8th and 9th fields: share, lengths): the default list starts at 1 token, which has no
+# full page to share; these are 32 + the default ones, so every request shares 2 full pages and
+# then ends at the same page-boundary offsets. Appended last so that the other cases keep their
+# seeds (SEED + index) and reproduce earlier runs.
+while read -r kv d layout page group qd dist share lens; do
     seed=$(( SEED + i ))
     label="kv=$kv D=$d $layout page=$page group=$group q=$qd $dist"
+    extra=""
+    if [ -n "${share:-}" ] && [ "$share" != 0 ]; then
+        label="$label share=$share"
+        extra="--share-prefix $share"
+    fi
     file="$WORK/case$(printf %02d $i).h5"
     CASES+=("$file|$label")
-    echo "$DECODELAB golden --seq-len $LENS --num-kv-heads 2 --num-qo-heads $(( 2 * group )) --head-dim $d" \
+    echo "$DECODELAB golden --seq-len ${lens:-$LENS} --num-kv-heads 2 --num-qo-heads $(( 2 * group )) --head-dim $d" \
          "--page-size $page --kv-layout $layout --q-dtype $qd --kv-dtype $kv --distribution $dist --seed $seed" \
-         "--out $file --force"
+         "$extra --out $file --force"
     i=$(( i + 1 ))
 done >> "$WORK/generate.txt" <<'EOC'
 e4m3 128 NHD 2 12 bf16 normal
@@ -76,6 +92,7 @@ bf16 128 HND 128 6 bf16 outlier
 f16 64 NHD 256 16 f16 normal
 e4m3 128 NHD 4 4 bf16 channel-outlier
 e4m3 256 HND 256 8 bf16 normal
+e4m3 128 HND 16 4 bf16 normal 2 33,34,47,48,49,63,64,65,132,289,1032
 EOC
 NPROC=$(nproc 2>/dev/null || echo 4)
 t0=$(date +%s)
@@ -85,6 +102,10 @@ if ! OMP_NUM_THREADS=1 xargs -P "$NPROC" -I{} sh -c '{} > /dev/null 2>> "$0/gene
     exit 2
 fi
 echo "test-gpu: ${#CASES[@]} golden files generated in $(( $(date +%s) - t0 )) s"
+if [ "$GENERATE_ONLY" = 1 ]; then
+    for c in "${CASES[@]}"; do echo "case ${c%%|*} ${c#*|}"; done
+    exit 0
+fi
 
 # ---- 2. run every variant on every case and split setting
 status=0
