@@ -247,6 +247,10 @@ static int step_ref(xp_run *r, const dl_xp_point *p)
         dl_result_row_init(w);
         dl_result_row_stamp(w);
         dl_run_fill_config(w, p->golden, &g.c);
+        dl_run_fill_params(w, &g.params);
+        if (g.out[m].p_values > 0) w->p_underflow_frac = (double)g.out[m].p_zeros / (double)g.out[m].p_values;
+        w->p_underflow_pred = dl_p_underflow_predicted(&g.c.cfg, &g.params, (dl_model)m);
+        w->p_cast_nmse = g.out[m].p_cast_nmse;
         snprintf(w->variant, sizeof w->variant, "ref-%s", dl_model_name((dl_model)m));
         snprintf(w->compute, sizeof w->compute, "%s", dl_model_name((dl_model)m));
         snprintf(w->dequant, sizeof w->dequant, "-");
@@ -348,6 +352,7 @@ static void md_escape(FILE *f, const char *s)
 static void describe_sel(FILE *f, const dl_xp_sel *s)
 {
     fprintf(f, "`%s`", s->variant);
+    if (s->metric[0]) fprintf(f, " (`%s`)", s->metric);
     for (int t = 0; t < s->nterms; t++) {
         fprintf(f, " %s=", s->terms[t].key);
         for (int v = 0; v < s->terms[t].nvals; v++) fprintf(f, "%s%s", v ? "/" : "", s->terms[t].vals[v]);
