@@ -82,7 +82,8 @@ tasks=${DL_SWEEP_TASKS:-0-$((n - 1))}
 array=$(sbatch --parsable --array="$tasks" ${DL_SBATCH_ARGS:-} "$0" "$file" "$n" "$@")
 array=${array%%;*}
 # the merge needs no GPU and starts only if every task ended with exit 0 (afterok); after a failed task,
-# rerun it (DL_SWEEP_TASKS=K) and a new merge job is queued behind the rerun
+# rerun it (DL_SWEEP_TASKS=K) and a new merge job is queued behind the rerun (scancel the old one: its
+# dependency can never be met)
 # shellcheck disable=SC2086
 mjob=$(sbatch --parsable --job-name=decodelab-merge --dependency="afterok:$array" ${DL_SBATCH_ARGS:-} \
        --wrap "DECODELAB='$bin' DL_SWEEP_OUT='$out' DL_SWEEP_MERGED='$merged' '$0' --merge '$file' '$n'")
