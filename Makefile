@@ -114,7 +114,7 @@ LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
 .PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
-        test-gpu-sanitize test-san
+        test-gpu-sanitize test-san test-slurm
 all: $(BIN)
 
 help:
@@ -122,6 +122,7 @@ help:
 	@echo "make test       build and run every Check suite and the nvcc host-side format checker"
 	@echo "make demo       the main job: golden data for the seed's GQA case, verified and summarised"
 	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
+	@echo "make test-slurm experiments/slurm_sweep.sh on a one-node Slurm it starts (SKIP without slurm-wlm/munge/root)"
 	@echo "make test SAN=asan,ubsan  the Check suites under ASan+UBSan (objects in build-asan-ubsan)"
 	@echo "make fuzz-smoke the libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each (default 60), regressions first"
 	@echo "make test-valgrind  the HDF5 paths (test_golden, golden+check round trip) under valgrind memcheck"
@@ -171,7 +172,7 @@ $(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl
 	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
 	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
-test: test-unit test-nv test-notebooks
+test: test-unit test-nv test-notebooks test-slurm
 
 test-unit: $(BIN) $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
@@ -210,6 +211,17 @@ test-notebooks:
 	  DL_RESULTS=$(CURDIR)/results/sample DL_FIGURES=$(abspath $(NB_OUT))/figures \
 	  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir $(NB_OUT) $$nb \
 	  || { echo "notebook $$nb FAILED"; exit 1; }; done && echo "notebooks: all executed"; fi
+
+# A sharded sweep through experiments/slurm_sweep.sh on a real one-node Slurm cluster the test starts and
+# stops (tests/test_slurm.sh): a 3-task array, one task cancelled part-way and resubmitted, merged, equal to
+# the one-piece run. SKIP (printed) without slurm-wlm/munge or root; part of `make test` (not of a
+# sanitizer build's: the plain build runs it).
+test-slurm: $(BIN)
+ifeq ($(SAN),)
+	DECODELAB=$(BIN) bash tests/test_slurm.sh
+else
+	@echo "SKIP test-slurm: sanitizer build (SAN=$(SAN)); the plain make test runs it"
+endif
 
 DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5
 demo: $(BIN)

@@ -12,9 +12,18 @@
  *           (record: the row of that golden file and variant);
  *   ncu     per point and variant (GPU only, measure.ncu): `decodelab ncu`.
  * Then every hypothesis is judged on the rows (HOLDS / REJECTED / INCONCLUSIVE)
- * and OUT/report.md and OUT/verdicts.csv are written. */
+ * and OUT/report.md and OUT/verdicts.csv are written.
+ *
+ * Sharded sweeps (issue 13): --shard K/N runs only the points i with i mod N = K
+ * (K from 0, as SLURM_ARRAY_TASK_ID; the census belongs to shard 0), records
+ * them in OUT/shard.cfg, and writes no report; --merge DIR... checks that the
+ * shards are the N disjoint slices of this sweep, complete, with no row twice
+ * and none missing, puts their rows in the order a one-piece run writes them,
+ * and judges and reports exactly as a one-piece run. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
+#include <libconfig.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +47,8 @@ static void xp_help(FILE *f)
 {
     fprintf(f,
             "usage: decodelab experiment FILE.cfg [--out DIR] [--cache DIR] [--resume] [--reduced|--full]\n"
-            "                            [--binary PATH] [--stop-after N]\n\n"
+            "                            [--binary PATH] [--stop-after N] [--shard K/N]\n"
+            "       decodelab experiment FILE.cfg --merge DIR [DIR...] [--out DIR]\n\n"
             "Runs one experiment file (experiments/README.md): generates or reuses the golden file of\n"
             "every sweep point (cache named by the content hash of its config), scores the CPU models\n"
             "against exact (rows ref-<model>), takes the SASS census, runs every variant on a GPU\n"
@@ -50,17 +60,49 @@ static void xp_help(FILE *f)
             "  --reduced       use the file's `reduced` sweep overrides (default when there is no GPU)\n"
             "  --full          use the full sweep even without a GPU\n"
             "  --binary PATH   the decodelab to run steps with (default: this one)\n"
-            "  --stop-after N  stop after N steps were run (to test --resume); exit status 3\n\n"
+            "  --stop-after N  stop after N steps were run (to test --resume); exit status 3\n"
+            "  --shard K/N     run only shard K of N (K = 0..N-1, as SLURM_ARRAY_TASK_ID): the sweep points i\n"
+            "                  with i mod N = K, golden files included; the census is shard 0's. Writes rows\n"
+            "                  and DIR/shard.cfg, no report (default DIR results/<name>/shard-K-of-N)\n"
+            "  --merge DIR...  combine the N shard directories of this experiment into --out (default\n"
+            "                  results/<name>): refuses a shard missing, given twice or unfinished, a point\n"
+            "                  or row missing or present twice (naming them), then judges and reports as a\n"
+            "                  one-piece run (experiments/README.md, \"Sharded sweeps\"); takes no other flag\n"
+            "                  but --out\n\n"
             "Progress goes to stderr: a live line with an ETA on a terminal, one line per step otherwise.\n"
             "exit status: 0 done (whatever the verdicts), 2 bad file/usage or a step that could not run,\n"
             "3 stopped by --stop-after.\n");
 }
 
+#define XP_MAX_MERGE 4096
+
 typedef struct {
     const char *file, *out, *cache, *binary;
     int resume, reduced, full;
     long stop_after;
+    int shard_k, shard_n;  /* --shard K/N; shard_n = 0: not sharded */
+    int nmerge;            /* --merge DIR... */
+    const char *merge[XP_MAX_MERGE];
 } xp_opts;
+
+/* --shard K/N: two decimal integers, N in 1..DL_XP_MAX_POINTS, K in 0..N-1. */
+static int parse_shard(const char *v, int *k, int *n)
+{
+    const char *slash = strchr(v, '/');
+    char *e1 = NULL, *e2 = NULL;
+    int ok = slash && slash != v && slash[1] && strspn(v, "0123456789") == (size_t)(slash - v) &&
+             strspn(slash + 1, "0123456789") == strlen(slash + 1) && (slash - v) <= 6 && strlen(slash + 1) <= 6;
+    long kk = ok ? strtol(v, &e1, 10) : -1, nn = ok ? strtol(slash + 1, &e2, 10) : -1;
+    if (!ok) return dl_fail("--shard: '%s' is not K/N (shard K of N, e.g. 0/4)", v);
+    if (nn < 1 || nn > DL_XP_MAX_POINTS)
+        return dl_fail("--shard: '%s': N = %ld must be in 1..%d", v, nn, DL_XP_MAX_POINTS);
+    if (kk >= nn)
+        return dl_fail("--shard: '%s': K = %ld must be in 0..%ld (shards are numbered from 0, as SLURM_ARRAY_TASK_ID)",
+                       v, kk, nn - 1);
+    *k = (int)kk;
+    *n = (int)nn;
+    return 0;
+}
 
 static int parse(int argc, char **argv, xp_opts *o)
 {
@@ -89,6 +131,17 @@ static int parse(int argc, char **argv, xp_opts *o)
             int64_t v;
             DL_TRY(dl_parse_i64(a, argv[++i], 0, 1000000, &v));
             o->stop_after = (long)v;
+        } else if (!strcmp(a, "--shard")) {
+            if (o->shard_n) return dl_fail("--shard: given twice");
+            DL_TRY(parse_shard(argv[++i], &o->shard_k, &o->shard_n));
+        } else if (!strcmp(a, "--merge")) {
+            if (o->nmerge) return dl_fail("--merge: given twice (list every shard directory after one --merge)");
+            while (i + 1 < argc && argv[i + 1][0] != '-') {
+                if (o->nmerge == XP_MAX_MERGE) return dl_fail("--merge: more than %d directories", XP_MAX_MERGE);
+                if (!argv[i + 1][0]) return dl_fail("--merge: '' is not a directory");
+                o->merge[o->nmerge++] = argv[++i];
+            }
+            if (!o->nmerge) return dl_fail("--merge: no directory given (the shard directories to combine)");
         } else if (a[0] == '-') {
             return dl_fail("unknown flag '%s' (see decodelab experiment --help)", a);
         } else if (!o->file) {
@@ -99,6 +152,8 @@ static int parse(int argc, char **argv, xp_opts *o)
     }
     if (!o->file) return dl_fail("missing FILE.cfg (see decodelab experiment --help)");
     if (o->reduced && o->full) return dl_fail("--reduced and --full: choose one");
+    if (o->nmerge && (o->shard_n || o->resume || o->reduced || o->full || o->cache || o->binary || o->stop_after >= 0))
+        return dl_fail("--merge: takes only --out (the shards fix the sweep, the cache and the binary)");
     return 0;
 }
 
@@ -247,6 +302,10 @@ static int step_ref(xp_run *r, const dl_xp_point *p)
         dl_result_row_init(w);
         dl_result_row_stamp(w);
         dl_run_fill_config(w, p->golden, &g.c);
+        dl_run_fill_params(w, &g.params);
+        if (g.out[m].p_values > 0) w->p_underflow_frac = (double)g.out[m].p_zeros / (double)g.out[m].p_values;
+        w->p_underflow_pred = dl_p_underflow_predicted(&g.c.cfg, &g.params, (dl_model)m);
+        w->p_cast_nmse = g.out[m].p_cast_nmse;
         snprintf(w->variant, sizeof w->variant, "ref-%s", dl_model_name((dl_model)m));
         snprintf(w->compute, sizeof w->compute, "%s", dl_model_name((dl_model)m));
         snprintf(w->dequant, sizeof w->dequant, "-");
@@ -348,6 +407,7 @@ static void md_escape(FILE *f, const char *s)
 static void describe_sel(FILE *f, const dl_xp_sel *s)
 {
     fprintf(f, "`%s`", s->variant);
+    if (s->metric[0]) fprintf(f, " (`%s`)", s->metric);
     for (int t = 0; t < s->nterms; t++) {
         fprintf(f, " %s=", s->terms[t].key);
         for (int v = 0; v < s->terms[t].nvals; v++) fprintf(f, "%s%s", v ? "/" : "", s->terms[t].vals[v]);
@@ -469,6 +529,497 @@ static int needs_gpu(const dl_xp_hyp *h)
     return strncmp(h->num.variant, "ref-", 4) || (h->den.present && strncmp(h->den.variant, "ref-", 4));
 }
 
+/* Judge every hypothesis on r's rows and write report.md and verdicts.csv. */
+static int judge_and_report(xp_run *r, const dl_xp_point *pts, int npts, int reduced)
+{
+    const dl_experiment *x = r->x;
+    int rc = 0;
+    dl_xp_result res[DL_XP_MAX_HYP];
+    memset(res, 0, sizeof res);
+    for (int h = 0; h < x->nhyp && !rc; h++)
+        if (dl_xp_evaluate(x, h, pts, npts, r->rows, r->nrows, r->crows, r->ncrows, &res[h])) rc = -1;
+        else if (res[h].nobs == 0 && x->hyp[h].kind == DL_XP_CENSUS && !strcmp(x->hyp[h].source, "sass") &&
+                 r->census_note[0]) {
+            snprintf(res[h].reason, sizeof res[h].reason, "no data: %.700s", r->census_note);
+        } else if (!r->gpu && res[h].nobs == 0 && needs_gpu(&x->hyp[h])) {
+            char was[sizeof res[h].reason];
+            snprintf(was, sizeof was, "%s", res[h].reason);
+            snprintf(res[h].reason, sizeof res[h].reason, "needs GPU rows, and this machine has %.200s; %.400s", r->no_gpu, was);
+        }
+    if (!rc && write_report(r, pts, npts, reduced, res)) rc = -1;
+    if (!rc) {
+        printf("\n%-4s %-13s %s\n", "", "verdict", "hypothesis / deciding numbers");
+        for (int h = 0; h < x->nhyp; h++)
+            printf("H%-3d %-13s %s\n%-18s %s\n", h + 1, dl_xp_verdict_name(res[h].verdict), x->hyp[h].claim, "",
+                   res[h].reason);
+        printf("\nreport: %s/report.md, verdicts: %s/verdicts.csv, rows: %s/results.csv\n", r->dir, r->dir, r->dir);
+    }
+    for (int h = 0; h < x->nhyp; h++) dl_xp_result_free(&res[h]);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- shard manifest */
+
+/* DIR/shard.cfg (libconfig): which shard of which sweep a directory holds, and how it ended. */
+typedef struct {
+    char path[1300];
+    char experiment[128], cache[1100], no_gpu[512], census_note[512], ncu_note[512];
+    int k, n, reduced, gpu, complete;
+    int npoints;
+    char (*hashes)[24];
+} xp_manifest;
+
+static void manifest_free(xp_manifest *m)
+{
+    free(m->hashes);
+    m->hashes = NULL;
+}
+
+static int cfg_str(config_setting_t *root, const char *name, const char *v)
+{
+    config_setting_t *s = config_setting_add(root, name, CONFIG_TYPE_STRING);
+    return s && config_setting_set_string(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+static int cfg_int(config_setting_t *root, const char *name, int v)
+{
+    config_setting_t *s = config_setting_add(root, name, CONFIG_TYPE_INT);
+    return s && config_setting_set_int(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+static int cfg_bool(config_setting_t *root, const char *name, int v)
+{
+    config_setting_t *s = config_setting_add(root, name, CONFIG_TYPE_BOOL);
+    return s && config_setting_set_bool(s, v) == CONFIG_TRUE ? 0 : -1;
+}
+
+/* Write a libconfig file atomically (temporary + rename). */
+static int cfg_write_atomic(config_t *c, const char *path)
+{
+    char tmp[1400];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (config_write_file(c, tmp) != CONFIG_TRUE || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return dl_fail("cannot write %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+static int manifest_write(const xp_manifest *m, const char *file)
+{
+    config_t c;
+    config_init(&c);
+    config_setting_t *root = config_root_setting(&c);
+    int rc = cfg_str(root, "format", "decodelab-shard") || cfg_int(root, "version", 1) ||
+             cfg_str(root, "experiment", m->experiment) || cfg_str(root, "file", file) || cfg_int(root, "shard", m->k) ||
+             cfg_int(root, "shards", m->n) || cfg_bool(root, "reduced", m->reduced) ||
+             cfg_str(root, "cache", m->cache) || cfg_bool(root, "gpu", m->gpu) || cfg_str(root, "no_gpu", m->no_gpu) ||
+             cfg_str(root, "census_note", m->census_note) || cfg_str(root, "ncu_note", m->ncu_note) ||
+             cfg_bool(root, "complete", m->complete);
+    config_setting_t *pts = rc ? NULL : config_setting_add(root, "points", CONFIG_TYPE_ARRAY);
+    if (!rc && !pts) rc = -1;
+    for (int i = 0; !rc && i < m->npoints; i++)
+        if (!config_setting_set_string_elem(pts, -1, m->hashes[i])) rc = -1;
+    if (rc) rc = dl_fail("cannot build %s", m->path);
+    else rc = cfg_write_atomic(&c, m->path);
+    config_destroy(&c);
+    return rc;
+}
+
+static int manifest_read(const char *path, xp_manifest *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    config_t c;
+    config_init(&c);
+    int rc = 0;
+    if (config_read_file(&c, path) != CONFIG_TRUE) {
+        rc = config_error_type(&c) == CONFIG_ERR_FILE_IO
+                 ? dl_fail("%s: cannot read it: not a shard directory (one made by --shard K/N)", path)
+                 : dl_fail("%s:%d: %s", path, config_error_line(&c), config_error_text(&c));
+        config_destroy(&c);
+        return rc;
+    }
+    const char *str;
+    if (!config_lookup_string(&c, "format", &str) || strcmp(str, "decodelab-shard"))
+        rc = dl_fail("%s: format is not decodelab-shard", path);
+#define GETS(key, dst)                                                                   \
+    if (!rc) {                                                                           \
+        if (!config_lookup_string(&c, key, &str)) rc = dl_fail("%s: %s missing", path, key); \
+        else snprintf(dst, sizeof dst, "%s", str);                                       \
+    }
+#define GETI(key, dst)                                                                   \
+    if (!rc && !config_lookup_int(&c, key, &dst)) rc = dl_fail("%s: %s missing", path, key);
+#define GETB(key, dst)                                                                   \
+    if (!rc && !config_lookup_bool(&c, key, &dst)) rc = dl_fail("%s: %s missing", path, key);
+    GETS("experiment", m->experiment);
+    GETS("cache", m->cache);
+    GETS("no_gpu", m->no_gpu);
+    GETS("census_note", m->census_note);
+    GETS("ncu_note", m->ncu_note);
+    GETI("shard", m->k);
+    GETI("shards", m->n);
+    GETB("reduced", m->reduced);
+    GETB("gpu", m->gpu);
+    GETB("complete", m->complete);
+#undef GETS
+#undef GETI
+#undef GETB
+    if (!rc && (m->n < 1 || m->n > DL_XP_MAX_POINTS || m->k < 0 || m->k >= m->n))
+        rc = dl_fail("%s: shard = %d, shards = %d: not a shard K/N with K in 0..N-1", path, m->k, m->n);
+    const config_setting_t *pts = rc ? NULL : config_lookup(&c, "points");
+    if (!rc && (!pts || config_setting_type(pts) != CONFIG_TYPE_ARRAY)) rc = dl_fail("%s: points missing", path);
+    if (!rc) {
+        m->npoints = config_setting_length(pts);
+        m->hashes = calloc((size_t)(m->npoints > 0 ? m->npoints : 1), sizeof *m->hashes);
+        if (!m->hashes) rc = dl_fail("out of memory reading %s", path);
+        for (int i = 0; !rc && i < m->npoints; i++) {
+            const char *h = config_setting_get_string_elem(pts, (unsigned)i);
+            if (!h) rc = dl_fail("%s: points[%d] is not a string", path, i);
+            else snprintf(m->hashes[i], sizeof m->hashes[i], "%.20s", h);
+        }
+    }
+    config_destroy(&c);
+    if (rc) manifest_free(m);
+    return rc;
+}
+
+/* Does manifest m describe shard k/n of x's sweep points pts (those i with i mod n = k), made from the same
+ * sweep (reduced, cache)? 0 yes; else dl_fail naming what differs. */
+static int manifest_matches(const xp_manifest *m, const dl_experiment *x, const dl_xp_point *pts, int npts,
+                            int reduced, const char *cache)
+{
+    if (strcmp(m->experiment, x->name))
+        return dl_fail("%s: a shard of experiment '%s', not of '%s'", m->path, m->experiment, x->name);
+    if (m->reduced != reduced)
+        return dl_fail("%s: shard %d/%d ran the %s sweep, this run is %s", m->path, m->k, m->n,
+                       m->reduced ? "reduced" : "full", reduced ? "reduced" : "full");
+    if (strcmp(m->cache, cache))
+        return dl_fail("%s: shard %d/%d used the golden cache '%s', this run '%s' (rows are matched to points by "
+                       "golden path)", m->path, m->k, m->n, m->cache, cache);
+    int j = 0;
+    for (int i = m->k; i < npts; i += m->n, j++)
+        if (j >= m->npoints || strcmp(m->hashes[j], pts[i].hash))
+            return dl_fail("%s: shard %d/%d holds other sweep points than %s gives it (point %d, %s, hash %s): "
+                           "was it run with another experiment file?", m->path, m->k, m->n, x->path, i + 1,
+                           pts[i].label, pts[i].hash);
+    if (j != m->npoints)
+        return dl_fail("%s: shard %d/%d holds %d points, %s gives it %d: was it run with another experiment file?",
+                       m->path, m->k, m->n, m->npoints, x->path, j);
+    return 0;
+}
+
+static void manifest_fill(xp_manifest *m, const xp_run *r, const xp_opts *o, const dl_xp_point *pts, int npts,
+                          int reduced, const char *cache)
+{
+    snprintf(m->path, sizeof m->path, "%s/shard.cfg", r->dir);
+    snprintf(m->experiment, sizeof m->experiment, "%s", r->x->name);
+    snprintf(m->cache, sizeof m->cache, "%s", cache);
+    snprintf(m->no_gpu, sizeof m->no_gpu, "%s", r->no_gpu);
+    snprintf(m->census_note, sizeof m->census_note, "%s", r->census_note);
+    snprintf(m->ncu_note, sizeof m->ncu_note, "%s", r->ncu_note);
+    m->k = o->shard_k;
+    m->n = o->shard_n;
+    m->reduced = reduced;
+    m->gpu = r->gpu;
+    m->npoints = 0;
+    for (int i = o->shard_k; i < npts; i += o->shard_n) snprintf(m->hashes[m->npoints++], sizeof m->hashes[0], "%s", pts[i].hash);
+}
+
+/* ---------------------------------------------------------------- merge */
+
+typedef struct {
+    int point, shard; /* point index, index of the shard directory */
+    int64_t row;      /* index into that shard's rows */
+} row_ref;
+
+static const dl_xp_point *sort_pts; /* qsort's context (merge_main, one sort at a time) */
+static int cmp_point_golden(const void *a, const void *b)
+{
+    return strcmp(sort_pts[*(const int *)a].golden, sort_pts[*(const int *)b].golden);
+}
+
+/* Index of the point whose golden file is path, via the sorted index order[] (-1: none). */
+static int point_by_golden(const dl_xp_point *pts, const int *order, int npts, const char *path)
+{
+    int lo = 0, hi = npts - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2, c = strcmp(pts[order[mid]].golden, path);
+        if (!c) return order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static int merge_main(const xp_opts *o, const dl_experiment *x)
+{
+    const int nd = o->nmerge;
+    xp_manifest *man = calloc((size_t)nd, sizeof *man);
+    dl_result_row **srows = calloc((size_t)nd, sizeof *srows);
+    dl_census_row **scrows = calloc((size_t)nd, sizeof *scrows);
+    int64_t *nsr = calloc((size_t)nd, sizeof *nsr), *nscr = calloc((size_t)nd, sizeof *nscr);
+    int *by_k = NULL, *order = NULL, *pt_count = NULL;
+    row_ref *refs = NULL, *crefs = NULL;
+    dl_result_row *out_rows = NULL;
+    dl_census_row *out_crows = NULL;
+    dl_xp_point *pts = NULL;
+    int npts = 0, rc = 0;
+    int64_t nrefs = 0, ncrefs = 0, nout = 0, ncout = 0;
+    char path[1400];
+    if (!man || !srows || !scrows || !nsr || !nscr) {
+        rc = dl_fail("out of memory");
+        goto done;
+    }
+    /* 1. the manifests: one split into N, every shard once, finished, of this experiment */
+    for (int d = 0; d < nd && !rc; d++) {
+        snprintf(path, sizeof path, "%s/shard.cfg", o->merge[d]);
+        rc = manifest_read(path, &man[d]);
+    }
+    const int N = rc ? 0 : man[0].n;
+    for (int d = 1; d < nd && !rc; d++)
+        if (man[d].n != N)
+            rc = dl_fail("--merge: %s is shard %d/%d, %s shard %d/%d: not one split of the sweep", o->merge[0], man[0].k,
+                         N, o->merge[d], man[d].k, man[d].n);
+    by_k = rc ? NULL : malloc((size_t)N * sizeof *by_k);
+    if (!rc && !by_k) rc = dl_fail("out of memory");
+    for (int k = 0; k < N && !rc; k++) by_k[k] = -1;
+    for (int d = 0; d < nd && !rc; d++) {
+        if (by_k[man[d].k] >= 0)
+            rc = dl_fail("--merge: shard %d/%d given twice: %s and %s", man[d].k, N, o->merge[by_k[man[d].k]], o->merge[d]);
+        else by_k[man[d].k] = d;
+    }
+    if (!rc) {
+        char miss[512] = "";
+        int nmiss = 0, first = -1;
+        for (int k = 0; k < N; k++)
+            if (by_k[k] < 0 && nmiss++ < 8) {
+                size_t l = strlen(miss);
+                snprintf(miss + l, sizeof miss - l, "%s%d/%d", l ? ", " : "", k, N);
+                if (first < 0) first = k;
+            }
+        if (nmiss)
+            rc = dl_fail("--merge: %d of %d shards missing: %s%s (no directory given holds them; run e.g. decodelab "
+                         "experiment %s --shard %d/%d)", nmiss, N, miss, nmiss > 8 ? ", ..." : "", x->path, first, N);
+    }
+    for (int d = 1; d < nd && !rc; d++) {
+        if (man[d].reduced != man[0].reduced || strcmp(man[d].cache, man[0].cache))
+            rc = dl_fail("--merge: %s and %s ran different sweeps (reduced %d/%d, cache '%s'/'%s')", o->merge[0],
+                         o->merge[d], man[0].reduced, man[d].reduced, man[0].cache, man[d].cache);
+        else if (man[d].gpu != man[0].gpu)
+            rc = dl_fail("--merge: %s ran %s a GPU, %s %s: the GPU rows of one part would be missing", o->merge[0],
+                         man[0].gpu ? "with" : "without", o->merge[d], man[d].gpu ? "with" : "without");
+    }
+    const int reduced = rc ? 0 : man[0].reduced;
+    if (!rc) rc = dl_xp_points(x, reduced, man[0].cache, &pts, &npts);
+    for (int d = 0; d < nd && !rc; d++) {
+        rc = manifest_matches(&man[d], x, pts, npts, reduced, man[0].cache);
+        if (!rc && !man[d].complete)
+            rc = dl_fail("--merge: %s: shard %d/%d did not finish (rerun it: decodelab experiment %s --shard %d/%d --out %s "
+                         "--resume)", o->merge[d], man[d].k, N, x->path, man[d].k, N, o->merge[d]);
+    }
+    /* 2. the rows of every shard, each assigned to its point: owned by that shard, none twice */
+    for (int d = 0; d < nd && !rc; d++) {
+        snprintf(path, sizeof path, "%s/results.h5", o->merge[d]);
+        if (dl_file_size(path) >= 0) rc = dl_results_read(path, &srows[d], &nsr[d]);
+        snprintf(path, sizeof path, "%s/census.csv", o->merge[d]);
+        if (!rc && dl_file_size(path) >= 0) rc = dl_census_read(path, &scrows[d], &nscr[d]);
+        nrefs += nsr[d];
+        ncrefs += nscr[d];
+    }
+    order = rc ? NULL : malloc((size_t)(npts > 0 ? npts : 1) * sizeof *order);
+    refs = rc ? NULL : calloc((size_t)(nrefs > 0 ? nrefs : 1), sizeof *refs);
+    crefs = rc ? NULL : calloc((size_t)(ncrefs > 0 ? ncrefs : 1), sizeof *crefs);
+    pt_count = rc ? NULL : calloc((size_t)(npts > 0 ? npts : 1), sizeof *pt_count);
+    if (!rc && (!order || !refs || !crefs || !pt_count)) rc = dl_fail("out of memory");
+    for (int i = 0; !rc && i < npts; i++) order[i] = i;
+    sort_pts = pts;
+    if (!rc) qsort(order, (size_t)npts, sizeof *order, cmp_point_golden);
+    nrefs = ncrefs = 0;
+    for (int d = 0; d < nd && !rc; d++) {
+        for (int64_t i = 0; i < nsr[d] && !rc; i++) {
+            const dl_result_row *w = &srows[d][i];
+            int p = point_by_golden(pts, order, npts, w->golden_path);
+            if (p < 0)
+                rc = dl_fail("--merge: %s: row %lld (%s on %s) belongs to no point of the sweep", o->merge[d], (long long)i,
+                             w->variant, w->golden_path);
+            else if (p % N != man[d].k)
+                rc = dl_fail("--merge: %s (shard %d/%d) holds a row of point %d (%s), which is shard %d's", o->merge[d],
+                             man[d].k, N, p + 1, pts[p].label, p % N);
+            else refs[nrefs++] = (row_ref){p, d, i};
+        }
+        for (int64_t i = 0; i < nscr[d] && !rc; i++) {
+            const dl_census_row *c = &scrows[d][i];
+            if (!strcmp(c->source, "sass")) {
+                if (man[d].k != 0)
+                    rc = dl_fail("--merge: %s (shard %d/%d) holds SASS census rows: the census is shard 0's", o->merge[d],
+                                 man[d].k, N);
+                else crefs[ncrefs++] = (row_ref){-1, d, i};
+                continue;
+            }
+            int p = point_by_golden(pts, order, npts, c->golden_path);
+            if (p < 0 || p % N != man[d].k)
+                rc = dl_fail("--merge: %s: census row %lld (%s %s on %s) belongs to %s", o->merge[d], (long long)i,
+                             c->source, c->variant, c->golden_path, p < 0 ? "no point of the sweep" : "another shard");
+            else crefs[ncrefs++] = (row_ref){p, d, i};
+        }
+    }
+    /* rows twice: the same (point, variant), or (point, variant, kernel, metric) of ncu */
+    for (int64_t i = 0; i < nrefs && !rc; i++)
+        for (int64_t j = 0; j < i && !rc; j++) {
+            const row_ref *a = &refs[i], *b = &refs[j];
+            if (a->point != b->point) continue;
+            const dl_result_row *ra = &srows[a->shard][a->row], *rb = &srows[b->shard][b->row];
+            if (!strcmp(ra->variant, rb->variant))
+                rc = dl_fail("--merge: row of point %d (%s), variant %s, twice: in %s and in %s", a->point + 1,
+                             pts[a->point].label, ra->variant, o->merge[b->shard], o->merge[a->shard]);
+        }
+    for (int64_t i = 0; i < nrefs && !rc; i++) pt_count[refs[i].point]++;
+    /* 3. nothing missing: every point has its CPU model rows, and on a GPU a row per variant */
+    const dl_variant *vars[64];
+    int nv = 0;
+    for (int v = 0; v < dl_num_variants && nv < 64; v++) {
+        int hit = 0;
+        for (int k = 0; k < x->nvariants; k++) hit |= dl_variant_matches(&dl_variants[v], x->variants[k]);
+        if (hit) vars[nv++] = &dl_variants[v];
+    }
+    if (!rc) {
+        char miss[768] = "";
+        int nmiss = 0;
+        for (int p = 0; p < npts; p++) {
+            int have_ref = 0;
+            for (int64_t i = 0; i < nrefs; i++)
+                if (refs[i].point == p && !strncmp(srows[refs[i].shard][refs[i].row].variant, "ref-", 4)) have_ref = 1;
+            for (int v = -1; v < (man[0].gpu ? nv : 0); v++) {
+                int have = v < 0 ? have_ref : 0;
+                for (int64_t i = 0; v >= 0 && i < nrefs && !have; i++)
+                    have = refs[i].point == p && !strcmp(srows[refs[i].shard][refs[i].row].variant, vars[v]->name);
+                if (have || nmiss++ >= 4) continue;
+                size_t l = strlen(miss);
+                snprintf(miss + l, sizeof miss - l, "%spoint %d (%.120s): %s rows (shard %d/%d, %.120s)", l ? "; " : "",
+                         p + 1, pts[p].label, v < 0 ? "no ref-<model>" : vars[v]->name, p % N, N, o->merge[by_k[p % N]]);
+            }
+        }
+        if (nmiss)
+            rc = dl_fail("--merge: %d rows missing: %s%s; rerun those shards with --resume", nmiss, miss,
+                         nmiss > 4 ? "; ..." : "");
+    }
+    if (!rc && x->census && !man[by_k[0]].census_note[0]) {
+        int sass = 0;
+        for (int64_t i = 0; i < ncrefs; i++) sass |= crefs[i].point < 0;
+        if (!sass)
+            rc = dl_fail("--merge: %s (shard 0/%d) has no SASS census rows and no note why: rerun it with --resume",
+                         o->merge[by_k[0]], N);
+    }
+    /* 4. the rows in the order of a one-piece run: per point its ref-<model> rows, then per point and variant
+     * (registry order) the GPU rows; census: shard 0's SASS rows, then ncu rows per point and variant */
+    out_rows = rc ? NULL : calloc((size_t)(nrefs > 0 ? nrefs : 1), sizeof *out_rows);
+    out_crows = rc ? NULL : calloc((size_t)(ncrefs > 0 ? ncrefs : 1), sizeof *out_crows);
+    if (!rc && (!out_rows || !out_crows)) rc = dl_fail("out of memory for the merged rows");
+    unsigned char *used = rc ? NULL : calloc((size_t)(nrefs + ncrefs + 1), 1);
+    if (!rc && !used) rc = dl_fail("out of memory");
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        for (int p = 0; p < npts; p++)
+            for (int v = pass ? 0 : -1; v < (pass ? nv + 1 : 0); v++) /* pass 0: ref rows; pass 1: variants, then the rest */
+                for (int64_t i = 0; i < nrefs; i++) {
+                    if (used[i] || refs[i].point != p) continue;
+                    const dl_result_row *w = &srows[refs[i].shard][refs[i].row];
+                    int is_ref = !strncmp(w->variant, "ref-", 4);
+                    if (pass == 0 ? !is_ref : (v < nv && strcmp(w->variant, vars[v]->name))) continue;
+                    out_rows[nout++] = *w;
+                    used[i] = 1;
+                }
+    for (int64_t i = 0; i < ncrefs && !rc; i++)
+        if (crefs[i].point < 0) out_crows[ncout++] = scrows[crefs[i].shard][crefs[i].row];
+    for (int p = 0; p < npts && !rc; p++)
+        for (int v = 0; v <= nv; v++)
+            for (int64_t i = 0; i < ncrefs; i++) {
+                if (used[nrefs + i] || crefs[i].point != p) continue;
+                const dl_census_row *c = &scrows[crefs[i].shard][crefs[i].row];
+                if (v < nv && strcmp(c->variant, vars[v]->name)) continue;
+                out_crows[ncout++] = *c;
+                used[nrefs + i] = 1;
+            }
+    free(used);
+    /* 5. write OUT: the merged tables, merge.cfg, then the verdicts and the report */
+    xp_run r;
+    memset(&r, 0, sizeof r);
+    r.x = x;
+    r.o = o;
+    if (o->out) snprintf(r.dir, sizeof r.dir, "%s", o->out);
+    else snprintf(r.dir, sizeof r.dir, "results/%s", x->name);
+    snprintf(r.results, sizeof r.results, "%s/results.h5", r.dir);
+    snprintf(r.census, sizeof r.census, "%s/census.csv", r.dir);
+    char mpath[1300], csv[1300];
+    snprintf(mpath, sizeof mpath, "%s/merge.cfg", r.dir);
+    dl_results_csv_path(r.results, csv, sizeof csv);
+    for (int d = 0; d < nd && !rc; d++) {
+        char a[PATH_MAX], b[PATH_MAX];
+        if (realpath(o->merge[d], a) && realpath(r.dir, b) && !strcmp(a, b))
+            rc = dl_fail("--out: '%s' is one of the shard directories: merge into another", r.dir);
+    }
+    if (!rc && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
+        if (dl_file_size(mpath) < 0)
+            rc = dl_fail("%s already holds results of a run (not of a merge): --out another directory", r.dir);
+        else {
+            unlink(r.results);
+            unlink(csv);
+            unlink(r.census);
+        }
+    }
+    if (!rc) rc = mkdirs(r.dir);
+    if (!rc && nout > 0) rc = dl_results_append(r.results, out_rows, nout);
+    if (!rc && ncout > 0) rc = dl_census_append(r.census, out_crows, ncout);
+    if (!rc) {
+        config_t c;
+        config_init(&c);
+        config_setting_t *root = config_root_setting(&c);
+        rc = cfg_str(root, "format", "decodelab-merge") || cfg_int(root, "version", 1) ||
+             cfg_str(root, "experiment", x->name) || cfg_str(root, "file", x->path) || cfg_int(root, "shards", N);
+        config_setting_t *dirs = rc ? NULL : config_setting_add(root, "shard_dirs", CONFIG_TYPE_ARRAY);
+        for (int k = 0; !rc && k < N; k++)
+            if (!dirs || !config_setting_set_string_elem(dirs, -1, o->merge[by_k[k]])) rc = -1;
+        rc = rc ? dl_fail("cannot build %s", mpath) : cfg_write_atomic(&c, mpath);
+        config_destroy(&c);
+    }
+    if (!rc) {
+        r.rows = out_rows;
+        r.nrows = nout;
+        r.crows = out_crows;
+        r.ncrows = ncout;
+        const xp_manifest *m0 = &man[by_k[0]];
+        r.gpu = m0->gpu;
+        snprintf(r.no_gpu, sizeof r.no_gpu, "%s", m0->no_gpu);
+        snprintf(r.census_note, sizeof r.census_note, "%s", m0->census_note);
+        for (int k = 0; k < N && !r.ncu_note[0]; k++) snprintf(r.ncu_note, sizeof r.ncu_note, "%s", man[by_k[k]].ncu_note);
+        printf("experiment %s: merged %d shards (%d points, %lld rows, %lld census rows) -> %s\n", x->name, N, npts,
+               (long long)nout, (long long)ncout, r.dir);
+        rc = judge_and_report(&r, pts, npts, reduced);
+        out_rows = NULL; /* owned by r now */
+        out_crows = NULL;
+        free(r.rows);
+        free(r.crows);
+    }
+done:
+    for (int d = 0; man && d < nd; d++) manifest_free(&man[d]);
+    for (int d = 0; srows && d < nd; d++) free(srows[d]);
+    for (int d = 0; scrows && d < nd; d++) free(scrows[d]);
+    free(man);
+    free(srows);
+    free(scrows);
+    free(nsr);
+    free(nscr);
+    free(by_k);
+    free(order);
+    free(pt_count);
+    free(refs);
+    free(crefs);
+    free(out_rows);
+    free(out_crows);
+    dl_xp_points_free(pts, npts);
+    return rc ? dl_cli_error("experiment") : 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int dl_cmd_experiment(int argc, char **argv)
@@ -479,6 +1030,8 @@ int dl_cmd_experiment(int argc, char **argv)
     if (prc) return dl_cli_error("experiment");
     static dl_experiment x; /* large: keep it off the stack */
     if (dl_xp_load(o.file, &x)) return dl_cli_error("experiment");
+    if (o.nmerge) return merge_main(&o, &x);
+    const int sharded = o.shard_n > 0;
 
     xp_run r;
     memset(&r, 0, sizeof r);
@@ -495,6 +1048,7 @@ int dl_cmd_experiment(int argc, char **argv)
     }
     int reduced = o.reduced || (!r.gpu && !o.full && x.nreduced > 0);
     if (o.out) snprintf(r.dir, sizeof r.dir, "%s", o.out);
+    else if (sharded) snprintf(r.dir, sizeof r.dir, "results/%s/shard-%d-of-%d", x.name, o.shard_k, o.shard_n);
     else snprintf(r.dir, sizeof r.dir, "results/%s", x.name);
     const char *cache = o.cache ? o.cache : "build/golden-cache";
     snprintf(r.results, sizeof r.results, "%s/results.h5", r.dir);
@@ -503,6 +1057,8 @@ int dl_cmd_experiment(int argc, char **argv)
 
     dl_xp_point *pts = NULL;
     int npts = 0;
+    xp_manifest man;
+    memset(&man, 0, sizeof man);
     if (dl_xp_points(&x, reduced, cache, &pts, &npts)) return dl_cli_error("experiment");
     int rc = 0;
     if (!o.resume && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
@@ -510,10 +1066,55 @@ int dl_cmd_experiment(int argc, char **argv)
         rc = dl_cli_error("experiment");
         goto out;
     }
+    /* a shard directory holds one shard of one sweep: resume only that; a one-piece run never writes into it */
+    char mpath[1300];
+    snprintf(mpath, sizeof mpath, "%s/shard.cfg", r.dir);
+    if (dl_file_size(mpath) >= 0) {
+        xp_manifest old;
+        if (manifest_read(mpath, &old)) {
+            rc = dl_cli_error("experiment");
+            goto out;
+        }
+        int bad = 0;
+        if (!sharded) bad = dl_fail("%s holds shard %d/%d of %s: resume it with --shard %d/%d, or merge it with --merge",
+                                    r.dir, old.k, old.n, old.experiment, old.k, old.n);
+        else if (old.k != o.shard_k || old.n != o.shard_n)
+            bad = dl_fail("--shard: '%d/%d', but %s holds shard %d/%d", o.shard_k, o.shard_n, r.dir, old.k, old.n);
+        else bad = manifest_matches(&old, &x, pts, npts, reduced, cache);
+        manifest_free(&old);
+        if (bad) {
+            rc = dl_cli_error("experiment");
+            goto out;
+        }
+    } else if (sharded && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
+        dl_fail("%s holds results of a one-piece run, not of shard %d/%d: --out another directory", r.dir, o.shard_k,
+                o.shard_n);
+        rc = dl_cli_error("experiment");
+        goto out;
+    }
     if (mkdirs(r.dir) || mkdirs(cache) || reload(&r)) {
         rc = dl_cli_error("experiment");
         goto out;
     }
+    if (sharded) {
+        man.hashes = calloc((size_t)(npts / o.shard_n + 1), sizeof *man.hashes);
+        if (!man.hashes) {
+            dl_fail("out of memory");
+            rc = dl_cli_error("experiment");
+            goto out;
+        }
+        manifest_fill(&man, &r, &o, pts, npts, reduced, cache);
+        man.complete = 0;
+        if (manifest_write(&man, x.path)) {
+            rc = dl_cli_error("experiment");
+            goto out;
+        }
+    }
+    /* the points this process runs: all, or those of its shard (i mod N = K); the census is shard 0's */
+#define OWNED(p_) (!sharded || (p_) % o.shard_n == o.shard_k)
+    const int do_census = x.census && (!sharded || o.shard_k == 0);
+    int nown = 0;
+    for (int p = 0; p < npts; p++) nown += OWNED(p);
 
     /* the variants of the experiment, in registry order */
     const dl_variant *vars[64];
@@ -523,8 +1124,12 @@ int dl_cmd_experiment(int argc, char **argv)
         for (int k = 0; k < x.nvariants; k++) hit |= dl_variant_matches(&dl_variants[v], x.variants[k]);
         if (hit) vars[nv++] = &dl_variants[v];
     }
-    printf("experiment %s: %d points (%s sweep), %d variants, %d hypotheses -> %s\n", x.name, npts,
-           reduced ? "reduced" : "full", nv, x.nhyp, r.dir);
+    if (sharded)
+        printf("experiment %s, shard %d/%d: %d of %d points (%s sweep), %d variants -> %s\n", x.name, o.shard_k,
+               o.shard_n, nown, npts, reduced ? "reduced" : "full", nv, r.dir);
+    else
+        printf("experiment %s: %d points (%s sweep), %d variants, %d hypotheses -> %s\n", x.name, npts,
+               reduced ? "reduced" : "full", nv, x.nhyp, r.dir);
     if (!r.gpu && nv) printf("GPU steps not run: %s\n", r.no_gpu);
     fflush(stdout);
 
@@ -532,7 +1137,7 @@ int dl_cmd_experiment(int argc, char **argv)
     memset(&pg, 0, sizeof pg);
     pg.tty = isatty(2);
     pg.t0 = dl_now();
-    pg.total = 2 * npts + (x.census ? 1 : 0) + (r.gpu ? npts * nv * (1 + (x.ncu ? 1 : 0)) : 0);
+    pg.total = 2 * nown + (do_census ? 1 : 0) + (r.gpu ? nown * nv * (1 + (x.ncu ? 1 : 0)) : 0);
     long ran = 0;
     char what[1400];
 #define STEP_BEGIN(done_)                                                                       \
@@ -545,6 +1150,7 @@ int dl_cmd_experiment(int argc, char **argv)
     ran++;
 
     for (int p = 0; p < npts; p++) {
+        if (!OWNED(p)) continue;
         const dl_xp_point *pt = &pts[p];
         int done = dl_file_size(pt->golden) >= 0;
         snprintf(what, sizeof what, "golden %d/%d %s", p + 1, npts, pt->label);
@@ -578,7 +1184,7 @@ int dl_cmd_experiment(int argc, char **argv)
             }
         }
     }
-    if (x.census) {
+    if (do_census) {
         int done = have_census(&r, "sass", "", "");
         snprintf(what, sizeof what, "census of %s", r.bin);
         STEP_BEGIN(done);
@@ -591,6 +1197,7 @@ int dl_cmd_experiment(int argc, char **argv)
         }
     }
     for (int p = 0; r.gpu && p < npts; p++) {
+        if (!OWNED(p)) continue;
         for (int v = 0; v < nv; v++) {
             const dl_xp_point *pt = &pts[p];
             int done = have_row(&r, pt->golden, vars[v]->name);
@@ -623,29 +1230,22 @@ int dl_cmd_experiment(int argc, char **argv)
     progress_end(&pg);
 #undef STEP_BEGIN
 #undef STEP_END
+#undef OWNED
 
-    {
-        dl_xp_result res[DL_XP_MAX_HYP];
-        memset(res, 0, sizeof res);
-        for (int h = 0; h < x.nhyp && !rc; h++)
-            if (dl_xp_evaluate(&x, h, pts, npts, r.rows, r.nrows, r.crows, r.ncrows, &res[h])) rc = dl_cli_error("experiment");
-            else if (res[h].nobs == 0 && x.hyp[h].kind == DL_XP_CENSUS && !strcmp(x.hyp[h].source, "sass") &&
-                     r.census_note[0]) {
-                snprintf(res[h].reason, sizeof res[h].reason, "no data: %.700s", r.census_note);
-            } else if (!r.gpu && res[h].nobs == 0 && needs_gpu(&x.hyp[h])) {
-                char was[sizeof res[h].reason];
-                snprintf(was, sizeof was, "%s", res[h].reason);
-                snprintf(res[h].reason, sizeof res[h].reason, "needs GPU rows, and this machine has %.200s; %.400s", r.no_gpu, was);
-            }
-        if (!rc && write_report(&r, pts, npts, reduced, res)) rc = dl_cli_error("experiment");
-        if (!rc) {
-            printf("\n%-4s %-13s %s\n", "", "verdict", "hypothesis / deciding numbers");
-            for (int h = 0; h < x.nhyp; h++)
-                printf("H%-3d %-13s %s\n%-18s %s\n", h + 1, dl_xp_verdict_name(res[h].verdict), x.hyp[h].claim, "",
-                       res[h].reason);
-            printf("\nreport: %s/report.md, verdicts: %s/verdicts.csv, rows: %s/results.csv\n", r.dir, r.dir, r.dir);
+    if (sharded) {
+        /* the shard's record: finished, with the notes its report would carry; no report (half a sweep) */
+        manifest_fill(&man, &r, &o, pts, npts, reduced, cache);
+        man.complete = 1;
+        if (manifest_write(&man, x.path)) {
+            rc = dl_cli_error("experiment");
+            goto out;
         }
-        for (int h = 0; h < x.nhyp; h++) dl_xp_result_free(&res[h]);
+        printf("shard %d/%d of %s done: %d points, %lld rows in %s/results.csv\n", o.shard_k, o.shard_n, x.name, nown,
+               (long long)r.nrows, r.dir);
+        printf("when all %d shards are done: decodelab experiment %s --merge <the %d shard directories>\n", o.shard_n,
+               x.path, o.shard_n);
+    } else if (judge_and_report(&r, pts, npts, reduced)) {
+        rc = dl_cli_error("experiment");
     }
     goto out;
 stopped:
@@ -653,6 +1253,7 @@ stopped:
     fprintf(stderr, "stopped after %ld steps (--stop-after); continue with --resume\n", ran);
     rc = 3;
 out:
+    manifest_free(&man);
     dl_xp_points_free(pts, npts);
     free(r.rows);
     free(r.crows);

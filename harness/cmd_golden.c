@@ -2,6 +2,7 @@
  * overridden by flags), compute the reference models, write the golden file
  * atomically and print a summary. Bad flags: one line, exit 2, no file. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,8 @@ static const int num_presets = (int)(sizeof presets / sizeof presets[0]);
 enum {
     O_HELP = 'h', O_PRESET = 256, O_BATCH, O_HQ, O_HKV, O_D, O_PAGE, O_LAYOUT, O_QT, O_KVT, O_SM, O_SEED, O_DIST,
     O_LEN, O_KVSCALE, O_MEAN, O_STD, O_LO, O_HI, O_OPROB, O_OVAR, O_OCH, O_CHS, O_MODELS, O_OUT, O_FORCE,
-    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE, O_ACCPROMOTE, O_SHARE
+    O_KVBLOCK, O_ACCBITS, O_ACCBLOCK, O_PSCALE, O_ACCPROMOTE, O_SHARE,
+    O_SINKTOK, O_SINKDELTA, O_KVORDER /* E8: the attention sink and the KV iteration order */
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +66,9 @@ static const struct option long_opts[] = {
     {"acc-block", required_argument, 0, O_ACCBLOCK},
     {"p-scale", required_argument, 0, O_PSCALE},
     {"acc-promote-blocks", required_argument, 0, O_ACCPROMOTE},
+    {"sink-tokens", required_argument, 0, O_SINKTOK},
+    {"sink-delta", required_argument, 0, O_SINKDELTA},
+    {"kv-order", required_argument, 0, O_KVORDER},
     {0, 0, 0, 0},
 };
 
@@ -97,11 +102,13 @@ static void usage(FILE *f)
             "                           (the same physical pages: the page table shares them); N at most the\n"
             "                           full pages of the shortest request (with MIN:MAX: of MIN) (default 0)\n"
             "values:\n"
-            "  --distribution normal|uniform|outlier|channel-outlier  (default normal)\n"
+            "  --distribution normal|uniform|outlier|channel-outlier|sink  (default normal)\n"
             "  --dist-mean X --dist-std X        normal (default 0, 1)\n"
             "  --dist-lo X --dist-hi X           uniform (default -1, 1)\n"
             "  --outlier-prob X --outlier-var X  outlier: N(0,1) + N(0,var)*Bernoulli(prob) (default 0.001, 100)\n"
             "  --num-outlier-channels N --channel-scale X  channel-outlier: K channels scaled (default 4, 20)\n"
+            "  --sink-tokens N --sink-delta X    sink: normal, and the first N keys of each request shifted so that\n"
+            "                           every query head of the group scores X more on them (default 4, 8)\n"
             "models:\n"
             "  --models LIST            comma-separated of exact,orig,fp32,bf16,fp8,fp8acc,bf16simt or all (default all)\n"
             "  --kv-block N             tokens per online-softmax step of fp32/bf16/fp8 (default 64)\n"
@@ -109,6 +116,8 @@ static void usage(FILE *f)
             "  --acc-block N            fp8: k-elements per accumulation block (default 32)\n"
             "  --p-scale X              fp8: static scale of P before e4m3 (default 448)\n"
             "  --acc-promote-blocks N   fp8acc: k-blocks per partial before it is added in FP32 (default 2)\n"
+            "  --kv-order forward|reverse  token order of the emulated models' online softmax (default forward;\n"
+            "                           the GPU kernels are forward only and SKIP a reverse file)\n"
             "output:\n"
             "  --out FILE               the golden file (required)\n"
             "  --force                  overwrite FILE if it exists\n"
@@ -198,7 +207,7 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
     case O_SEED: return dl_parse_u64("--seed", v, &c->seed);
     case O_DIST:
         if (dl_dist_parse(v, &c->dist.kind))
-            return dl_fail("--distribution: '%s' is not normal, uniform, outlier or channel-outlier", v);
+            return dl_fail("--distribution: '%s' is not normal, uniform, outlier, channel-outlier or sink", v);
         return 0;
     case O_LEN: return parse_seq_len(v, c, batch_given);
     case O_KVSCALE:
@@ -241,6 +250,14 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
         return 0;
     }
     case O_ACCPROMOTE: return dl_parse_i64("--acc-promote-blocks", v, 1, DL_MAX_HEAD_DIM, &a->params.acc_promote_blocks);
+    case O_SINKTOK: return dl_parse_i64("--sink-tokens", v, 0, DL_MAX_SEQ_LEN, &c->dist.sink_tokens);
+    case O_SINKDELTA:
+        DL_TRY(dl_parse_f64("--sink-delta", v, &c->dist.sink_delta));
+        if (fabs(c->dist.sink_delta) > 1000.0) return dl_fail("--sink-delta: '%s' is outside -1000..1000", v);
+        return 0;
+    case O_KVORDER:
+        if (dl_kv_order_parse(v, &a->params.kv_order)) return dl_fail("--kv-order: '%s' is not forward or reverse", v);
+        return 0;
     }
     return dl_fail("internal: option %d not handled", code);
 }

@@ -3,6 +3,7 @@
  * routine: storage (orig vs exact), arithmetic (fp32/bf16/fp8 vs exact), and
  * total (each model vs orig, no verdict). Exit 0, or 2 for a bad file. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,8 +100,12 @@ int dl_cmd_inspect(int argc, char **argv)
                "physical pages for %d page-table entries)\n",
                (long long)c->share_prefix_pages, (long long)c->share_prefix_pages, (long long)g.c.num_pages,
                g.c.kv_indptr[c->batch_size]);
-    printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g\n", (long long)g.params.kv_block,
-           g.params.acc_mantissa_bits, (long long)g.params.acc_block, (double)g.params.p_scale);
+    if (c->dist.kind == DL_DIST_SINK)
+        printf("sink:      the first %lld keys of each request score %g higher\n", (long long)c->dist.sink_tokens,
+               c->dist.sink_delta);
+    printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g kv_order=%s\n",
+           (long long)g.params.kv_block, g.params.acc_mantissa_bits, (long long)g.params.acc_block,
+           (double)g.params.p_scale, dl_kv_order_name(g.params.kv_order));
     const int nhd = c->kv_layout == DL_NHD;
     long long B = c->batch_size, Hq = c->num_qo_heads, Hkv = c->num_kv_heads, D = c->head_dim, P = g.c.num_pages;
     long long a1 = nhd ? c->page_size : Hkv, a2 = nhd ? Hkv : c->page_size;
@@ -116,8 +121,15 @@ int dl_cmd_inspect(int argc, char **argv)
     printf("  /inputs/kv_last_page_len  [%lld] i32\n", B);
     for (int m = 0; m < DL_MODEL_COUNT; m++)
         if (g.have[m])
-            printf("  /golden/%-8s o [%lld, %lld, %lld], lse [%lld, %lld] %s\n", dl_model_name((dl_model)m), B, Hq, D,
+        {
+            printf("  /golden/%-8s o [%lld, %lld, %lld], lse [%lld, %lld] %s", dl_model_name((dl_model)m), B, Hq, D,
                    B, Hq, m == DL_MODEL_EXACT || m == DL_MODEL_ORIG ? "f64" : "f32");
+            if (g.out[m].p_values > 0)
+                printf("; P cast: %lld of %lld non-sink P values enter P*V as 0 (%.3g%%)", (long long)g.out[m].p_zeros,
+                       (long long)g.out[m].p_values, 100.0 * (double)g.out[m].p_zeros / (double)g.out[m].p_values);
+            if (isfinite(g.out[m].p_cast_nmse)) printf(", P-cast nmse %.3g", g.out[m].p_cast_nmse);
+            printf("\n");
+        }
     if (!g.have[DL_MODEL_EXACT]) {
         printf("errors:    no /golden/exact in this file: nothing to compare against\n");
         dl_golden_free(&g);

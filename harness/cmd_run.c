@@ -241,7 +241,7 @@ int dl_cmd_run(int argc, char **argv)
         for (int i = 0; i < nsel; i++) {
             char reason[512] = "";
             int ok = sel[i]->supports(sel[i], &g.c.cfg, reason, sizeof reason);
-            if (ok && sel[i]->params_ok) ok = sel[i]->params_ok(sel[i], &g.params, reason, sizeof reason);
+            if (ok) ok = dl_run_params_ok(sel[i], &g.params, reason, sizeof reason);
             printf("  %-18s %s%s%s\n", sel[i]->name, ok ? "would run" : "would SKIP: ", ok ? "" : reason,
                    sel[i]->launch ? "" : " [kernel not built in this binary]");
         }
@@ -262,6 +262,7 @@ int dl_cmd_run(int argc, char **argv)
         dl_result_row_init(&rows[i]);
         dl_result_row_stamp(&rows[i]);
         dl_run_fill_config(&rows[i], o.golden, &g.c);
+        dl_run_fill_params(&rows[i], &g.params);
         dl_run_fill_variant(&rows[i], sel[i]);
         snprintf(rows[i].generator, sizeof rows[i].generator, "%s", dl_generator_string());
         snprintf(rows[i].clock_source, sizeof rows[i].clock_source, "not read");

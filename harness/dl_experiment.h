@@ -40,10 +40,12 @@ typedef struct {
     char vals[DL_XP_MAX_VALUES][DL_XP_VAL];
 } dl_xp_term;
 
-/* Which rows: variant glob ("ref-<model>" for a CPU reference model) and field terms. */
+/* Which rows: variant glob ("ref-<model>" for a CPU reference model) and field terms; metric, when
+ * set, replaces the rule's metric for these rows (e.g. p_underflow_frac over p_underflow_pred). */
 typedef struct {
     int present;
     char variant[128];
+    char metric[128];
     int nterms;
     dl_xp_term terms[DL_XP_MAX_TERMS];
 } dl_xp_sel;

@@ -24,7 +24,9 @@ extern "C" {
  * metrics, model_schedule, limit_* and band_* replacing thr_* (issue 11).
  * Version 1 tables still read (data/SCHEMA.md says how their rows are filled);
  * an append rewrites the table as version 2. */
-#define DL_RESULTS_VERSION 2
+/* 3: + dist_sink_tokens, dist_sink_delta (the sink distribution), kv_order, p_scale (model parameters
+ * of the golden file), p_underflow_frac, p_underflow_pred, p_cast_nmse (the P cast, experiment E8). */
+#define DL_RESULTS_VERSION 3
 #define DL_RESULTS_VERSION_MIN 1
 
 /* Error metrics of one tensor against one reference (mirrors dl_metrics). */
@@ -53,6 +55,8 @@ typedef struct {
     double dist_mean, dist_std, dist_lo, dist_hi, dist_outlier_prob, dist_outlier_var;
     int64_t dist_num_outlier_channels;
     double dist_channel_scale;
+    int64_t dist_sink_tokens;   /* (version 3) sink distribution: leading sink tokens per request */
+    double dist_sink_delta;     /* (version 3) sink distribution: their score boost */
     int64_t seq_len_min, seq_len_max, num_explicit_lens;
     char seq_lens[8192];        /* the actual per-request lengths, comma-separated (truncated with "..." if huge) */
     char kv_scale_mode[24];
@@ -61,6 +65,12 @@ typedef struct {
     /* checks */
     dl_result_metrics model_o, model_lse, exact_o, exact_lse;
     char model_schedule[64];    /* the schedule the model followed: "none" (as stored) or "split-kv:<n>x<chunk>" ... */
+    char kv_order[12];          /* (version 3) the golden file's model kv_order: "forward" / "reverse"; "" unknown */
+    double p_scale;             /* (version 3) the golden file's model p_scale */
+    double p_underflow_frac;    /* (version 3) CPU model rows: fraction of the non-sink P values that entered P*V as 0 */
+    double p_cast_nmse;         /* (version 3) CPU model rows (bf16, fp8, fp8acc): the error of the P cast alone */
+    double p_underflow_pred;    /* (version 3) sink cases, fp8/fp8acc rows, forward order: the fraction predicted by
+                                 * Phi((delta + sigma*E[max of k N(0,1)] + ln(2^-10) ... ), see data/SCHEMA.md */
     double limit_o_rel_l2, limit_o_head_rel_l2, limit_lse_abs; /* implementation limits used (o: output rounding included) */
     double band_o_rel_l2, band_lse_abs;                         /* expected precision band vs exact */
     char verdict_model[12];     /* PASS FAIL (implementation, against the model), "-" none */

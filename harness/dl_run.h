@@ -89,6 +89,14 @@ const char *dl_run_no_device_reason(void);
 /* Fill the golden-file and config columns of a row from a case. */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
 
+/* Fill the model-parameter columns of a row (kv_order, p_scale) from a golden file's parameters. */
+void dl_run_fill_params(dl_result_row *r, const dl_model_params *p);
+
+/* Can variant v be judged against a golden file made with model parameters p? Its own params_ok
+ * (the parameters its kernel has built in) and the iteration order (kernels are forward only).
+ * 1 yes; 0 no, with the SKIP reason in reason. */
+int dl_run_params_ok(const dl_variant *v, const dl_model_params *p, char *reason, size_t n);
+
 /* Copy one comparison's metrics (dl_compare_*) into a results row's metric columns. */
 void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m);
 

@@ -195,7 +195,7 @@ static int load_terms(const dl_experiment *x, const config_setting_t *g, const c
     for (int i = 0; i < len; i++) {
         const config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
         const char *nm = config_setting_name(e);
-        if (!strcmp(nm, "variant")) continue;
+        if (!strcmp(nm, "variant") || !strcmp(nm, "metric")) continue;
         char key[200];
         snprintf(key, sizeof key, "%s.%s", where, nm);
         if (!is_swept(x, nm) && !(census && !strcmp(nm, "kv_dtype")))
@@ -236,6 +236,15 @@ static int load_sel(const dl_experiment *x, const config_setting_t *g, const cha
     s->present = 1;
     DL_TRY(get_string(x, g, "variant", where, s->variant, sizeof s->variant, 1));
     char key[200];
+    DL_TRY(get_string(x, g, "metric", where, s->metric, sizeof s->metric, 0));
+    if (member(g, "metric")) {
+        snprintf(key, sizeof key, "%s.metric", where);
+        if (census) return xfail(x, member(g, "metric"), key, s->metric, "a census rule has one metric (the rule's)");
+        int found = 0;
+        for (int i = 0; i < dl_results_num_columns() && !found; i++)
+            found = !strcmp(dl_results_column_name(i), s->metric) && dl_results_column_type(i) != DL_COL_STR;
+        if (!found) return xfail(x, member(g, "metric"), key, s->metric, "not a numeric results column (data/SCHEMA.md)");
+    }
     snprintf(key, sizeof key, "%s.variant", where);
     if (!strncmp(s->variant, "ref-", 4)) {
         if (census) return xfail(x, member(g, "variant"), key, s->variant, "census rows are GPU variants, not models");
@@ -720,12 +729,14 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
             found_num = 1;
             double va = NAN, vb = NAN;
             char why[600];
-            if (!row_usable(a, h->metric, &va, why, sizeof why)) {
+            const char *mnum = h->num.metric[0] ? h->num.metric : h->metric;
+            const char *mden = h->den.metric[0] ? h->den.metric : h->metric;
+            if (!row_usable(a, mnum, &va, why, sizeof why)) {
                 r->nmissing++;
                 if (!missing[0]) snprintf(missing, sizeof missing, "%.250s at %.250s", why, pn->label);
                 continue;
             }
-            double na = noisy(h->metric) && isfinite(a->time_stdrel) ? a->time_stdrel : 0;
+            double na = noisy(mnum) && isfinite(a->time_stdrel) ? a->time_stdrel : 0;
             if (h->kind == DL_XP_VALUE) {
                 DL_TRY(add_obs(r, &cap));
                 dl_xp_obs *o = &r->obs[r->nobs - 1];
@@ -734,7 +745,7 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                 o->den = NAN;
                 o->noise = na;
                 o->status = classify(va, na, h);
-                o->unconverged = noisy(h->metric) && a->time_converged == 0;
+                o->unconverged = noisy(mnum) && a->time_converged == 0;
                 continue;
             }
             int found_den = 0;
@@ -745,14 +756,17 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                     continue;
                 for (int64_t j = 0; j < nrows; j++) {
                     const dl_result_row *b = &rows[j];
-                    if (strcmp(b->golden_path, pd->golden) || fnmatch(h->den.variant, b->variant, 0) || b == a) continue;
+                    /* a row is divided by itself only when the two sides read different metrics */
+                    if (strcmp(b->golden_path, pd->golden) || fnmatch(h->den.variant, b->variant, 0) ||
+                        (b == a && !strcmp(mnum, mden)))
+                        continue;
                     found_den = 1;
-                    if (!row_usable(b, h->metric, &vb, why, sizeof why)) {
+                    if (!row_usable(b, mden, &vb, why, sizeof why)) {
                         r->nmissing++;
                         if (!missing[0]) snprintf(missing, sizeof missing, "%.250s at %.250s", why, pd->label);
                         continue;
                     }
-                    double nb = noisy(h->metric) && isfinite(b->time_stdrel) ? b->time_stdrel : 0;
+                    double nb = noisy(mden) && isfinite(b->time_stdrel) ? b->time_stdrel : 0;
                     DL_TRY(add_obs(r, &cap));
                     dl_xp_obs *o = &r->obs[r->nobs - 1];
                     if (pd == pn) snprintf(o->what, sizeof o->what, "%s, %s / %s", pn->label, a->variant, b->variant);
@@ -762,7 +776,7 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                     o->value = va / vb;
                     o->noise = sqrt(na * na + nb * nb);
                     o->status = isfinite(o->value) ? classify(o->value, o->noise, h) : 1;
-                    o->unconverged = noisy(h->metric) && (a->time_converged == 0 || b->time_converged == 0);
+                    o->unconverged = (noisy(mnum) && a->time_converged == 0) || (noisy(mden) && b->time_converged == 0);
                 }
             }
             if (!found_den) {

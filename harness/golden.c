@@ -230,6 +230,7 @@ static int write_config(const wctx *w, const dl_config *c)
         attr_f64(w, g, o, "outlier_var", c->dist.outlier_var) ||
         attr_i64(w, g, o, "num_outlier_channels", c->dist.num_outlier_channels) ||
         attr_f64(w, g, o, "channel_scale", c->dist.channel_scale) ||
+        attr_i64(w, g, o, "sink_tokens", c->dist.sink_tokens) || attr_f64(w, g, o, "sink_delta", c->dist.sink_delta) ||
         attr_str(w, g, o, "seq_len_mode", c->num_explicit_lens > 0 ? "list" : "range") ||
         attr_i64(w, g, o, "seq_len_min", lmin) || attr_i64(w, g, o, "seq_len_max", lmax) ||
         attr_str(w, g, o, "kv_scale_mode", scale_mode_name(c->kv_scale_mode)) ||
@@ -289,6 +290,10 @@ static int write_model(const wctx *w, const dl_case *c, const dl_output *out)
     hid_t g = group_create(w, dir);
     if (g < 0) return -1;
     int rc = attr_str(w, g, dir, "description", dl_model_description(out->model));
+    /* the P-cast statistics of an emulated model (dl_output) */
+    if (!rc && out->p_values >= 0)
+        rc = attr_i64(w, g, dir, "p_values", out->p_values) || attr_i64(w, g, dir, "p_zeros", out->p_zeros);
+    if (!rc && isfinite(out->p_cast_nmse)) rc = attr_f64(w, g, dir, "p_cast_nmse", out->p_cast_nmse);
     H5Gclose(g);
     if (rc) return rc;
     hsize_t od[3] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads, (hsize_t)cfg->head_dim};
@@ -326,7 +331,8 @@ static int write_params(const wctx *w, const dl_model_params *p)
         attr_i64(w, g, "/golden", "acc_mantissa_bits", p->acc_mantissa_bits) ||
         attr_i64(w, g, "/golden", "acc_block", p->acc_block) ||
         attr_f64(w, g, "/golden", "p_scale", (double)p->p_scale) ||
-        attr_i64(w, g, "/golden", "acc_promote_blocks", p->acc_promote_blocks))
+        attr_i64(w, g, "/golden", "acc_promote_blocks", p->acc_promote_blocks) ||
+        attr_str(w, g, "/golden", "kv_order", dl_kv_order_name(p->kv_order)))
         goto fail;
     rc = 0;
 fail:
@@ -552,6 +558,11 @@ static int read_config(const rctx *r, dl_config *c)
     DL_TRY(rattr_f64(r, o, "outlier_var", &c->dist.outlier_var));
     DL_TRY(rattr_i64(r, o, "num_outlier_channels", &c->dist.num_outlier_channels));
     DL_TRY(rattr_f64(r, o, "channel_scale", &c->dist.channel_scale));
+    /* the sink parameters came later: absent in older files (defaults; they have no sink case) */
+    if (H5Aexists_by_name(r->file, o, "sink_tokens", H5P_DEFAULT) > 0)
+        DL_TRY(rattr_i64(r, o, "sink_tokens", &c->dist.sink_tokens));
+    if (H5Aexists_by_name(r->file, o, "sink_delta", H5P_DEFAULT) > 0)
+        DL_TRY(rattr_f64(r, o, "sink_delta", &c->dist.sink_delta));
     DL_TRY(rattr_str(r, o, "seq_len_mode", s, sizeof s));
     if (strcmp(s, "list") == 0) {
         if (c->batch_size < 1 || c->batch_size > DL_MAX_EXPLICIT_LENS)
@@ -820,6 +831,13 @@ static int read_params(const rctx *r, dl_model_params *p)
         if (v < 1 || v > DL_MAX_HEAD_DIM) return dl_fail("%s: /golden@acc_promote_blocks = %lld is outside 1..%d", path, (long long)v, DL_MAX_HEAD_DIM);
         p->acc_promote_blocks = v;
     }
+    /* kv_order came later still: absent = forward (the only order before) */
+    if (H5Aexists_by_name(r->file, "/golden", "kv_order", H5P_DEFAULT) > 0) {
+        char s[32];
+        DL_TRY(rattr_str(r, "/golden", "kv_order", s, sizeof s));
+        if (dl_kv_order_parse(s, &p->kv_order))
+            return dl_fail("%s: /golden@kv_order = '%s' is not forward or reverse", path, s);
+    }
     return 0;
 }
 
@@ -841,7 +859,31 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
     out->batch_size = cfg->batch_size;
     out->num_qo_heads = cfg->num_qo_heads;
     out->head_dim = cfg->head_dim;
+    out->p_values = out->p_zeros = -1;
+    out->p_cast_nmse = NAN;
     if (ds_read(r, &so, dims, &o) || ds_read(r, &sl, dims, &l)) goto fail;
+    /* optional P-cast statistics (emulated models of newer files) */
+    if (H5Aexists_by_name(r->file, model_dirs[m], "p_values", H5P_DEFAULT) > 0 &&
+        H5Aexists_by_name(r->file, model_dirs[m], "p_zeros", H5P_DEFAULT) > 0) {
+        int64_t pv, pz;
+        if (rattr_i64(r, model_dirs[m], "p_values", &pv) || rattr_i64(r, model_dirs[m], "p_zeros", &pz)) goto fail;
+        if (pv < 0 || pz < 0 || pz > pv) {
+            dl_fail("%s: %s@p_zeros = %lld, p_values = %lld: expected 0 <= p_zeros <= p_values", path, model_dirs[m],
+                    (long long)pz, (long long)pv);
+            goto fail;
+        }
+        out->p_values = pv;
+        out->p_zeros = pz;
+    }
+    if (H5Aexists_by_name(r->file, model_dirs[m], "p_cast_nmse", H5P_DEFAULT) > 0) {
+        double x;
+        if (rattr_f64(r, model_dirs[m], "p_cast_nmse", &x)) goto fail;
+        if (!(x >= 0.0) || !isfinite(x)) {
+            dl_fail("%s: %s@p_cast_nmse = %g must be finite and >= 0", path, model_dirs[m], x);
+            goto fail;
+        }
+        out->p_cast_nmse = x;
+    }
     int64_t no = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, nl = cfg->batch_size * cfg->num_qo_heads;
     if (enc == ENC_F64) {
         out->o = o;

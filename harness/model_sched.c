@@ -44,7 +44,8 @@ uint64_t dl_schedule_hash(const dl_schedule *s)
 static int same_params(const dl_model_params *a, const dl_model_params *b)
 {
     return a->kv_block == b->kv_block && a->acc_mantissa_bits == b->acc_mantissa_bits &&
-           a->acc_block == b->acc_block && a->p_scale == b->p_scale && a->acc_promote_blocks == b->acc_promote_blocks;
+           a->acc_block == b->acc_block && a->p_scale == b->p_scale && a->acc_promote_blocks == b->acc_promote_blocks &&
+           a->kv_order == b->kv_order;
 }
 
 int dl_model_for_schedule(const dl_golden *g, dl_model m, const dl_schedule *s, const dl_output **out)

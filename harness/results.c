@@ -32,6 +32,9 @@ typedef struct {
 #define CF(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 1}
 #define CS2(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 2}
 #define CF2(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 2}
+#define CS3(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 3}
+#define CI3(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 3}
+#define CF3(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 3}
 #define CM(p)                                                                                          \
     {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 1},                                         \
     {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 1},                         \
@@ -52,11 +55,13 @@ static const col_def cols[] = {
     CS(kv_layout), CS(q_dtype), CS(kv_dtype), CF(sm_scale), CU(seed),
     CS(distribution), CF(dist_mean), CF(dist_std), CF(dist_lo), CF(dist_hi),
     CF(dist_outlier_prob), CF(dist_outlier_var), CI(dist_num_outlier_channels), CF(dist_channel_scale),
+    CI3(dist_sink_tokens), CF3(dist_sink_delta),
     CI(seq_len_min), CI(seq_len_max), CI(num_explicit_lens), CS(seq_lens),
     CS(kv_scale_mode), CF(kv_scale_value),
     CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
-    CS2(model_schedule), CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
+    CS2(model_schedule), CS3(kv_order), CF3(p_scale), CF3(p_underflow_frac), CF3(p_underflow_pred), CF3(p_cast_nmse),
+    CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
     CF2(band_o_rel_l2), CF2(band_lse_abs),
     CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),
     CS(timing_mode), CS2(flush), CI(graph_launches), CI(time_samples), CI(time_converged),

@@ -433,7 +433,7 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
             snprintf(r->reason, sizeof r->reason, "%s", why);
             continue;
         }
-        if (v->params_ok && !v->params_ok(v, &g->params, why, sizeof why)) {
+        if (!dl_run_params_ok(v, &g->params, why, sizeof why)) {
             snprintf(r->verdict, sizeof r->verdict, "SKIP");
             snprintf(r->reason, sizeof r->reason, "%s", why);
             continue;

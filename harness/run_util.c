@@ -157,6 +157,8 @@ void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case
     r->dist_outlier_var = g->dist.outlier_var;
     r->dist_num_outlier_channels = g->dist.num_outlier_channels;
     r->dist_channel_scale = g->dist.channel_scale;
+    r->dist_sink_tokens = g->dist.sink_tokens;
+    r->dist_sink_delta = g->dist.sink_delta;
     r->seq_len_min = g->seq_len_min;
     r->seq_len_max = g->seq_len_max;
     r->num_explicit_lens = g->num_explicit_lens;
@@ -289,4 +291,20 @@ dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, cons
     }
     snprintf(r->verdict, sizeof r->verdict, "%s", dl_verdict_name(v));
     return v;
+}
+
+void dl_run_fill_params(dl_result_row *r, const dl_model_params *p)
+{
+    snprintf(r->kv_order, sizeof r->kv_order, "%s", dl_kv_order_name(p->kv_order));
+    r->p_scale = (double)p->p_scale;
+}
+
+int dl_run_params_ok(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
+{
+    if (p->kv_order != DL_KV_FORWARD) {
+        snprintf(reason, n, "golden made with kv_order = %s: every GPU kernel iterates the KV cache forward "
+                 "(reverse order is a CPU model only, experiments/E8)", dl_kv_order_name(p->kv_order));
+        return 0;
+    }
+    return !v->params_ok || v->params_ok(v, p, reason, n);
 }

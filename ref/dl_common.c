@@ -37,7 +37,7 @@ void *dl_calloc(size_t count, size_t size, const char *what)
 
 static const char *const dtype_names[DL_DTYPE_COUNT] = {"f32", "f16", "bf16", "e4m3", "e5m2"};
 static const size_t dtype_sizes[DL_DTYPE_COUNT] = {4, 2, 2, 1, 1};
-static const char *const dist_names[DL_DIST_COUNT] = {"normal", "uniform", "outlier", "channel-outlier"};
+static const char *const dist_names[DL_DIST_COUNT] = {"normal", "uniform", "outlier", "channel-outlier", "sink"};
 
 const char *dl_dtype_name(dl_dtype t) { return (unsigned)t < DL_DTYPE_COUNT ? dtype_names[t] : "?"; }
 size_t dl_dtype_size(dl_dtype t) { return (unsigned)t < DL_DTYPE_COUNT ? dtype_sizes[t] : 0; }
@@ -87,6 +87,8 @@ void dl_config_default(dl_config *c)
     c->dist.outlier_var = 100.0;
     c->dist.num_outlier_channels = 4;
     c->dist.channel_scale = 20.0;
+    c->dist.sink_tokens = 4;
+    c->dist.sink_delta = 8.0;
     c->seq_len_min = c->seq_len_max = 128;
     c->kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
     c->kv_scale_value = 1.0;
@@ -138,6 +140,10 @@ int dl_config_validate(const dl_config *c)
                        (long long)c->dist.num_outlier_channels, (long long)c->head_dim);
     if (!isfinite(c->dist.channel_scale) || c->dist.channel_scale <= 0.0)
         return dl_fail("config: channel_scale = %g must be finite and > 0", c->dist.channel_scale);
+    if (c->dist.sink_tokens < 0 || c->dist.sink_tokens > DL_MAX_SEQ_LEN)
+        return dl_fail("config: sink_tokens = %lld is outside 0..%d", (long long)c->dist.sink_tokens, DL_MAX_SEQ_LEN);
+    if (!isfinite(c->dist.sink_delta) || fabs(c->dist.sink_delta) > 1000.0)
+        return dl_fail("config: sink_delta = %g must be finite and within -1000..1000", c->dist.sink_delta);
     if (c->num_explicit_lens < 0 || c->num_explicit_lens > DL_MAX_EXPLICIT_LENS)
         return dl_fail("config: %lld explicit lengths is outside 0..%d", (long long)c->num_explicit_lens,
                        DL_MAX_EXPLICIT_LENS);
@@ -193,11 +199,15 @@ void dl_config_name(const dl_config *c, char *buf, size_t n)
         snprintf(len, sizeof len, "%lld", (long long)c->seq_len_min);
     else
         snprintf(len, sizeof len, "%lld:%lld", (long long)c->seq_len_min, (long long)c->seq_len_max);
+    char dist[96];
+    if (c->dist.kind == DL_DIST_SINK)
+        snprintf(dist, sizeof dist, "sink(%lld,%g)", (long long)c->dist.sink_tokens, c->dist.sink_delta);
+    else
+        snprintf(dist, sizeof dist, "%s", dl_dist_name(c->dist.kind));
     snprintf(buf, n, "B=%lld Hq=%lld Hkv=%lld D=%lld page=%lld layout=%s q=%s kv=%s len=%s dist=%s seed=%llu",
              (long long)c->batch_size, (long long)c->num_qo_heads, (long long)c->num_kv_heads,
              (long long)c->head_dim, (long long)c->page_size, dl_layout_name(c->kv_layout),
-             dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), len, dl_dist_name(c->dist.kind),
-             (unsigned long long)c->seed);
+             dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), len, dist, (unsigned long long)c->seed);
     size_t k = strlen(buf);
     if (c->share_prefix_pages > 0 && k + 1 < n)
         snprintf(buf + k, n - k, " share=%lld", (long long)c->share_prefix_pages);

@@ -23,6 +23,8 @@ typedef enum {
     DL_DIST_UNIFORM,         /* U(lo, hi) */
     DL_DIST_OUTLIER,         /* FA3-style: N(0,1) + N(0,outlier_std)*Bernoulli(outlier_prob) */
     DL_DIST_CHANNEL_OUTLIER, /* N(0,1); keys: a few head_dim channels scaled by channel_scale */
+    DL_DIST_SINK,            /* N(mean, std); the first sink_tokens keys of each request shifted so that every
+                              * query head of the group scores sink_delta higher on them (an attention sink) */
     DL_DIST_COUNT
 } dl_dist;
 typedef enum {
@@ -40,6 +42,8 @@ typedef struct {
     double outlier_var;         /* outlier: variance of the added normal (default 100, i.e. N(0,100) = std 10) */
     int64_t num_outlier_channels; /* channel_outlier: how many head_dim channels of K are scaled */
     double channel_scale;       /* channel_outlier: factor applied to those channels */
+    int64_t sink_tokens;        /* sink: how many leading tokens of each request are sinks (default 4) */
+    double sink_delta;          /* sink: the score boost of a sink token, in units of sm_scale * q.k (default 8) */
 } dl_dist_params;
 
 #define DL_MAX_EXPLICIT_LENS 4096
@@ -83,7 +87,8 @@ int dl_config_validate(const dl_config *cfg);
 static inline int64_t dl_group_size(const dl_config *c) { return c->num_qo_heads / c->num_kv_heads; }
 /* Effective sm_scale (1/sqrt(D) when cfg->sm_scale == 0). */
 double dl_sm_scale(const dl_config *cfg);
-/* Writes "B=64 Hq=32 Hkv=8 D=128 page=16 layout=NHD q=bf16 kv=e4m3 len=1024 dist=normal seed=0" */
+/* Writes "B=64 Hq=32 Hkv=8 D=128 page=16 layout=NHD q=bf16 kv=e4m3 len=1024 dist=normal seed=0"
+ * (a sink distribution: "dist=sink(K,DELTA)") */
 void dl_config_name(const dl_config *cfg, char *buf, size_t n);
 
 const char *dl_dtype_name(dl_dtype t);          /* "f32" "f16" "bf16" "e4m3" "e5m2" */

@@ -113,6 +113,7 @@ void dl_dist_draw2(const dl_dist_params *dp, uint64_t seed, uint64_t stream, uin
 {
     switch (dp->kind) {
     case DL_DIST_NORMAL:
+    case DL_DIST_SINK: /* normal draws; the sink shift is added to K afterwards (add_sink_shift) */
         dl_rng_normal2(seed, stream, 4 * k, out);
         out[0] = dp->mean + dp->std * out[0];
         out[1] = dp->mean + dp->std * out[1];
@@ -207,6 +208,87 @@ static void choose_scales(const dl_config *cfg, int64_t num_pages, const float *
         for (int64_t h = 0; h < H; h++) scale[h] = m;
     }
     for (int64_t h = 0; h < H; h++) scale[h] = scale[h] > 0.0f ? scale[h] / fmax : 1.0f;
+}
+
+/* Solve the n x n system A x = b in place (Gaussian elimination, partial pivoting, double).
+ * A tiny ridge keeps a singular A (linearly dependent queries) solvable. */
+static void solve_small(double *A, double *b, int64_t n)
+{
+    double dmax = 0.0;
+    for (int64_t i = 0; i < n; i++) dmax = A[i * n + i] > dmax ? A[i * n + i] : dmax;
+    for (int64_t i = 0; i < n; i++) A[i * n + i] += 1e-12 * dmax;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t piv = k;
+        for (int64_t i = k + 1; i < n; i++)
+            if (fabs(A[i * n + k]) > fabs(A[piv * n + k])) piv = i;
+        if (piv != k) {
+            for (int64_t j = 0; j < n; j++) {
+                double t = A[k * n + j]; A[k * n + j] = A[piv * n + j]; A[piv * n + j] = t;
+            }
+            double t = b[k]; b[k] = b[piv]; b[piv] = t;
+        }
+        if (A[k * n + k] == 0.0) continue;
+        for (int64_t i = k + 1; i < n; i++) {
+            double f = A[i * n + k] / A[k * n + k];
+            for (int64_t j = k; j < n; j++) A[i * n + j] -= f * A[k * n + j];
+            b[i] -= f * b[k];
+        }
+    }
+    for (int64_t k = n - 1; k >= 0; k--) {
+        double acc = b[k];
+        for (int64_t j = k + 1; j < n; j++) acc -= A[k * n + j] * b[j];
+        b[k] = A[k * n + k] != 0.0 ? acc / A[k * n + k] : 0.0;
+    }
+}
+
+/* The attention sink (DL_DIST_SINK): for request b and KV head g, w is the minimum-norm vector in
+ * the span of the group's stored queries q_h (decoded q_dtype values, h = g*G .. g*G+G-1) with
+ * sm_scale * q_h . w = sink_delta for every h (w = Q^T c, (Q Q^T) c = sink_delta / sm_scale);
+ * w is added (in double, rounded to float) to the original K of the request's first
+ * min(sink_tokens, len_b) tokens, before scales are chosen and K is quantized. So every query head
+ * of the group scores sink_delta more on a sink token than on the same unshifted draw (exactly
+ * before storage rounding). V is not touched. */
+static int add_sink_shift(dl_case *c, const int64_t *lens)
+{
+    const dl_config *cfg = &c->cfg;
+    const int64_t B = cfg->batch_size, H = cfg->num_kv_heads, D = cfg->head_dim, G = dl_group_size(cfg);
+    if (cfg->dist.kind != DL_DIST_SINK || cfg->dist.sink_tokens == 0) return 0;
+    const double target = cfg->dist.sink_delta / dl_sm_scale(cfg);
+    int failed = 0;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t t = 0; t < B * H; t++) {
+        const int64_t b = t / H, g = t % H;
+        double *Q = malloc((size_t)(G * D + G * G + G + D) * sizeof(double));
+        if (!Q) {
+            #pragma omp atomic write
+            failed = 1;
+            continue;
+        }
+        double *A = Q + G * D, *cv = A + G * G, *w = cv + G;
+        for (int64_t r = 0; r < G; r++)
+            for (int64_t d = 0; d < D; d++) Q[r * D + d] = (double)dl_case_q(c, (b * cfg->num_qo_heads + g * G + r) * D + d);
+        for (int64_t i = 0; i < G; i++) {
+            for (int64_t j = 0; j < G; j++) {
+                double acc = 0.0;
+                for (int64_t d = 0; d < D; d++) acc += Q[i * D + d] * Q[j * D + d];
+                A[i * G + j] = acc;
+            }
+            cv[i] = target;
+        }
+        solve_small(A, cv, G);
+        for (int64_t d = 0; d < D; d++) {
+            double acc = 0.0;
+            for (int64_t r = 0; r < G; r++) acc += Q[r * D + d] * cv[r];
+            w[d] = acc;
+        }
+        const int64_t ns = cfg->dist.sink_tokens < lens[b] ? cfg->dist.sink_tokens : lens[b];
+        for (int64_t tok = 0; tok < ns; tok++) {
+            const int64_t off = dl_case_token_offset(c, b, tok, g);
+            for (int64_t d = 0; d < D; d++) c->k_orig[off + d] = (float)((double)c->k_orig[off + d] + w[d]);
+        }
+        free(Q);
+    }
+    return failed ? dl_fail("dl_case_build: out of memory for the sink shift") : 0;
 }
 
 int dl_case_build(const dl_config *cfg, dl_case *out)
@@ -343,6 +425,9 @@ int dl_case_build(const dl_config *cfg, dl_case *out)
             }
         }
     }
+
+    /* the attention sink (distribution sink): shift the first keys of each request */
+    if (add_sink_shift(c, lens)) goto fail;
 
     /* scales, then the stored codes: code = encode(orig / scale), poison where orig is NaN */
     choose_scales(cfg, P, c->k_orig, c->k_scale);

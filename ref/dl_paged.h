@@ -69,6 +69,9 @@ double dl_dtype_max_finite(dl_dtype t);
  *                   * [dl_rng_uniform(8k+4+l) < outlier_prob]          (uniforms 8k..8k+5)
  *   channel-outlier dl_rng_normal2(4k)[l]; for K, times channel_scale on the channels of
  *                   dl_outlier_channels (same for every head and token)
+ *   sink            as normal; then K of the first sink_tokens tokens of each request gets the
+ *                   minimum-norm shift w with sm_scale * q_h . w = sink_delta for every query head
+ *                   h of its KV head's group (q as stored), added before scales and quantization
  * The double result is rounded to float for q_orig / k_orig / v_orig.
  * Sequence lengths: seq_len_min + dl_rng_below(seed, DL_STREAM_LENS, b, max-min+1).
  * kv_indices: Fisher-Yates on 0..P-1, for i = P-1 down to 1 swap i with

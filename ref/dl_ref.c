@@ -40,6 +40,19 @@ static const char *const model_descriptions[DL_MODEL_COUNT] = {
     "BF16 CUDA-core kernel arithmetic: Q, K, V rounded to BF16, q.k by packed bf16x2 FMA over runs of 8 dims "
     "(one BF16 rounding per FMA), FP32 cross-lane butterfly, FP32 online softmax and P*V, v_scale at the end"};
 
+const char *dl_kv_order_name(int order)
+{
+    return order == DL_KV_FORWARD ? "forward" : order == DL_KV_REVERSE ? "reverse" : "?";
+}
+
+int dl_kv_order_parse(const char *s, int *out)
+{
+    if (s && !strcmp(s, "forward")) *out = DL_KV_FORWARD;
+    else if (s && !strcmp(s, "reverse")) *out = DL_KV_REVERSE;
+    else return -1;
+    return 0;
+}
+
 void dl_model_params_default(dl_model_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -48,6 +61,7 @@ void dl_model_params_default(dl_model_params *p)
     p->acc_block = 32;
     p->p_scale = 448.0f;
     p->acc_promote_blocks = 2;
+    p->kv_order = DL_KV_FORWARD;
 }
 
 const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? model_names[m] : "?"; }
@@ -168,6 +182,24 @@ static int task_fp64(const dl_case *c, const float *lut, int orig, int64_t b, in
 
 typedef enum { P_FLOAT, P_BF16, P_E4M3 } p_rounding;
 
+/* P-cast statistics of one online softmax: the P values of the tokens at processing positions
+ * [lo, hi) are counted (values), and those that enter P*V as 0 (zeros). With acc2 (and part2 for
+ * the MMA chain) set, a shadow accumulator [D] follows the same operations with the P value
+ * before its rounding (p * p_scale for e4m3, p for bf16): the output it gives differs from the
+ * model's only by the P cast (dl_output.p_cast_nmse). */
+typedef struct {
+    int64_t lo, hi;
+    int64_t values, zeros;
+    float *acc2, *part2;
+} pstat;
+
+static void pstat_add(pstat *st, int64_t j, float pr)
+{
+    if (!st || j < st->lo || j >= st->hi) return;
+    st->values++;
+    if (pr == 0.0f) st->zeros++;
+}
+
 /* Max that propagates NaN (fmaxf would drop it). */
 static float max_nan(float a, float b) { return (b > a || isnan(b)) ? b : a; }
 
@@ -178,10 +210,13 @@ static float max_nan(float a, float b) { return (b > a || isnan(b)) ? b : a; }
  * pr = p rounded (P_FLOAT: p; P_BF16: bf16(p); P_E4M3: e4m3(p * p_scale),
  * satfinite); acc[d] += pr * V[j, d] for d in order. Returns m and sum. */
 static void online_softmax(const float *s, const float *V, int64_t len, int64_t D, int64_t kv_block,
-                           p_rounding pr_mode, float p_scale, float *acc, float *m_out, float *sum_out)
+                           p_rounding pr_mode, float p_scale, float *acc, float *m_out, float *sum_out, pstat *st)
 {
     float m = -INFINITY, sum = 0.0f;
+    float *acc2 = st ? st->acc2 : NULL;
     for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
+    if (acc2)
+        for (int64_t d = 0; d < D; d++) acc2[d] = 0.0f;
     for (int64_t j0 = 0; j0 < len; j0 += kv_block) {
         int64_t j1 = j0 + kv_block < len ? j0 + kv_block : len;
         float bmax = -INFINITY;
@@ -190,14 +225,21 @@ static void online_softmax(const float *s, const float *V, int64_t len, int64_t 
         float f = m == -INFINITY ? 0.0f : expf(m - m_new);
         sum *= f;
         for (int64_t d = 0; d < D; d++) acc[d] *= f;
+        if (acc2)
+            for (int64_t d = 0; d < D; d++) acc2[d] *= f;
         for (int64_t j = j0; j < j1; j++) {
             float p = expf(s[j] - m_new);
             sum += p;
             float pr = p;
             if (pr_mode == P_BF16) pr = dl_round_bf16(p);
             else if (pr_mode == P_E4M3) pr = dl_e4m3_to_f32(dl_f32_to_e4m3(p * p_scale, DL_SATFINITE));
+            pstat_add(st, j, pr);
             const float *v = V + j * D;
             for (int64_t d = 0; d < D; d++) acc[d] += pr * v[d];
+            if (acc2) {
+                const float ps = pr_mode == P_E4M3 ? p * p_scale : p;
+                for (int64_t d = 0; d < D; d++) acc2[d] += ps * v[d];
+            }
         }
         m = m_new;
     }
@@ -282,11 +324,15 @@ static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_p
  * is added to acc and restarts every promote k-blocks and at the kv_block end
  * (the kernel promotes before it rescales). part is scratch [D]. */
 static void online_softmax_mma(const float *s, const float *V, int64_t len, int64_t D, const dl_model_params *p,
-                               int64_t promote, float *acc, float *part, float *m_out, float *sum_out)
+                               int64_t promote, float *acc, float *part, float *m_out, float *sum_out, pstat *st)
 {
     float m = -INFINITY, sum = 0.0f;
     float *chain = promote > 0 ? part : acc;
+    float *acc2 = st ? st->acc2 : NULL, *part2 = st ? st->part2 : NULL; /* the shadow (unrounded P) */
+    float *chain2 = promote > 0 ? part2 : acc2;
     for (int64_t d = 0; d < D; d++) acc[d] = part[d] = 0.0f;
+    if (acc2)
+        for (int64_t d = 0; d < D; d++) acc2[d] = part2[d] = 0.0f;
     for (int64_t j0 = 0; j0 < len; j0 += p->kv_block) {
         int64_t j1 = j0 + p->kv_block < len ? j0 + p->kv_block : len;
         float bmax = -INFINITY;
@@ -295,6 +341,8 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
         float f = m == -INFINITY ? 0.0f : expf(m - m_new);
         sum *= f;
         for (int64_t d = 0; d < D; d++) acc[d] *= f;
+        if (acc2)
+            for (int64_t d = 0; d < D; d++) acc2[d] *= f;
         int64_t nblk = 0;
         for (int64_t k0 = j0; k0 < j1; k0 += p->acc_block) {
             const int64_t k1 = k0 + p->acc_block < j1 ? k0 + p->acc_block : j1;
@@ -302,15 +350,28 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
                 float pj = expf(s[j] - m_new);
                 sum += pj;
                 float pr = dl_e4m3_to_f32(dl_f32_to_e4m3(pj * p->p_scale, DL_SATFINITE));
+                pstat_add(st, j, pr);
                 const float *v = V + j * D;
                 for (int64_t d = 0; d < D; d++) chain[d] += pr * v[d];
+                if (acc2) {
+                    const float ps = pj * p->p_scale;
+                    for (int64_t d = 0; d < D; d++) chain2[d] += ps * v[d];
+                }
             }
             for (int64_t d = 0; d < D; d++) chain[d] = acc_trunc(chain[d], p->acc_mantissa_bits);
-            if (promote > 0 && (++nblk % promote == 0 || k1 == j1))
+            if (acc2)
+                for (int64_t d = 0; d < D; d++) chain2[d] = acc_trunc(chain2[d], p->acc_mantissa_bits);
+            if (promote > 0 && (++nblk % promote == 0 || k1 == j1)) {
                 for (int64_t d = 0; d < D; d++) {
                     acc[d] += part[d];
                     part[d] = 0.0f;
                 }
+                if (acc2)
+                    for (int64_t d = 0; d < D; d++) {
+                        acc2[d] += part2[d];
+                        part2[d] = 0.0f;
+                    }
+            }
         }
         m = m_new;
     }
@@ -388,7 +449,8 @@ static void merge_segments(const float *po, const float *pl, int64_t nseg, int64
  * the whole sequence); each is an independent online softmax whose normalized
  * (o, lse) are merged by merge_segments. */
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
-                         int64_t b, int64_t g, const int64_t *seg, int64_t nseg, double *o, double *lse)
+                         int64_t b, int64_t g, const int64_t *seg, int64_t nseg, double *o, double *lse,
+                         int64_t *p_values, int64_t *p_zeros, double *pc_err2, double *pc_ref2)
 {
     const dl_config *cfg = &c->cfg;
     const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
@@ -396,14 +458,25 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *V = malloc((size_t)(len * D) * sizeof(float));
     float *s = malloc((size_t)len * sizeof(float));
     float *qv = malloc((size_t)(2 * D) * sizeof(float));
-    float *acc = malloc((size_t)(2 * D) * sizeof(float)); /* acc [D], then fp8 partial [D] */
+    float *acc = malloc((size_t)(4 * D) * sizeof(float)); /* acc [D], fp8 partial [D], their shadows [D] [D] */
     if (nseg < 1 || !seg) nseg = 1;
-    float *po = nseg > 1 ? malloc((size_t)(nseg * (D + 1)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg] */
-    if (!K || !V || !s || !qv || !acc || (nseg > 1 && !po)) {
-        free(K); free(V); free(s); free(qv); free(acc); free(po);
+    float *po = nseg > 1 ? malloc((size_t)(nseg * (2 * D + 1)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg], shadow o [nseg, D] */
+    /* the shadow output (P not rounded) of the models that round P: bf16, fp8, fp8acc */
+    const int shadow = model == DL_MODEL_BF16 || model == DL_MODEL_FP8 || model == DL_MODEL_FP8ACC;
+    double *o2 = malloc((size_t)(D + 1) * sizeof(double));
+    double e2 = 0.0, r2 = 0.0;
+    /* reverse order: each segment's scores and V rows copied in reverse token order */
+    const int rev = p->kv_order == DL_KV_REVERSE;
+    float *sr = rev ? malloc((size_t)(len + 1) * sizeof(float)) : NULL;
+    float *Vr = rev ? malloc((size_t)(len * D + 1) * sizeof(float)) : NULL;
+    if (!K || !V || !s || !qv || !acc || !o2 || (nseg > 1 && !po) || (rev && (!sr || !Vr))) {
+        free(K); free(V); free(s); free(qv); free(acc); free(po); free(sr); free(Vr); free(o2);
         return -1;
     }
-    float *pl = po ? po + nseg * D : NULL;
+    /* non-sink tokens (the P-cast statistics count only them) */
+    const int64_t nsink = c->cfg.dist.kind == DL_DIST_SINK ? c->cfg.dist.sink_tokens : 0;
+    int64_t pv = 0, pz = 0;
+    float *pl = po ? po + nseg * D : NULL, *po2 = po ? po + nseg * (D + 1) : NULL;
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
     float ks = c->k_scale[g], vs = c->v_scale[g];
@@ -469,28 +542,86 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
         for (int64_t k = 0; k < nseg; k++) {
             const int64_t j0 = nseg > 1 ? seg[k] : 0, j1 = nseg > 1 && k + 1 < nseg ? seg[k + 1] : len;
             const float *sk = s + j0, *vk = V + j0 * D;
+            const int64_t n = j1 - j0;
+            /* processing position i is token j0 + i (forward) or j1 - 1 - i (reverse); count the
+             * positions of non-sink tokens (token >= nsink) */
+            pstat st = {0, n, 0, 0, shadow ? acc + 2 * D : NULL, shadow ? acc + 3 * D : NULL};
+            if (rev) {
+                for (int64_t i = 0; i < n; i++) {
+                    sr[i] = sk[n - 1 - i];
+                    memcpy(Vr + i * D, vk + (n - 1 - i) * D, (size_t)D * sizeof(float));
+                }
+                sk = sr;
+                vk = Vr;
+                st.hi = j1 - nsink < n ? j1 - nsink : n;
+            } else {
+                st.lo = nsink - j0 > 0 ? nsink - j0 : 0;
+            }
             float m, sum;
             if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16SIMT)
-                online_softmax(sk, vk, j1 - j0, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum);
+                online_softmax(sk, vk, n, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum, &st);
             else if (model == DL_MODEL_BF16)
-                online_softmax(sk, vk, j1 - j0, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum);
+                online_softmax(sk, vk, n, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum, &st);
             else
-                online_softmax_mma(sk, vk, j1 - j0, D, p, promote, acc, acc + D, &m, &sum);
+                online_softmax_mma(sk, vk, n, D, p, promote, acc, acc + D, &m, &sum, &st);
+            pv += st.values;
+            pz += st.zeros;
+            const float *acc2 = st.acc2;
             if (nseg == 1) {
                 /* fp32: acc / sum (no output scale: the scales are in the elements) */
                 for (int64_t d = 0; d < D; d++)
                     o[r * D + d] = (double)(model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale);
                 lse[r] = (double)(m + logf(sum));
+                for (int64_t d = 0; shadow && d < D; d++) o2[d] = (double)(acc2[d] / sum * out_scale);
             } else {
                 for (int64_t d = 0; d < D; d++)
                     po[k * D + d] = model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale;
                 pl[k] = m + logf(sum);
+                for (int64_t d = 0; shadow && d < D; d++) po2[k * D + d] = acc2[d] / sum * out_scale;
             }
         }
         if (nseg > 1) merge_segments(po, pl, nseg, D, o + r * D, lse + r);
+        if (shadow && nseg > 1) merge_segments(po2, pl, nseg, D, o2, o2 + D);
+        for (int64_t d = 0; shadow && d < D; d++) {
+            const double e = o[r * D + d] - o2[d];
+            e2 += e * e;
+            r2 += o2[d] * o2[d];
+        }
     }
-    free(K); free(V); free(s); free(qv); free(acc); free(po);
+    free(K); free(V); free(s); free(qv); free(acc); free(po); free(sr); free(Vr); free(o2);
+    *p_values = pv;
+    *p_zeros = pz;
+    *pc_err2 = shadow ? e2 : NAN;
+    *pc_ref2 = shadow ? r2 : NAN;
     return 0;
+}
+
+/* ---------------------------------------------------------------- the P-cast prediction (E8) */
+
+double dl_expected_max_normal(int64_t k)
+{
+    if (k < 1) return NAN;
+    if (k == 1) return 0.0;
+    /* E[max] = integral of x * k * phi(x) * Phi(x)^(k-1) dx, trapezoid on [-12, 12] */
+    const double h = 1e-3;
+    double acc = 0.0;
+    for (double x = -12.0; x <= 12.0; x += h) {
+        const double phi = exp(-0.5 * x * x) / sqrt(2.0 * M_PI), cdf = 0.5 * erfc(-x / sqrt(2.0));
+        acc += x * (double)k * phi * pow(cdf, (double)(k - 1));
+    }
+    return acc * h;
+}
+
+double dl_p_underflow_predicted(const dl_config *cfg, const dl_model_params *p, dl_model m)
+{
+    if (m != DL_MODEL_FP8 && m != DL_MODEL_FP8ACC) return NAN;
+    if (p->kv_order != DL_KV_FORWARD || cfg->dist.kind != DL_DIST_SINK || cfg->dist.sink_tokens < 1 ||
+        cfg->dist.mean != 0.0)
+        return NAN;
+    const double sigma = dl_sm_scale(cfg) * cfg->dist.std * cfg->dist.std * sqrt((double)cfg->head_dim);
+    const double mx = cfg->dist.sink_delta + sigma * dl_expected_max_normal(cfg->dist.sink_tokens);
+    const double z = (mx + log(ldexp(1.0, -10)) - log((double)p->p_scale)) / sigma;
+    return 0.5 * erfc(-z / sqrt(2.0));
 }
 
 /* ---------------------------------------------------------------- entry point */
@@ -505,6 +636,8 @@ static int check_params(const dl_model_params *p)
         return dl_fail("model params: p_scale = %g must be finite and > 0", (double)p->p_scale);
     if (p->acc_promote_blocks < 1)
         return dl_fail("model params: acc_promote_blocks = %lld must be >= 1", (long long)p->acc_promote_blocks);
+    if (p->kv_order != DL_KV_FORWARD && p->kv_order != DL_KV_REVERSE)
+        return dl_fail("model params: kv_order = %d is not forward (0) or reverse (1)", p->kv_order);
     return 0;
 }
 
@@ -654,16 +787,26 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
     openblas_set_num_threads(1);
     int failed = 0;
     const int64_t ntask = B * Hkv;
-#pragma omp parallel for schedule(dynamic, 1)
+    const int emulated = !(m == DL_MODEL_EXACT || m == DL_MODEL_ORIG);
+    int64_t p_values = 0, p_zeros = 0; /* integer sums: the same for any thread count */
+    double *pc = emulated ? dl_malloc((size_t)(2 * ntask) * sizeof(double), "P-cast error sums") : NULL;
+    if (emulated && !pc) {
+        dl_output_free(out);
+        return -1;
+    }
+#pragma omp parallel for schedule(dynamic, 1) reduction(+ : p_values, p_zeros)
     for (int64_t t = 0; t < ntask; t++) {
         const int64_t b = t / Hkv, g = t % Hkv;
         double *o = out->o + (b * Hq + g * G) * D;
         double *lse = out->lse + b * Hq + g * G;
         const int64_t *seg = sched ? sched->seg_begin + sched->seg_indptr[t] : NULL;
         const int64_t nseg = sched ? sched->seg_indptr[t + 1] - sched->seg_indptr[t] : 1;
-        int rc = (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG)
-                     ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
-                     : task_emulated(c, lut, m, params, b, g, seg, nseg, o, lse);
+        int64_t tv = 0, tz = 0;
+        int rc = !emulated ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
+                           : task_emulated(c, lut, m, params, b, g, seg, nseg, o, lse, &tv, &tz, &pc[2 * t],
+                                           &pc[2 * t + 1]);
+        p_values += tv;
+        p_zeros += tz;
         if (rc != 0) {
 #pragma omp atomic write
             failed = 1;
@@ -671,9 +814,20 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
     }
     openblas_set_num_threads(blas_threads);
     if (failed) {
+        free(pc);
         dl_output_free(out);
         return dl_fail("dl_reference: out of memory for the per-(request, head) buffers of model %s "
                        "(longest sequence x head_dim)", dl_model_name(m));
     }
+    out->p_values = emulated ? p_values : -1;
+    out->p_zeros = emulated ? p_zeros : -1;
+    /* per-task sums added in task order: the same for any thread count */
+    double e2 = 0.0, r2 = 0.0;
+    for (int64_t t = 0; pc && t < ntask; t++) {
+        e2 += pc[2 * t];
+        r2 += pc[2 * t + 1];
+    }
+    out->p_cast_nmse = pc && r2 > 0.0 ? e2 / r2 : NAN;
+    free(pc);
     return 0;
 }

@@ -38,6 +38,9 @@
  *    dot, and of each kv_block for P*V) the truncated partial is added to a
  *    separate FP32 accumulator in one binary32 add, and the partial restarts at 0.
  *  - bf16simt: see dl_ref.c (bf16simt_dot) for the exact order the kernel uses.
+ *  - kv_order (every emulated model): forward visits tokens 0, 1, ..., len-1; reverse visits
+ *    len-1, ..., 0, the kv_blocks (and fp8 k-blocks) counted from the last token, so with an
+ *    attention sink at the front the running max meets the sink last (experiments/E8).
  *
  * Schedules (split-KV and other work splits): a kernel that cuts a sequence
  * into segments computes each as an independent online softmax (the running
@@ -63,6 +66,13 @@ typedef enum {
     DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT, DL_MODEL_COUNT
 } dl_model;
 
+/* The order in which the emulated models visit the tokens of a sequence (or of each segment of a
+ * schedule): forward = token 0 first (every GPU kernel of gpu/), reverse = the last token first
+ * (blocks of kv_block tokens counted from the last token). exact/orig do not depend on it. */
+typedef enum { DL_KV_FORWARD = 0, DL_KV_REVERSE = 1 } dl_kv_order;
+const char *dl_kv_order_name(int order);         /* "forward" "reverse" */
+int dl_kv_order_parse(const char *s, int *out);  /* 0 ok, -1 unknown (no error recorded) */
+
 /* Parameters of the arithmetic models. */
 typedef struct {
     int64_t kv_block;      /* fp32/bf16/fp8: tokens per online-softmax step (running max per block); default 64 */
@@ -75,6 +85,7 @@ typedef struct {
     float p_scale;         /* fp8: P is encoded as e4m3(p * p_scale), divided back after P*V; default 448 */
     int64_t acc_promote_blocks; /* fp8acc: k-blocks per partial before it is added to FP32; default 2
                                  * (the fp8 model never promotes) */
+    int kv_order;          /* dl_kv_order: token iteration order of the emulated models; default forward */
 } dl_model_params;
 
 void dl_model_params_default(dl_model_params *p);
@@ -89,7 +100,31 @@ typedef struct {
     int64_t batch_size, num_qo_heads, head_dim;
     double *o;
     double *lse;
+    /* The P cast (emulated models): p_values = P values that entered P*V, over (query head, token)
+     * pairs of the non-sink tokens (all tokens unless the distribution is sink: then tokens
+     * >= sink_tokens of each request); p_zeros = how many of them entered as 0 (rounded to zero by
+     * the model's P rounding, or exp underflow). -1 for exact/orig and when unknown (read from a
+     * file without them). */
+    int64_t p_values, p_zeros;
+    /* The error the P cast alone causes (bf16, fp8, fp8acc): sum over the output of (o - o2)^2 over
+     * sum of o2^2, o2 the same model with P not rounded (p * p_scale, resp. p, into P*V; every other
+     * operation the same). NaN for the other models and when unknown. */
+    double p_cast_nmse;
 } dl_output;
+
+/* The fraction of non-sink P values that an e4m3 P cast rounds to zero under an attention sink,
+ * as predicted for forward iteration (Lau, arXiv 2606.06521): the sink tokens come first, so the
+ * running max is m = sink_delta + sigma * delta_k from the first block on (delta_k = E[max of
+ * sink_tokens standard normals], sigma = sm_scale * std^2 * sqrt(head_dim) the spread of a
+ * non-sink score); a non-sink p = exp(s - m) becomes 0 when p * p_scale < 2^-10 (half the
+ * smallest e4m3 subnormal), so the fraction is Phi((m + ln 2^-10 - ln p_scale) / sigma)
+ * = Phi(delta + delta_k - 6.93 - ln S) for sigma = 1. NaN where the prediction does not apply:
+ * a model without an e4m3 P cast (only fp8, fp8acc), reverse order, no sink (distribution not
+ * sink, sink_tokens 0) or dist_mean != 0. Assumes the sink dominates the running max (delta well
+ * above the largest non-sink score of the first block). */
+double dl_p_underflow_predicted(const dl_config *cfg, const dl_model_params *p, dl_model m);
+/* E[max of k independent standard normals] (0 for k = 1; numerical integration). */
+double dl_expected_max_normal(int64_t k);
 
 /* Compute model m on case c into out (allocates out->o/lse; free with dl_output_free).
  * orig needs c->k_orig/v_orig (else error). Deterministic whatever the number of

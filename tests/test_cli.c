@@ -128,6 +128,23 @@ START_TEST(check_fails_on_changed_model)
 }
 END_TEST
 
+/* The stored P-cast counts are recomputed too: a sink file verifies; its fp8 zero count changed does not. */
+START_TEST(check_p_cast_counts)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/sink.h5", dir);
+    ck_assert_int_eq(RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--seq-len", "300",
+                         "--batch", "2", "--distribution", "sink", "--sink-delta", "9", "--p-scale", "1", "--kv-order",
+                         "forward", "--models", "exact,fp8", "--out", p), 0);
+    ck_assert_int_eq(RUN("inspect", p), 0);
+    ck_assert_msg(strstr(out_buf, "non-sink P values enter P*V as 0") && strstr(out_buf, "kv_order=forward"), "%s", out_buf);
+    ck_assert_int_eq(RUN("check", p), 0);
+    ck_assert_int_eq(gm_set_attr_i64(p, "/golden/fp8", "p_zeros", 3), 0);
+    ck_assert_int_eq(RUN("check", p), 1);
+    ck_assert_msg(strstr(out_buf, "P-cast counts: stored 3 zeros"), "%s", out_buf);
+}
+END_TEST
+
 /* ---- bad flags: exit 2, one line naming the flag/field and the value, no file ---- */
 typedef struct {
     const char *args[8];
@@ -160,6 +177,10 @@ static const bad_flag bad_flags[] = {
      "'3' is more than the full pages of the shortest request (request 1: 33 tokens = 2 full pages"},
     {{"--share-prefix", "1", "--seq-len", "1:40", "--batch", "3"}, "--share-prefix",
      "'1' is more than the full pages of the shortest request (--seq-len minimum 1 tokens"},
+    {{"--kv-order", "backward"}, "--kv-order", "backward"},
+    {{"--sink-delta", "inf"}, "--sink-delta", "inf"},
+    {{"--sink-delta", "1e4"}, "--sink-delta", "1e4"},
+    {{"--sink-tokens", "-1"}, "--sink-tokens", "-1"},
     {{"--bogus", "1"}, "option", "--bogus"},
     {{"stray"}, "argument", "stray"},
 };
@@ -431,10 +452,12 @@ Suite *make_suite(void)
     tcase_add_test(tc, help_each_subcommand);
     tcase_add_test(tc, golden_summary_check_inspect);
     tcase_add_test(tc, check_fails_on_changed_model);
+    tcase_add_test(tc, check_p_cast_counts);
     tcase_add_loop_test(tc, golden_bad_flags, 0, num_bad_flags);
     tcase_add_test(tc, golden_missing_out_and_existing_file);
     tcase_add_loop_test(tc, check_inspect_bad_files, 0, num_bad_files);
     tcase_add_test(tc, check_usage_errors);
+    tcase_add_test(tc, check_p_cast_counts);
     tcase_add_loop_test(tc, run_bad_flags, 0, num_bad_run_flags);
     tcase_add_test(tc, run_flush_accepted_and_documented);
     tcase_add_test(tc, deterministic_across_threads);

@@ -151,7 +151,7 @@ START_TEST(per_row_by_hand)
     ck_assert_int_eq(m.head_worst, 0);
     ck_assert_double_eq_tol(m.max_abs, 0.5, 1e-15);
     /* dl_score: o rows of head_dim, lse rows of one */
-    dl_output ref = {DL_MODEL_FP32, 2, 2, 2, r, l};
+    dl_output ref = {.model = DL_MODEL_FP32, .batch_size = 2, .num_qo_heads = 2, .head_dim = 2, .o = r, .lse = l};
     float of[8], lf[4] = {10, 1, 5, 0};
     for (int i = 0; i < 8; i++) of[i] = (float)x[i];
     double l4[4] = {10, 1, 5, 0};

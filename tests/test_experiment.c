@@ -305,6 +305,46 @@ START_TEST(test_census_verdict)
 }
 END_TEST
 
+/* A selector may read its own metric: p_underflow_frac over p_underflow_pred of the same row. */
+START_TEST(test_selector_metric)
+{
+    static dl_experiment x;
+    const char *text =
+        "name = \"t2\";\nquestion = \"q?\";\n"
+        "sweep = { num_qo_heads = 4; num_kv_heads = 2; head_dim = 64; batch = 2; seq_len = 40;\n"
+        "          distribution = \"sink\"; sink_delta = [4, 8]; };\nmodels = \"exact,fp8\";\n"
+        "hypotheses = ( { claim = \"formula\"; kind = \"ratio\"; metric = \"p_underflow_frac\";\n"
+        "  num = { variant = \"ref-fp8\"; }; den = { variant = \"ref-fp8\"; metric = \"p_underflow_pred\"; };\n"
+        "  lo = 0.8; hi = 1.25; } );\n";
+    load_ok(text, &x);
+    ck_assert_str_eq(x.hyp[0].den.metric, "p_underflow_pred");
+    ck_assert_str_eq(x.hyp[0].num.metric, "");
+    dl_xp_point *pts = NULL;
+    int n = 0;
+    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    ck_assert_int_eq(n, 2);
+    dl_result_row rows[2];
+    for (int i = 0; i < 2; i++) {
+        mkrow(&rows[i], &pts[i], "ref-fp8", NAN, NAN);
+        snprintf(rows[i].verdict, sizeof rows[i].verdict, "-");
+        rows[i].p_underflow_frac = 0.5 + 0.4 * i;
+        rows[i].p_underflow_pred = 0.5;
+    }
+    dl_xp_result res;
+    /* 0.5/0.5 = 1 in, 0.9/0.5 = 1.8 out: each row divided by itself, the other point never paired */
+    ck_assert_int_eq(judge(&x, pts, n, rows, 2, &res), DL_XP_REJECTED);
+    ck_assert_int_eq(res.nobs, 2);
+    ck_assert(fabs(res.vmax - 1.8) < 1e-12 && fabs(res.vmin - 1.0) < 1e-12);
+    dl_xp_result_free(&res);
+    dl_xp_points_free(pts, n);
+    char t[4096];
+    snprintf(t, sizeof t, "%s", text);
+    char *m = strstr(t, "metric = \"p_underflow_pred\"");
+    memcpy(m, "metric = \"p_underflow_zzzz\"", 27);
+    expect_bad(t, "hypotheses[0].den.metric", "p_underflow_zzzz", 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- end to end through the binary */
 
 static int run_bin(const char *args, char *out, size_t n)
@@ -403,6 +443,217 @@ START_TEST(test_end_to_end_and_resume)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- sharded sweeps (issue 13) */
+
+static const char *tiny_six =
+    "name = \"tiny_six\";\nquestion = \"e4m3 or e5m2?\";\n"
+    "sweep = { num_qo_heads = 4; num_kv_heads = 2; head_dim = 64; batch = 3; seq_len = \"1:70\";\n"
+    "          kv_dtype = [\"e4m3\", \"e5m2\"]; seed = [3, 4, 5]; };\n"
+    "models = \"exact,orig,fp8\";\n"
+    "hypotheses = (\n"
+    " { claim = \"e5m2 stores worse\"; kind = \"ratio\"; metric = \"exact_o_rel_l2\";\n"
+    "   num = { variant = \"ref-orig\"; kv_dtype = \"e5m2\"; }; den = { variant = \"ref-orig\"; kv_dtype = \"e4m3\"; }; lo = 1.0; },\n"
+    " { claim = \"fp8 error under 2%\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-fp8\"; }; hi = 0.02; } );\n";
+
+static void expect_exit2(const char *args, const char *needle1, const char *needle2)
+{
+    char out[8192];
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, needle1) != NULL, "'%s' not in: %s", needle1, out);
+    if (needle2) ck_assert_msg(strstr(out, needle2) != NULL, "'%s' not in: %s", needle2, out);
+    ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
+}
+
+START_TEST(test_shard_flag_validation)
+{
+    const char *cfg = write_cfg("six.cfg", tiny_six);
+    const char *bad[] = {"3/3", "7/3", "-1/3", "1/0", "a/b", "1", "1/3/4", "/3", "2/", "1/99999"};
+    const char *why[] = {"0..2", "0..2", "K/N", "1..4096", "K/N", "K/N", "K/N", "K/N", "K/N", "1..4096"};
+    char args[1024], want[64];
+    for (int i = 0; i < 10; i++) {
+        snprintf(args, sizeof args, "experiment '%s' --cache '%s/c' --out '%s/o' --shard '%s'", cfg, dir, dir, bad[i]);
+        snprintf(want, sizeof want, "--shard: '%s'", bad[i]);
+        expect_exit2(args, want, why[i]);
+    }
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/x' --shard 0/2", cfg, dir);
+    expect_exit2(args, "--merge", "only --out");
+    snprintf(args, sizeof args, "experiment '%s' --merge", cfg);
+    expect_exit2(args, "--merge", NULL);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/nothing'", cfg, dir);
+    expect_exit2(args, "nothing/shard.cfg", "not a shard directory");
+}
+END_TEST
+
+/* Every row of a results table as text, without the columns that name when and where it was written. */
+static int rows_text(const char *h5, char ***out)
+{
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &rows, &n) == 0, "%s", dl_last_error());
+    char **t = calloc((size_t)n + 1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    for (int64_t r = 0; r < n; r++) {
+        size_t cap = 65536, len = 0;
+        t[r] = calloc(cap, 1);
+        char cell[9000];
+        for (int i = 0; i < dl_results_num_columns(); i++) {
+            const char *nm = dl_results_column_name(i);
+            if (!strcmp(nm, "date_utc") || !strcmp(nm, "hostname")) continue;
+            dl_results_format_cell(&rows[r], i, cell, sizeof cell);
+            len += (size_t)snprintf(t[r] + len, cap - len, "%s=%s|", nm, cell);
+        }
+    }
+    free(rows);
+    *out = t;
+    return (int)n;
+}
+
+static void free_text(char **t, int n)
+{
+    for (int i = 0; i < n; i++) free(t[i]);
+    free(t);
+}
+
+/* verdicts.csv without its last column (the date) */
+static void verdicts_text(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[8192];
+    buf[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *c = strrchr(line, ',');
+        if (c) *c = 0;
+        strncat(buf, line, n - strlen(buf) - 2);
+        strncat(buf, "\n", n - strlen(buf) - 1);
+    }
+    fclose(f);
+}
+
+/* Shards 0..2 of a 6-point sweep, one of them interrupted and resumed, merged: the same rows in the same
+ * order and the same verdicts as the sweep run in one piece; merging refuses an unfinished shard. */
+START_TEST(test_shard_merge_equals_one_piece)
+{
+    const char *cfg = write_cfg("six.cfg", tiny_six);
+    char out[16384], args[2048], p1[512], p2[512];
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/one' --cache '%s/cache'", cfg, dir, dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    /* shard 1 stopped after one step (its first golden file) */
+    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --stop-after 1", cfg, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 3);
+    for (int k = 0; k < 3; k += 2) {
+        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/cache2'", cfg, k, dir, k, dir);
+        ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+        ck_assert_ptr_nonnull(strstr(out, "--merge"));
+        snprintf(p1, sizeof p1, "%s/s%d/report.md", dir, k);
+        ck_assert_int_lt(count_lines_with(p1, "H1"), 0); /* a shard writes no report */
+    }
+    /* the unfinished shard is refused by the merge, naming it and the way to finish it */
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "shard 1/3 did not finish") && strstr(out, "--resume"), "%s", out);
+    /* resuming shard 1 finishes it; a second resume does nothing again */
+    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --resume", cfg, dir, dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    snprintf(p1, sizeof p1, "%s/s1/steps.log", dir);
+    ck_assert_int_eq(count_lines_with(p1, " golden "), 2); /* its 2 points, each generated once */
+    /* the merge, given in any order */
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/m'", cfg, dir, dir, dir, dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    /* same rows, same order, as the one-piece run (the golden cache differs: compare by hash) */
+    char **a = NULL, **b = NULL;
+    snprintf(p1, sizeof p1, "%s/one/results.h5", dir);
+    snprintf(p2, sizeof p2, "%s/m/results.h5", dir);
+    int na = rows_text(p1, &a), nb = rows_text(p2, &b);
+    ck_assert_int_eq(na, 12);
+    ck_assert_int_eq(nb, na);
+    for (int i = 0; i < na; i++) {
+        /* golden_path differs only by the cache directory */
+        char *sa = strstr(a[i], ".h5|"), *sb = strstr(b[i], ".h5|");
+        ck_assert_ptr_nonnull(sa);
+        ck_assert_ptr_nonnull(sb);
+        ck_assert_str_eq(sa - 16, sb - 16);
+    }
+    free_text(a, na);
+    free_text(b, nb);
+    static char va[16384], vb[16384];
+    snprintf(p1, sizeof p1, "%s/one/verdicts.csv", dir);
+    snprintf(p2, sizeof p2, "%s/m/verdicts.csv", dir);
+    verdicts_text(p1, va, sizeof va);
+    verdicts_text(p2, vb, sizeof vb);
+    ck_assert_str_eq(va, vb);
+    snprintf(p2, sizeof p2, "%s/m/report.md", dir);
+    ck_assert_int_eq(count_lines_with(p2, "| H1 |"), 1);
+    /* merging again over its own output is allowed (it was a merge); over a one-piece run it is not */
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/one'", cfg, dir, dir, dir, dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "not of a merge"));
+}
+END_TEST
+
+/* The merge refuses what would lose or double a point: a shard missing or given twice, a row twice, a row
+ * missing, shards of another sweep; each one line naming it. A one-piece run refuses a shard directory. */
+START_TEST(test_merge_refusals)
+{
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, "%s", write_cfg("six.cfg", tiny_six));
+    char out[16384], args[4096], p[512];
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/c'", cfg, k, dir, k, dir);
+        ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    }
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s2' --out '%s/m'", cfg, dir, dir, dir);
+    expect_exit2(args, "shards missing: 1/3", "--shard 1/3");
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir, dir);
+    expect_exit2(args, "shard 1/3 given twice", NULL);
+    /* a one-piece run or another shard number in a shard directory */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/s1' --cache '%s/c' --resume", cfg, dir, dir);
+    expect_exit2(args, "holds shard 1/3", NULL);
+    snprintf(args, sizeof args, "experiment '%s' --shard 0/2 --out '%s/s1' --cache '%s/c' --resume", cfg, dir, dir);
+    expect_exit2(args, "--shard: '0/2'", "holds shard 1/3");
+    /* another sweep: the same name, other seeds */
+    static char other[4096];
+    snprintf(other, sizeof other, "%s", tiny_six);
+    char *seeds = strstr(other, "seed = [3, 4, 5]");
+    ck_assert_ptr_nonnull(seeds);
+    memcpy(seeds, "seed = [3, 4, 6]", 16);
+    const char *cfg2 = write_cfg("other.cfg", other);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg2, dir, dir, dir, dir);
+    expect_exit2(args, "other sweep points", NULL);
+    /* a row twice: shard 0's first row copied into shard 1 */
+    dl_result_row *r0 = NULL, *r1 = NULL;
+    int64_t n0 = 0, n1 = 0;
+    char h0[512], h1[512];
+    snprintf(h0, sizeof h0, "%s/s0/results.h5", dir);
+    snprintf(h1, sizeof h1, "%s/s1/results.h5", dir);
+    ck_assert_int_eq(dl_results_read(h0, &r0, &n0), 0);
+    ck_assert_int_eq(dl_results_read(h1, &r1, &n1), 0);
+    snprintf(p, sizeof p, "cp -r '%s/s1' '%s/s1x'", dir, dir);
+    ck_assert_int_eq(system(p), 0);
+    snprintf(h1, sizeof h1, "%s/s1x/results.h5", dir);
+    ck_assert_int_eq(dl_results_append(h1, &r0[0], 1), 0);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1x' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    expect_exit2(args, "which is shard 0's", NULL);
+    /* the same row twice within shard 1 */
+    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x'", dir, dir, dir);
+    ck_assert_int_eq(system(p), 0);
+    ck_assert_int_eq(dl_results_append(h1, &r1[1], 1), 0);
+    expect_exit2(args, "twice", r1[1].variant);
+    /* a row missing: shard 1 without its last row */
+    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x' && rm '%s/s1x/results.h5'", dir, dir, dir, dir);
+    ck_assert_int_eq(system(p), 0);
+    ck_assert_int_eq(dl_results_append(h1, r1, n1 - 2), 0); /* the last point loses both its rows */
+    expect_exit2(args, "rows missing", "no ref-<model> rows (shard 1/3");
+    free(r0);
+    free(r1);
+    /* and the three good shards merge */
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("experiment");
@@ -413,7 +664,11 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_validation);
     tcase_add_test(tc, test_verdicts);
     tcase_add_test(tc, test_census_verdict);
+    tcase_add_test(tc, test_selector_metric);
     tcase_add_test(tc, test_end_to_end_and_resume);
+    tcase_add_test(tc, test_shard_flag_validation);
+    tcase_add_test(tc, test_shard_merge_equals_one_piece);
+    tcase_add_test(tc, test_merge_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

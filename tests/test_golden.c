@@ -133,9 +133,15 @@ static void round_trip(dl_layout layout, dl_dtype kv, dl_dtype q)
     ck_assert(memcmp(g.c.k_orig, c.k_orig, (size_t)ne * 4) == 0); /* NaN poison bits included */
     ck_assert(memcmp(g.c.v_orig, c.v_orig, (size_t)ne * 4) == 0);
     ck_assert(g.params.kv_block == 3 && g.params.acc_mantissa_bits == 13 && g.params.acc_block == p.acc_block &&
-              g.params.p_scale == p.p_scale);
+              g.params.p_scale == p.p_scale && g.params.kv_order == DL_KV_FORWARD);
+    ck_assert(a->dist.sink_tokens == b->dist.sink_tokens && a->dist.sink_delta == b->dist.sink_delta);
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
         ck_assert(g.have[m]);
+        /* the P-cast statistics come back as written (-1 / NaN for exact and orig) */
+        ck_assert_int_eq(g.out[m].p_values, outs[m].p_values);
+        ck_assert_int_eq(g.out[m].p_zeros, outs[m].p_zeros);
+        ck_assert(g.out[m].p_cast_nmse == outs[m].p_cast_nmse ||
+                  (isnan(g.out[m].p_cast_nmse) && isnan(outs[m].p_cast_nmse)));
         /* float models hold float32 values, so the float32 file round trip is exact too */
         ck_assert(memcmp(g.out[m].o, outs[m].o, (size_t)nq * 8) == 0);
         ck_assert(memcmp(g.out[m].lse, outs[m].lse, (size_t)nl * 8) == 0);
@@ -152,6 +158,58 @@ END_TEST
 START_TEST(round_trip_nhd_f16_q_f32) { round_trip(DL_NHD, DL_F16, DL_F32); }
 END_TEST
 START_TEST(round_trip_hnd_bf16) { round_trip(DL_HND, DL_BF16, DL_BF16); }
+END_TEST
+
+/* A sink case with reverse order round trips its distribution and kv_order; a file written before
+ * them (attributes deleted) reads with the defaults: forward, sink_tokens 4, sink_delta 8, P-cast
+ * statistics unknown. */
+START_TEST(sink_reverse_round_trip_and_legacy)
+{
+    dl_config cfg;
+    dl_case c;
+    dl_output outs[DL_MODEL_COUNT];
+    dl_model_params p;
+    char path[300];
+    small_config(&cfg, DL_NHD);
+    cfg.dist.kind = DL_DIST_SINK;
+    cfg.dist.sink_tokens = 3;
+    cfg.dist.sink_delta = 5.5;
+    dl_model_params_default(&p);
+    p.kv_order = DL_KV_REVERSE;
+    ck_assert_msg(dl_case_build(&cfg, &c) == 0, "%s", dl_last_error());
+    for (int m = 0; m < DL_MODEL_COUNT; m++)
+        ck_assert_msg(dl_reference(&c, (dl_model)m, &p, &outs[m]) == 0, "%s", dl_last_error());
+    snprintf(path, sizeof path, "%s/sink.h5", dir);
+    ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
+    dl_golden g;
+    ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(g.c.cfg.dist.kind, DL_DIST_SINK);
+    ck_assert_int_eq(g.c.cfg.dist.sink_tokens, 3);
+    ck_assert(g.c.cfg.dist.sink_delta == 5.5);
+    ck_assert_int_eq(g.params.kv_order, DL_KV_REVERSE);
+    ck_assert(g.out[DL_MODEL_FP8].p_values > 0 && isfinite(g.out[DL_MODEL_FP8].p_cast_nmse));
+    dl_golden_free(&g);
+    free_all(&c, outs);
+    /* legacy: the new attributes removed (the distribution made normal: an old file has no sink) */
+    ck_assert_int_eq(gm_set_attr_str(path, "/config", "distribution", "normal"), 0);
+    ck_assert_int_eq(gm_delete_attr(path, "/config", "sink_tokens"), 0);
+    ck_assert_int_eq(gm_delete_attr(path, "/config", "sink_delta"), 0);
+    ck_assert_int_eq(gm_delete_attr(path, "/golden", "kv_order"), 0);
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        char obj[64];
+        snprintf(obj, sizeof obj, "/golden/%s", dl_model_name((dl_model)m));
+        gm_delete_attr(path, obj, "p_values");
+        gm_delete_attr(path, obj, "p_zeros");
+        gm_delete_attr(path, obj, "p_cast_nmse");
+    }
+    ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(g.params.kv_order, DL_KV_FORWARD);
+    ck_assert_int_eq(g.c.cfg.dist.sink_tokens, 4);
+    ck_assert(g.c.cfg.dist.sink_delta == 8.0);
+    ck_assert_int_eq(g.out[DL_MODEL_FP8].p_values, -1);
+    ck_assert(isnan(g.out[DL_MODEL_FP8].p_cast_nmse));
+    dl_golden_free(&g);
+}
 END_TEST
 
 /* Same case written twice: identical bytes (no timestamps in the file). */
@@ -392,6 +450,13 @@ static int m_golden_f64_as_f32(const char *p)
     return gm_replace(p, "/golden/exact/lse", H5T_IEEE_F32LE, 2, d, "f32");
 }
 static int m_kv_block(const char *p) { return gm_set_attr_i64(p, "/golden", "kv_block", 0); }
+static int m_kv_order(const char *p) { return gm_set_attr_str(p, "/golden", "kv_order", "sideways"); }
+static int m_p_zeros(const char *p) { return gm_set_attr_i64(p, "/golden/fp8", "p_zeros", INT64_C(1) << 40); }
+static int m_sink_delta(const char *p)
+{
+    double v = INFINITY;
+    return gm_set_attr(p, "/config", "sink_delta", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
 static int m_no_golden(const char *p) { return gm_delete(p, "/golden"); }
 /* the good file's requests have 1, 4 and 9 tokens (page 4): request 0 has no full page to share */
 static int m_share_claimed(const char *p) { return gm_set_attr_i64(p, "/config", "share_prefix_pages", 1); }
@@ -469,6 +534,9 @@ static const refusal refusals[] = {
     {"golden shape", m_golden_shape, "/golden/bf16/lse", "5"},
     {"golden f64 stored as f32", m_golden_f64_as_f32, "/golden/exact/lse", "f64"},
     {"model parameter", m_kv_block, "kv_block", "0"},
+    {"kv_order", m_kv_order, "kv_order", "sideways"},
+    {"P-cast counts", m_p_zeros, "p_zeros", "1099511627776"},
+    {"sink_delta not finite", m_sink_delta, "sink_delta", "inf"},
     {"no /golden", m_no_golden, "/golden", "missing"},
     {"poison slot holds a value", m_poison_filled, "/inputs/k_cache", "poison"},
     {"NaN in a used slot", m_used_slot_nan, "/inputs/v_cache", "nan"},
@@ -529,6 +597,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, round_trip_nhd_f16_q_f32);
     tcase_add_test(tc, round_trip_hnd_bf16);
     tcase_add_test(tc, round_trip_shared_prefix);
+    tcase_add_test(tc, sink_reverse_round_trip_and_legacy);
     tcase_add_test(tc, same_case_same_bytes);
     tcase_add_test(tc, refuse_overwrite_without_force);
     tcase_add_test(tc, atomic_write_no_temp_on_error);

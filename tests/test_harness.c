@@ -100,6 +100,13 @@ static void sample_row(dl_result_row *r, int k)
     r->frac_ref = r->ref_read_s / r->time_median_s;
     r->bytes_total = INT64_C(134217728) + k;
     r->sm_clock_mhz_before = -1;
+    r->dist_sink_tokens = 4 + k;
+    r->dist_sink_delta = 6.5;
+    snprintf(r->kv_order, sizeof r->kv_order, k ? "reverse" : "forward");
+    r->p_scale = 256;
+    r->p_underflow_frac = 0.25 + k;
+    r->p_underflow_pred = 0.5;
+    r->p_cast_nmse = 1.5e-4;
 }
 
 /* Parse one CSV record starting at *p (RFC 4180 quoting) into fields. */
@@ -272,6 +279,49 @@ static int make_v1(const char *path)
         if (gm_delete(path, added[k])) return -1;
     return gm_set_attr_i64(path, "/", "format_version", 1);
 }
+
+/* A version-2 table (before E8's columns) reads with the version-3 columns unknown, and an append
+ * rewrites it as version 3. */
+START_TEST(test_results_version2)
+{
+    make_tmpdir();
+    char h5[512];
+    snprintf(h5, sizeof h5, "%s/v2.h5", tmpdir);
+    dl_result_row in[2];
+    sample_row(&in[0], 0);
+    sample_row(&in[1], 1);
+    ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
+    const char *added[] = {"/results/dist_sink_tokens", "/results/dist_sink_delta", "/results/kv_order",
+                           "/results/p_scale", "/results/p_underflow_frac", "/results/p_underflow_pred",
+                           "/results/p_cast_nmse"};
+    for (int k = 0; k < 7; k++) ck_assert_int_eq(gm_delete(h5, added[k]), 0);
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 2), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(out[1].dist_sink_tokens, -1);
+    ck_assert(isnan(out[1].dist_sink_delta) && isnan(out[1].p_scale) && isnan(out[1].p_underflow_frac));
+    ck_assert(isnan(out[1].p_underflow_pred) && isnan(out[1].p_cast_nmse));
+    ck_assert_str_eq(out[1].kv_order, "");
+    ck_assert_str_eq(out[1].flush, "read"); /* version-2 columns intact */
+    free(out);
+    dl_result_row extra;
+    sample_row(&extra, 2);
+    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(out[2].kv_order, "reverse");
+    ck_assert(out[2].p_underflow_frac == 2.25 && out[2].dist_sink_tokens == 6);
+    ck_assert(isnan(out[0].p_cast_nmse));
+    free(out);
+    /* a version-3 table missing one of them is refused, naming it */
+    ck_assert_int_eq(gm_delete(h5, "/results/p_cast_nmse"), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "/results/p_cast_nmse") != NULL, "%s", dl_last_error());
+    remove_tmpdir();
+}
+END_TEST
 
 START_TEST(test_results_version1)
 {
@@ -609,6 +659,18 @@ START_TEST(test_variant_params)
     /* the CUDA-core kernels take any parameters */
     ck_assert_ptr_null(dl_variant_find("fp32-cast-simt")->params_ok);
     ck_assert_ptr_null(dl_variant_find("bf16-fast-simt")->params_ok);
+    /* ... but no kernel iterates in reverse: every variant SKIPs a reverse golden, naming kv_order */
+    for (int v = 0; v < dl_num_variants; v++) {
+        dl_model_params_default(&p);
+        p.kv_order = DL_KV_REVERSE;
+        why[0] = 0;
+        ck_assert_int_eq(dl_run_params_ok(&dl_variants[v], &p, why, sizeof why), 0);
+        ck_assert_msg(strstr(why, "kv_order = reverse") != NULL, "%s: %s", dl_variants[v].name, why);
+    }
+    dl_model_params_default(&p);
+    ck_assert_int_eq(dl_run_params_ok(dl_variant_find("fp32-cast-simt"), &p, why, sizeof why), 1);
+    p.p_scale = 256.0f;
+    ck_assert_int_eq(dl_run_params_ok(f8, &p, why, sizeof why), 0);
 }
 END_TEST
 
@@ -866,6 +928,7 @@ Suite *make_suite(void)
     tcase_add_test(t, test_results_append_roundtrip);
     tcase_add_test(t, test_results_atomic);
     tcase_add_test(t, test_results_version1);
+    tcase_add_test(t, test_results_version2);
     tcase_add_test(t, test_timing_stats_known);
     tcase_add_test(t, test_timing_stop_rule);
     tcase_add_test(t, test_variant_selection);

@@ -773,6 +773,58 @@ START_TEST(test_share_prefix)
 }
 END_TEST
 
+/* The sink distribution: K of the first sink_tokens tokens of each request is the normal draw plus a
+ * shift w that raises sm_scale * q_h . k by sink_delta for every query head h of the KV head's group
+ * (checked here in double on the originals); every other K and all of V equal the normal case's. */
+START_TEST(test_sink_shift)
+{
+    dl_config cn = small_cfg();
+    cn.seq_len_min = 2;
+    dl_config cs = cn;
+    cs.dist.kind = DL_DIST_SINK;
+    cs.dist.sink_tokens = 3;
+    cs.dist.sink_delta = 7.25;
+    dl_case n, s;
+    build_ok(&cn, &n);
+    build_ok(&cs, &s);
+    const int64_t H = cn.num_kv_heads, D = cn.head_dim, G = cn.num_qo_heads / H;
+    const double sm = 1.0 / sqrt((double)D);
+    int shifted = 0;
+    for (int64_t b = 0; b < cn.batch_size; b++) {
+        const int64_t len = dl_case_seq_len(&n, b);
+        for (int64_t t = 0; t < len; t++)
+            for (int64_t g = 0; g < H; g++) {
+                const int64_t off = walk_off(&n, b, t, g);
+                ck_assert(memcmp(n.v_orig + off, s.v_orig + off, (size_t)D * 4) == 0);
+                if (t >= 3) {
+                    ck_assert(memcmp(n.k_orig + off, s.k_orig + off, (size_t)D * 4) == 0);
+                    continue;
+                }
+                shifted++;
+                for (int64_t r = 0; r < G; r++) {
+                    double boost = 0.0;
+                    for (int64_t d = 0; d < D; d++)
+                        boost += (double)dl_case_q(&s, (b * cn.num_qo_heads + g * G + r) * D + d) *
+                                 ((double)s.k_orig[off + d] - (double)n.k_orig[off + d]);
+                    ck_assert_msg(fabs(sm * boost - 7.25) < 1e-4, "b %lld t %lld head %lld: boost %.9g",
+                                  (long long)b, (long long)t, (long long)(g * G + r), sm * boost);
+                }
+            }
+    }
+    ck_assert_int_ge(shifted, 2 * 2 * 5);
+    ck_assert_int_eq(dl_dist_parse("sink", &cs.dist.kind), 0);
+    ck_assert_int_eq(cs.dist.kind, DL_DIST_SINK);
+    char name[256];
+    dl_config_name(&cs, name, sizeof name);
+    ck_assert_msg(strstr(name, "dist=sink(3,7.25)") != NULL, "%s", name);
+    cs.dist.sink_delta = NAN;
+    ck_assert_int_ne(dl_config_validate(&cs), 0);
+    ck_assert_msg(strstr(dl_last_error(), "sink_delta") != NULL, "%s", dl_last_error());
+    dl_case_free(&n);
+    dl_case_free(&s);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("paged");
@@ -787,6 +839,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_quantization_error_bounded);
     tcase_add_test(tc, test_scale_modes);
     tcase_add_test(tc, test_channel_outliers);
+    tcase_add_test(tc, test_sink_shift);
     tcase_add_test(tc, test_q_storage);
     tcase_add_test(tc, test_threads_bit_identical);
     tcase_add_test(tc, test_build_rejects_bad_config);

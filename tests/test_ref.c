@@ -1091,6 +1091,160 @@ START_TEST(test_share_prefix_models)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- E8: KV order, P cast */
+
+/* Reverse iteration is forward iteration over the reversed sequence: with page size 1, reversing each
+ * request's pages reverses its tokens, and every emulated model must then give bit-identical outputs. */
+START_TEST(test_kv_order_reverse_is_reversed_sequence)
+{
+    const int64_t lens[3] = {1, 70, 200};
+    dl_config cfg = small_cfg(3, 8, 2, 32, 1, DL_NHD, DL_E4M3, lens, 61);
+    dl_case c, cr;
+    build(&cfg, &c);
+    build(&cfg, &cr);
+    for (int64_t b = 0; b < 3; b++) {
+        int32_t *ix = cr.kv_indices + cr.kv_indptr[b];
+        const int64_t n = cr.kv_indptr[b + 1] - cr.kv_indptr[b];
+        for (int64_t i = 0; i < n / 2; i++) {
+            int32_t t = ix[i]; ix[i] = ix[n - 1 - i]; ix[n - 1 - i] = t;
+        }
+    }
+    dl_model_params fwd, rev;
+    dl_model_params_default(&fwd);
+    dl_model_params_default(&rev);
+    rev.kv_order = DL_KV_REVERSE;
+    for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++) {
+        dl_output a, r, f;
+        run_model(&c, (dl_model)m, &rev, &a);
+        run_model(&cr, (dl_model)m, &fwd, &r);
+        run_model(&c, (dl_model)m, &fwd, &f);
+        ck_assert_msg(outputs_identical(&a, &r), "%s: reverse != forward over the reversed pages", dl_model_name((dl_model)m));
+        /* and it is a different computation from forward on the long requests (float rounding at least) */
+        int differ = 0;
+        for (int64_t i = 0; i < 3 * 8 * 32; i++) differ |= a.o[i] != f.o[i];
+        ck_assert_msg(differ, "%s: reverse gives exactly the forward output", dl_model_name((dl_model)m));
+        dl_output_free(&a);
+        dl_output_free(&r);
+        dl_output_free(&f);
+    }
+    /* exact does not depend on the order */
+    dl_output e1, e2;
+    run_model(&c, DL_MODEL_EXACT, &rev, &e1);
+    run_model(&c, DL_MODEL_EXACT, &fwd, &e2);
+    ck_assert(outputs_identical(&e1, &e2));
+    ck_assert_int_eq(e1.p_values, -1);
+    ck_assert(isnan(e1.p_cast_nmse));
+    dl_output_free(&e1);
+    dl_output_free(&e2);
+    dl_kv_order_parse("reverse", &rev.kv_order);
+    ck_assert_int_eq(rev.kv_order, DL_KV_REVERSE);
+    ck_assert_int_ne(dl_kv_order_parse("backward", &rev.kv_order), 0);
+    ck_assert_str_eq(dl_kv_order_name(DL_KV_FORWARD), "forward");
+    rev.kv_order = 7;
+    dl_output bad;
+    ck_assert_int_ne(dl_reference(&c, DL_MODEL_FP8, &rev, &bad), 0);
+    ck_assert_msg(strstr(dl_last_error(), "kv_order") != NULL, "%s", dl_last_error());
+    dl_case_free(&c);
+    dl_case_free(&cr);
+}
+END_TEST
+
+/* The sink collapse in the fp8 model: forward + S = 1 casts nearly every non-sink P to zero at
+ * Delta = 10; reverse iteration only those of the last block processed (the one holding the sinks);
+ * counts cover exactly the non-sink (head, token) pairs; fp32 never rounds P to zero here. */
+START_TEST(test_sink_p_cast_counts)
+{
+    const int64_t lens[2] = {300, 513};
+    dl_config cfg = small_cfg(2, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 62);
+    cfg.dist.kind = DL_DIST_SINK;
+    cfg.dist.sink_tokens = 4;
+    cfg.dist.sink_delta = 10.0;
+    dl_case c;
+    build(&cfg, &c);
+    dl_model_params p;
+    dl_model_params_default(&p);
+    p.p_scale = 1.0f;
+    const int64_t nonsink = 8 * (300 - 4 + 513 - 4);
+    dl_output f, r, f32, f448;
+    run_model(&c, DL_MODEL_FP8, &p, &f);
+    ck_assert_int_eq(f.p_values, nonsink);
+    ck_assert_msg(f.p_zeros > 0.97 * (double)nonsink, "forward S=1: %lld of %lld zero", (long long)f.p_zeros,
+                  (long long)nonsink);
+    p.kv_order = DL_KV_REVERSE;
+    run_model(&c, DL_MODEL_FP8, &p, &r);
+    ck_assert_int_eq(r.p_values, nonsink);
+    /* reverse: at most the non-sink tokens sharing the last kv_block with the sinks, x 8 heads */
+    ck_assert_msg(r.p_zeros <= 8 * 2 * 64, "reverse S=1: %lld zero", (long long)r.p_zeros);
+    ck_assert(r.p_cast_nmse < f.p_cast_nmse);
+    run_model(&c, DL_MODEL_FP32, &p, &f32);
+    ck_assert_int_eq(f32.p_values, nonsink);
+    ck_assert_int_eq(f32.p_zeros, 0);
+    ck_assert(isnan(f32.p_cast_nmse));
+    p.kv_order = DL_KV_FORWARD;
+    p.p_scale = 448.0f;
+    run_model(&c, DL_MODEL_FP8, &p, &f448);
+    ck_assert(f448.p_zeros < f.p_zeros / 4);
+    ck_assert(isfinite(f448.p_cast_nmse) && f448.p_cast_nmse > 0);
+    dl_output_free(&f);
+    dl_output_free(&r);
+    dl_output_free(&f32);
+    dl_output_free(&f448);
+    dl_case_free(&c);
+}
+END_TEST
+
+/* The prediction: E[max of k N(0,1)] and Phi(Delta + delta_k - 10 ln 2 - ln S), computed here. */
+START_TEST(test_p_underflow_prediction)
+{
+    ck_assert_double_eq_tol(dl_expected_max_normal(1), 0.0, 1e-12);
+    ck_assert_double_eq_tol(dl_expected_max_normal(2), 1.0 / sqrt(M_PI), 1e-6);
+    ck_assert_double_eq_tol(dl_expected_max_normal(4), 1.0293754, 1e-6);
+    dl_config cfg;
+    dl_config_default(&cfg); /* D = 128, sm_scale 1/sqrt(128), std 1: sigma = 1 */
+    cfg.dist.kind = DL_DIST_SINK;
+    cfg.dist.sink_tokens = 4;
+    cfg.dist.sink_delta = 6.0;
+    dl_model_params p;
+    dl_model_params_default(&p);
+    p.p_scale = 1.0f;
+    const double want = 0.5 * erfc(-(6.0 + 1.0293754 - 10.0 * log(2.0)) / sqrt(2.0));
+    ck_assert_double_eq_tol(dl_p_underflow_predicted(&cfg, &p, DL_MODEL_FP8), want, 1e-6);
+    p.p_scale = 256.0f;
+    const double want256 = 0.5 * erfc(-(6.0 + 1.0293754 - 10.0 * log(2.0) - log(256.0)) / sqrt(2.0));
+    ck_assert_double_eq_tol(dl_p_underflow_predicted(&cfg, &p, DL_MODEL_FP8ACC), want256, 1e-9);
+    ck_assert(isnan(dl_p_underflow_predicted(&cfg, &p, DL_MODEL_BF16)));
+    p.kv_order = DL_KV_REVERSE;
+    ck_assert(isnan(dl_p_underflow_predicted(&cfg, &p, DL_MODEL_FP8)));
+    p.kv_order = DL_KV_FORWARD;
+    cfg.dist.kind = DL_DIST_NORMAL;
+    ck_assert(isnan(dl_p_underflow_predicted(&cfg, &p, DL_MODEL_FP8)));
+}
+END_TEST
+
+/* The P-cast statistics are integer counts and per-task sums added in task order: thread-count free. */
+START_TEST(test_p_cast_stats_deterministic)
+{
+    const int64_t lens[4] = {17, 130, 64, 250};
+    dl_config cfg = small_cfg(4, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 63);
+    cfg.dist.kind = DL_DIST_SINK;
+    dl_case c;
+    build(&cfg, &c);
+    int saved = omp_get_max_threads();
+    dl_output one, three;
+    omp_set_num_threads(1);
+    run_model(&c, DL_MODEL_FP8, NULL, &one);
+    omp_set_num_threads(3);
+    run_model(&c, DL_MODEL_FP8, NULL, &three);
+    omp_set_num_threads(saved);
+    ck_assert_int_eq(one.p_values, three.p_values);
+    ck_assert_int_eq(one.p_zeros, three.p_zeros);
+    ck_assert(one.p_cast_nmse == three.p_cast_nmse);
+    dl_output_free(&one);
+    dl_output_free(&three);
+    dl_case_free(&c);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("ref");
@@ -1120,6 +1274,10 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_sched_segments_by_hand);
     tcase_add_test(tc, test_sched_split_kv);
     tcase_add_test(tc, test_sched_refused);
+    tcase_add_test(tc, test_kv_order_reverse_is_reversed_sequence);
+    tcase_add_test(tc, test_sink_p_cast_counts);
+    tcase_add_test(tc, test_p_underflow_prediction);
+    tcase_add_test(tc, test_p_cast_stats_deterministic);
     suite_add_tcase(s, tc);
     return s;
 }
