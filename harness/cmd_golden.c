@@ -211,9 +211,8 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
         return 0;
     case O_LEN: return parse_seq_len(v, c, batch_given);
     case O_KVSCALE:
-        if (strcmp(v, "absmax") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
-        else if (strcmp(v, "absmax-tensor") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_TENSOR;
-        else {
+        if (dl_scale_mode_parse(v, &c->kv_scale_mode) || c->kv_scale_mode == DL_SCALE_GIVEN) {
+            /* "given" is spelled as the scale itself */
             double s;
             if (dl_parse_f64("--kv-scale", v, &s) || !(s > 0.0))
                 return dl_fail("--kv-scale: '%s' is not absmax, absmax-tensor or a number > 0", v);

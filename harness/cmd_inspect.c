@@ -94,7 +94,7 @@ int dl_cmd_inspect(int argc, char **argv)
            (long long)dl_group_size(c), (long long)c->head_dim, (long long)c->page_size, dl_layout_name(c->kv_layout),
            dl_dtype_name(c->q_dtype), dl_dtype_name(c->kv_dtype), c->sm_scale, (unsigned long long)c->seed,
            dl_dist_name(c->dist.kind), (long long)lmin, (long long)lmax, (long long)tokens,
-           c->kv_scale_mode == DL_SCALE_ABSMAX_HEAD ? "absmax" : c->kv_scale_mode == DL_SCALE_ABSMAX_TENSOR ? "absmax-tensor" : "given");
+           dl_scale_mode_name(c->kv_scale_mode));
     if (c->share_prefix_pages > 0)
         printf("           share_prefix_pages=%lld: the first %lld pages of every request are request 0's (%lld "
                "physical pages for %d page-table entries)\n",

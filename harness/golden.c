@@ -74,11 +74,6 @@ static const char *const model_dirs[DL_MODEL_COUNT] = {"/golden/exact", "/golden
 
 static int model_is_f64(dl_model m) { return m == DL_MODEL_EXACT || m == DL_MODEL_ORIG; }
 
-static const char *scale_mode_name(dl_scale_mode m)
-{
-    return m == DL_SCALE_ABSMAX_HEAD ? "absmax" : m == DL_SCALE_ABSMAX_TENSOR ? "absmax-tensor" : "given";
-}
-
 /* ================================ writing ================================ */
 
 typedef struct {
@@ -233,7 +228,7 @@ static int write_config(const wctx *w, const dl_config *c)
         attr_i64(w, g, o, "sink_tokens", c->dist.sink_tokens) || attr_f64(w, g, o, "sink_delta", c->dist.sink_delta) ||
         attr_str(w, g, o, "seq_len_mode", c->num_explicit_lens > 0 ? "list" : "range") ||
         attr_i64(w, g, o, "seq_len_min", lmin) || attr_i64(w, g, o, "seq_len_max", lmax) ||
-        attr_str(w, g, o, "kv_scale_mode", scale_mode_name(c->kv_scale_mode)) ||
+        attr_str(w, g, o, "kv_scale_mode", dl_scale_mode_name(c->kv_scale_mode)) ||
         attr_f64(w, g, o, "kv_scale_value", c->kv_scale_value) ||
         attr_i64(w, g, o, "share_prefix_pages", c->share_prefix_pages))
         goto fail;
@@ -576,10 +571,8 @@ static int read_config(const rctx *r, dl_config *c)
     DL_TRY(rattr_i64(r, o, "seq_len_min", &c->seq_len_min));
     DL_TRY(rattr_i64(r, o, "seq_len_max", &c->seq_len_max));
     DL_TRY(rattr_str(r, o, "kv_scale_mode", s, sizeof s));
-    if (strcmp(s, "absmax") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
-    else if (strcmp(s, "absmax-tensor") == 0) c->kv_scale_mode = DL_SCALE_ABSMAX_TENSOR;
-    else if (strcmp(s, "given") == 0) c->kv_scale_mode = DL_SCALE_GIVEN;
-    else return dl_fail("%s: /config@kv_scale_mode = '%s' is not absmax, absmax-tensor or given", path, s);
+    if (dl_scale_mode_parse(s, &c->kv_scale_mode))
+        return dl_fail("%s: /config@kv_scale_mode = '%s' is not absmax, absmax-tensor or given", path, s);
     DL_TRY(rattr_f64(r, o, "kv_scale_value", &c->kv_scale_value));
     if (dl_config_validate(c)) {
         char e[1024];

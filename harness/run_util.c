@@ -122,16 +122,6 @@ uint64_t dl_run_inputs_hash(const dl_case *c)
 
 void dl_run_hash_string(uint64_t h, char *buf, size_t n) { snprintf(buf, n, "fnv1a64:%016llx", (unsigned long long)h); }
 
-static const char *scale_mode_name(dl_scale_mode m)
-{
-    switch (m) {
-    case DL_SCALE_ABSMAX_HEAD: return "absmax-head";
-    case DL_SCALE_ABSMAX_TENSOR: return "absmax-tensor";
-    case DL_SCALE_GIVEN: return "given";
-    }
-    return "?";
-}
-
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c)
 {
     const dl_config *g = &c->cfg;
@@ -180,7 +170,7 @@ void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case
             used += (size_t)k;
         }
     }
-    snprintf(r->kv_scale_mode, sizeof r->kv_scale_mode, "%s", scale_mode_name(g->kv_scale_mode));
+    snprintf(r->kv_scale_mode, sizeof r->kv_scale_mode, "%s", dl_scale_mode_name(g->kv_scale_mode));
     r->kv_scale_value = g->kv_scale_value;
     r->num_pages = c->num_pages;
     r->total_tokens = tokens;

@@ -58,6 +58,17 @@ int dl_layout_parse(const char *s, dl_layout *out)
     return -1;
 }
 
+static const char *const scale_mode_names[] = {"absmax", "absmax-tensor", "given"};
+
+const char *dl_scale_mode_name(dl_scale_mode m) { return (unsigned)m < 3 ? scale_mode_names[m] : "?"; }
+
+int dl_scale_mode_parse(const char *s, dl_scale_mode *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, scale_mode_names[i]) == 0) { *out = (dl_scale_mode)i; return 0; }
+    return -1;
+}
+
 int dl_dist_parse(const char *s, dl_dist *out)
 {
     for (int i = 0; i < DL_DIST_COUNT; i++)

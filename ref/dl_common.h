@@ -97,6 +97,8 @@ size_t dl_dtype_size(dl_dtype t);               /* bytes per stored element */
 const char *dl_layout_name(dl_layout l);        /* "NHD" "HND" */
 int dl_layout_parse(const char *s, dl_layout *out);
 const char *dl_dist_name(dl_dist d);            /* "normal" "uniform" "outlier" "channel-outlier" */
+const char *dl_scale_mode_name(dl_scale_mode m); /* "absmax" "absmax-tensor" "given" */
+int dl_scale_mode_parse(const char *s, dl_scale_mode *out); /* 0 ok */
 int dl_dist_parse(const char *s, dl_dist *out);
 
 /* ---- error reporting (the CPU library's one mechanism) ---- */
