@@ -68,11 +68,7 @@ static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 const char *dl_generator_string(void) { return "decodelab " DL_VERSION " (git " DL_GIT_COMMIT ")"; }
 
-static const char *const model_dirs[DL_MODEL_COUNT] = {"/golden/exact", "/golden/orig", "/golden/fp32",
-                                                       "/golden/bf16", "/golden/fp8", "/golden/fp8acc",
-                                                       "/golden/bf16simt"};
 
-static int model_is_f64(dl_model m) { return m == DL_MODEL_EXACT || m == DL_MODEL_ORIG; }
 
 /* ================================ writing ================================ */
 
@@ -280,7 +276,7 @@ static int write_model(const wctx *w, const dl_case *c, const dl_output *out)
                        dl_model_name(out->model), (long long)out->batch_size, (long long)out->num_qo_heads,
                        (long long)out->head_dim, (long long)cfg->batch_size, (long long)cfg->num_qo_heads,
                        (long long)cfg->head_dim);
-    const char *dir = model_dirs[out->model];
+    const char *dir = dl_model_group(out->model);
     char name[64];
     hid_t g = group_create(w, dir);
     if (g < 0) return -1;
@@ -294,7 +290,7 @@ static int write_model(const wctx *w, const dl_case *c, const dl_output *out)
     hsize_t od[3] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads, (hsize_t)cfg->head_dim};
     hsize_t ld[2] = {(hsize_t)cfg->batch_size, (hsize_t)cfg->num_qo_heads};
     int64_t no = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, nl = cfg->batch_size * cfg->num_qo_heads;
-    if (model_is_f64(out->model)) {
+    if (dl_model_is_fp64(out->model)) {
         snprintf(name, sizeof name, "%s/o", dir);
         DL_TRY(ds_write(w, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, od, out->o, "f64"));
         snprintf(name, sizeof name, "%s/lse", dir);
@@ -839,9 +835,9 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
     const dl_config *cfg = &g->c.cfg;
     const char *path = r->path;
     char on[64], ln[64];
-    snprintf(on, sizeof on, "%s/o", model_dirs[m]);
-    snprintf(ln, sizeof ln, "%s/lse", model_dirs[m]);
-    int enc = model_is_f64(m) ? ENC_F64 : DL_F32;
+    snprintf(on, sizeof on, "%s/o", dl_model_group(m));
+    snprintf(ln, sizeof ln, "%s/lse", dl_model_group(m));
+    int enc = dl_model_is_fp64(m) ? ENC_F64 : DL_F32;
     ds_spec so = {on, 3, {cfg->batch_size, cfg->num_qo_heads, cfg->head_dim, 0}, (dl_dtype)enc};
     ds_spec sl = {ln, 2, {cfg->batch_size, cfg->num_qo_heads, 0, 0}, (dl_dtype)enc};
     hsize_t dims[4];
@@ -856,23 +852,23 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
     out->p_cast_nmse = NAN;
     if (ds_read(r, &so, dims, &o) || ds_read(r, &sl, dims, &l)) goto fail;
     /* optional P-cast statistics (emulated models of newer files) */
-    if (H5Aexists_by_name(r->file, model_dirs[m], "p_values", H5P_DEFAULT) > 0 &&
-        H5Aexists_by_name(r->file, model_dirs[m], "p_zeros", H5P_DEFAULT) > 0) {
+    if (H5Aexists_by_name(r->file, dl_model_group(m), "p_values", H5P_DEFAULT) > 0 &&
+        H5Aexists_by_name(r->file, dl_model_group(m), "p_zeros", H5P_DEFAULT) > 0) {
         int64_t pv, pz;
-        if (rattr_i64(r, model_dirs[m], "p_values", &pv) || rattr_i64(r, model_dirs[m], "p_zeros", &pz)) goto fail;
+        if (rattr_i64(r, dl_model_group(m), "p_values", &pv) || rattr_i64(r, dl_model_group(m), "p_zeros", &pz)) goto fail;
         if (pv < 0 || pz < 0 || pz > pv) {
-            dl_fail("%s: %s@p_zeros = %lld, p_values = %lld: expected 0 <= p_zeros <= p_values", path, model_dirs[m],
+            dl_fail("%s: %s@p_zeros = %lld, p_values = %lld: expected 0 <= p_zeros <= p_values", path, dl_model_group(m),
                     (long long)pz, (long long)pv);
             goto fail;
         }
         out->p_values = pv;
         out->p_zeros = pz;
     }
-    if (H5Aexists_by_name(r->file, model_dirs[m], "p_cast_nmse", H5P_DEFAULT) > 0) {
+    if (H5Aexists_by_name(r->file, dl_model_group(m), "p_cast_nmse", H5P_DEFAULT) > 0) {
         double x;
-        if (rattr_f64(r, model_dirs[m], "p_cast_nmse", &x)) goto fail;
+        if (rattr_f64(r, dl_model_group(m), "p_cast_nmse", &x)) goto fail;
         if (!(x >= 0.0) || !isfinite(x)) {
-            dl_fail("%s: %s@p_cast_nmse = %g must be finite and >= 0", path, model_dirs[m], x);
+            dl_fail("%s: %s@p_cast_nmse = %g must be finite and >= 0", path, dl_model_group(m), x);
             goto fail;
         }
         out->p_cast_nmse = x;
@@ -1005,7 +1001,7 @@ static int read_all(const rctx *r, dl_golden *g)
     if (H5Lexists(r->file, "/golden", H5P_DEFAULT) <= 0) return dl_fail("%s: group /golden is missing", path);
     DL_TRY(read_params(r, &g->params));
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
-        htri_t ex = H5Lexists(r->file, model_dirs[m], H5P_DEFAULT);
+        htri_t ex = H5Lexists(r->file, dl_model_group(m), H5P_DEFAULT);
         if (ex > 0) DL_TRY(read_model(r, g, (dl_model)m));
     }
     if (g->have[DL_MODEL_ORIG] && !c->k_orig)

@@ -14,7 +14,10 @@
  *  - dot products are accumulated in index order d = 0..D-1;
  *  - softmax is online over blocks of kv_block tokens (see online_softmax);
  *  - the normalizer (running sum) is accumulated from the float P, before P is
- *    rounded for P*V, as a tensor-core kernel that sums its FP32 scores does. */
+ *    rounded for P*V, as a tensor-core kernel that sums its FP32 scores does.
+ * The models are one table (`models`, "the model table" below): name, HDF5 group,
+ * description and the two functions of its arithmetic; a new model is a row there,
+ * its functions, and its limits in harness/compare.c. */
 #include "dl_ref.h"
 #include "dl_formats.h"
 
@@ -22,23 +25,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const model_names[DL_MODEL_COUNT] = {"exact", "orig", "fp32", "bf16", "fp8", "fp8acc", "bf16simt"};
-
-static const char *const model_descriptions[DL_MODEL_COUNT] = {
-    "FP64 attention on the dequantized stored inputs (decode(code)*scale), gathered pages, OpenBLAS dgemm",
-    "FP64 attention on the original values before storage rounding (q_orig, k_orig, v_orig)",
-    "CUDA-core kernel arithmetic: FP32 dequant, FP32 dots in index order, FP32 online softmax per kv_block",
-    "BF16 tensor-core kernel arithmetic: Q and decode(code) of K, V rounded to BF16, FP32 accumulation, "
-    "scores * (sm_scale * k_scale), online softmax per kv_block, P rounded to BF16 before P*V, normalizer "
-    "from FP32 P, output * v_scale",
-    "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
-    "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
-    "before P*V, normalizer from FP32 P",
-    "FP8 tensor-core kernel arithmetic with two-level accumulation: as fp8, but the MMA accumulator is a fresh "
-    "partial for acc_promote_blocks k-blocks (QK dims, P*V tokens), then added to an FP32 accumulator",
-    "BF16 CUDA-core kernel arithmetic: Q, K, V rounded to BF16, q.k by packed bf16x2 FMA over runs of 8 dims "
-    "(one BF16 rounding per FMA), FP32 cross-lane butterfly, FP32 online softmax and P*V, v_scale at the end"};
 
 const char *dl_kv_order_name(int order)
 {
@@ -62,21 +48,6 @@ void dl_model_params_default(dl_model_params *p)
     p->p_scale = 448.0f;
     p->acc_promote_blocks = 2;
     p->kv_order = DL_KV_FORWARD;
-}
-
-const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? model_names[m] : "?"; }
-
-const char *dl_model_description(dl_model m)
-{
-    return (unsigned)m < DL_MODEL_COUNT ? model_descriptions[m] : "?";
-}
-
-int dl_model_parse(const char *s, dl_model *out)
-{
-    for (int i = 0; i < DL_MODEL_COUNT; i++)
-        if (s && strcmp(s, model_names[i]) == 0) { *out = (dl_model)i; return 0; }
-    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16, fp8, fp8acc or bf16simt)",
-                   s ? s : "(null)");
 }
 
 void dl_output_free(dl_output *o)
@@ -180,7 +151,9 @@ static int task_fp64(const dl_case *c, const float *lut, int orig, int64_t b, in
 
 /* ---------------------------------------------------------------- emulated models */
 
-typedef enum { P_FLOAT, P_BF16, P_E4M3 } p_rounding;
+/* How the P that multiplies V is rounded (the normalizer always sums FP32 P); the fp8
+ * models round P to e4m3 inside online_softmax_mma. */
+typedef enum { P_FLOAT, P_BF16 } p_rounding;
 
 /* P-cast statistics of one online softmax: the P values of the tokens at processing positions
  * [lo, hi) are counted (values), and those that enter P*V as 0 (zeros). With acc2 (and part2 for
@@ -207,10 +180,10 @@ static float max_nan(float a, float b) { return (b > a || isnan(b)) ? b : a; }
  * of kv_block tokens. Per block: m_new = max(m, block max); the running sum
  * and acc are scaled by f = expf(m - m_new) (f = 0 on the first block); then
  * for each token j in order: p = expf(s_j - m_new); sum += p (float P);
- * pr = p rounded (P_FLOAT: p; P_BF16: bf16(p); P_E4M3: e4m3(p * p_scale),
- * satfinite); acc[d] += pr * V[j, d] for d in order. Returns m and sum. */
+ * pr = p rounded (P_FLOAT: p; P_BF16: bf16(p)); acc[d] += pr * V[j, d] for d
+ * in order. Returns m and sum. */
 static void online_softmax(const float *s, const float *V, int64_t len, int64_t D, int64_t kv_block,
-                           p_rounding pr_mode, float p_scale, float *acc, float *m_out, float *sum_out, pstat *st)
+                           p_rounding pr_mode, float *acc, float *m_out, float *sum_out, pstat *st)
 {
     float m = -INFINITY, sum = 0.0f;
     float *acc2 = st ? st->acc2 : NULL;
@@ -230,16 +203,12 @@ static void online_softmax(const float *s, const float *V, int64_t len, int64_t 
         for (int64_t j = j0; j < j1; j++) {
             float p = expf(s[j] - m_new);
             sum += p;
-            float pr = p;
-            if (pr_mode == P_BF16) pr = dl_round_bf16(p);
-            else if (pr_mode == P_E4M3) pr = dl_e4m3_to_f32(dl_f32_to_e4m3(p * p_scale, DL_SATFINITE));
+            const float pr = pr_mode == P_BF16 ? dl_round_bf16(p) : p;
             pstat_add(st, j, pr);
             const float *v = V + j * D;
             for (int64_t d = 0; d < D; d++) acc[d] += pr * v[d];
-            if (acc2) {
-                const float ps = pr_mode == P_E4M3 ? p * p_scale : p;
-                for (int64_t d = 0; d < D; d++) acc2[d] += ps * v[d];
-            }
+            if (acc2)
+                for (int64_t d = 0; d < D; d++) acc2[d] += p * v[d];
         }
         m = m_new;
     }
@@ -448,6 +417,142 @@ static void merge_segments(const float *po, const float *pl, int64_t nseg, int64
  * segments starting at seg[0] = 0 < seg[1] < ... < len (seg NULL or nseg 1:
  * the whole sequence); each is an independent online softmax whose normalized
  * (o, lse) are merged by merge_segments. */
+/* ---------------------------------------------------------------- the model table */
+
+/* What an emulated model computes for one (request, KV head), in two functions: prepare()
+ * turns the gathered K, V codes (decode(code), scales not applied) into the elements its
+ * arithmetic multiplies, and may change the scales; scores() computes the scores of one query
+ * head q (qr: scratch [D]) and says what the normalized output is multiplied by. Then the
+ * online softmax of the row's kind runs per segment of the schedule. */
+typedef struct {
+    const dl_case *c;
+    const dl_model_params *p;
+    dl_model model;
+    int64_t len, D;
+    float sm, ks, vs; /* sm_scale; the KV head's scales (prepare may change them) */
+} emu;
+typedef void (*prepare_fn)(emu *e, float *K, float *V);
+typedef void (*scores_fn)(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
+                          int64_t *promote);
+
+/* fp32: dequantize in float, code * scale, one element at a time; o = acc / sum */
+static void prep_fp32(emu *e, float *K, float *V)
+{
+    for (int64_t i = 0; i < e->len * e->D; i++) K[i] = K[i] * e->ks;
+    for (int64_t i = 0; i < e->len * e->D; i++) V[i] = V[i] * e->vs;
+}
+static void scores_fp32(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
+                        int64_t *promote)
+{
+    (void)qr;
+    (void)promote;
+    for (int64_t j = 0; j < e->len; j++) s[j] = dot_f32(q, K + j * e->D, e->D, 23, 1) * e->sm;
+    *out_scale = 1.0f;
+}
+
+/* bf16, bf16simt: bf16(decode(code)), the scales stay out of the elements (folded into the
+ * score and output scales): exact for fp8 codes and a bf16 cache, one rounding for f16 */
+static void prep_bf16(emu *e, float *K, float *V)
+{
+    for (int64_t i = 0; i < e->len * e->D; i++) K[i] = dl_round_bf16(K[i]);
+    for (int64_t i = 0; i < e->len * e->D; i++) V[i] = dl_round_bf16(V[i]);
+}
+/* bf16 x bf16 products are exact in float; the sum is rounded; k_scale folds into the
+ * score scale, v_scale into the output */
+static void scores_bf16(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
+                        int64_t *promote)
+{
+    (void)promote;
+    for (int64_t d = 0; d < e->D; d++) qr[d] = dl_round_bf16(q[d]);
+    const float sk = e->sm * e->ks;
+    for (int64_t j = 0; j < e->len; j++) s[j] = dot_f32(qr, K + j * e->D, e->D, 23, 1) * sk;
+    *out_scale = e->vs;
+}
+static void scores_bf16simt(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
+                            int64_t *promote)
+{
+    (void)promote;
+    const int64_t vec = dl_dtype_size(e->c->cfg.kv_dtype) == 1 ? 16 : 8;
+    for (int64_t d = 0; d < e->D; d++) qr[d] = dl_round_bf16(q[d]);
+    for (int64_t j = 0; j < e->len; j++) s[j] = bf16simt_dot(qr, K + j * e->D, e->D, vec) * e->ks * e->sm;
+    *out_scale = e->vs;
+}
+
+/* fp8, fp8acc: the codes as stored; a 16-bit cache is first quantized to e4m3 with one
+ * scale per (request, KV head): absmax of the dequantized values / 448 */
+static void prep_fp8(emu *e, float *K, float *V)
+{
+    const dl_dtype kv = e->c->cfg.kv_dtype;
+    if (kv == DL_E4M3 || kv == DL_E5M2) return;
+    for (int64_t i = 0; i < e->len * e->D; i++) K[i] = K[i] * e->ks;
+    for (int64_t i = 0; i < e->len * e->D; i++) V[i] = V[i] * e->vs;
+    e->ks = quantize_e4m3(K, e->len * e->D, K);
+    e->vs = quantize_e4m3(V, e->len * e->D, V);
+}
+/* Q quantized to e4m3 per head; e4m3 x e4m3 (or e5m2) products are exact in float */
+static void scores_fp8(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
+                       int64_t *promote)
+{
+    *promote = e->model == DL_MODEL_FP8ACC ? e->p->acc_promote_blocks : 0;
+    const float qs = quantize_e4m3(q, e->D, qr);
+    for (int64_t j = 0; j < e->len; j++) s[j] = dot_mma(qr, K + j * e->D, e->D, e->p, *promote) * qs * e->ks * e->sm;
+    *out_scale = e->vs / e->p->p_scale;
+}
+
+/* One row per model, in dl_model order: a new model is a row and its functions.
+ * prepare == NULL: an FP64 model (task_fp64). mma: the MMA-chain softmax with P quantized to
+ * e4m3(p * p_scale) (online_softmax_mma); else online_softmax with P rounded as p_round.
+ * shadow: the model rounds P, so its P-cast statistics are recorded. */
+typedef struct {
+    const char *name, *group, *description;
+    prepare_fn prepare;
+    scores_fn scores;
+    p_rounding p_round;
+    int mma, shadow;
+} model_row;
+
+static const model_row models[DL_MODEL_COUNT] = {
+    {"exact", "/golden/exact",
+     "FP64 attention on the dequantized stored inputs (decode(code)*scale), gathered pages, OpenBLAS dgemm", NULL,
+     NULL, P_FLOAT, 0, 0},
+    {"orig", "/golden/orig", "FP64 attention on the original values before storage rounding (q_orig, k_orig, v_orig)",
+     NULL, NULL, P_FLOAT, 0, 0},
+    {"fp32", "/golden/fp32",
+     "CUDA-core kernel arithmetic: FP32 dequant, FP32 dots in index order, FP32 online softmax per kv_block",
+     prep_fp32, scores_fp32, P_FLOAT, 0, 0},
+    {"bf16", "/golden/bf16",
+     "BF16 tensor-core kernel arithmetic: Q and decode(code) of K, V rounded to BF16, FP32 accumulation, "
+     "scores * (sm_scale * k_scale), online softmax per kv_block, P rounded to BF16 before P*V, normalizer "
+     "from FP32 P, output * v_scale",
+     prep_bf16, scores_bf16, P_BF16, 0, 1},
+    {"fp8", "/golden/fp8",
+     "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
+     "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
+     "before P*V, normalizer from FP32 P",
+     prep_fp8, scores_fp8, P_FLOAT, 1, 1},
+    {"fp8acc", "/golden/fp8acc",
+     "FP8 tensor-core kernel arithmetic with two-level accumulation: as fp8, but the MMA accumulator is a fresh "
+     "partial for acc_promote_blocks k-blocks (QK dims, P*V tokens), then added to an FP32 accumulator",
+     prep_fp8, scores_fp8, P_FLOAT, 1, 1},
+    {"bf16simt", "/golden/bf16simt",
+     "BF16 CUDA-core kernel arithmetic: Q, K, V rounded to BF16, q.k by packed bf16x2 FMA over runs of 8 dims "
+     "(one BF16 rounding per FMA), FP32 cross-lane butterfly, FP32 online softmax and P*V, v_scale at the end",
+     prep_bf16, scores_bf16simt, P_FLOAT, 0, 0},
+};
+
+const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? models[m].name : "?"; }
+const char *dl_model_description(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? models[m].description : "?"; }
+const char *dl_model_group(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? models[m].group : "?"; }
+int dl_model_is_fp64(dl_model m) { return (unsigned)m < DL_MODEL_COUNT && models[m].prepare == NULL; }
+
+int dl_model_parse(const char *s, dl_model *out)
+{
+    for (int i = 0; i < DL_MODEL_COUNT; i++)
+        if (s && strcmp(s, models[i].name) == 0) { *out = (dl_model)i; return 0; }
+    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16, fp8, fp8acc or bf16simt)",
+                   s ? s : "(null)");
+}
+
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
                          int64_t b, int64_t g, const int64_t *seg, int64_t nseg, double *o, double *lse,
                          int64_t *p_values, int64_t *p_zeros, double *pc_err2, double *pc_ref2)
@@ -461,8 +566,9 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *acc = malloc((size_t)(4 * D) * sizeof(float)); /* acc [D], fp8 partial [D], their shadows [D] [D] */
     if (nseg < 1 || !seg) nseg = 1;
     float *po = nseg > 1 ? malloc((size_t)(nseg * (2 * D + 1)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg], shadow o [nseg, D] */
-    /* the shadow output (P not rounded) of the models that round P: bf16, fp8, fp8acc */
-    const int shadow = model == DL_MODEL_BF16 || model == DL_MODEL_FP8 || model == DL_MODEL_FP8ACC;
+    const model_row *row = &models[model];
+    /* the shadow output (P not rounded) of the models that round P */
+    const int shadow = row->shadow;
     double *o2 = malloc((size_t)(D + 1) * sizeof(double));
     double e2 = 0.0, r2 = 0.0;
     /* reverse order: each segment's scores and V rows copied in reverse token order */
@@ -479,37 +585,10 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *pl = po ? po + nseg * D : NULL, *po2 = po ? po + nseg * (D + 1) : NULL;
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
-    float ks = c->k_scale[g], vs = c->v_scale[g];
+    emu e = {c, p, model, len, D, sm, c->k_scale[g], c->v_scale[g]};
     gather_codes(c, lut, 0, b, g, len, K);
     gather_codes(c, lut, 1, b, g, len, V);
-
-    p_rounding pr_mode = P_FLOAT;
-    if (model == DL_MODEL_FP32) {
-        /* dequantize in float: code * scale, one element at a time */
-        for (int64_t i = 0; i < len * D; i++) K[i] = K[i] * ks;
-        for (int64_t i = 0; i < len * D; i++) V[i] = V[i] * vs;
-    } else if (model == DL_MODEL_BF16) {
-        /* bf16(decode(code)), the scales stay out of the elements (folded into
-         * the score and output scales below): exact for fp8 codes and a bf16
-         * cache, one rounding for an f16 cache */
-        for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
-        for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
-        pr_mode = P_BF16;
-    } else if (model == DL_MODEL_BF16SIMT) {
-        /* K, V = bf16(decode(code)): exact for FP8 and BF16 caches; scales applied outside */
-        for (int64_t i = 0; i < len * D; i++) K[i] = dl_round_bf16(K[i]);
-        for (int64_t i = 0; i < len * D; i++) V[i] = dl_round_bf16(V[i]);
-    } else { /* fp8, fp8acc */
-        if (cfg->kv_dtype != DL_E4M3 && cfg->kv_dtype != DL_E5M2) {
-            /* A 16-bit cache is first quantized to e4m3 with one scale per
-             * (request, KV head): absmax of the dequantized values / 448. */
-            for (int64_t i = 0; i < len * D; i++) K[i] = K[i] * ks;
-            for (int64_t i = 0; i < len * D; i++) V[i] = V[i] * vs;
-            ks = quantize_e4m3(K, len * D, K);
-            vs = quantize_e4m3(V, len * D, V);
-        }
-        pr_mode = P_E4M3;
-    }
+    row->prepare(&e, K, V);
 
     for (int64_t r = 0; r < G; r++) {
         const int64_t h = g * G + r;
@@ -518,27 +597,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
         /* scores of every token, then the output scale; then per segment */
         float out_scale = 1.0f;
         int64_t promote = 0;
-        if (model == DL_MODEL_FP32) {
-            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(q, K + j * D, D, 23, 1) * sm;
-        } else if (model == DL_MODEL_BF16) {
-            for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
-            /* bf16 x bf16 products are exact in float; the sum is rounded;
-             * k_scale folds into the score scale, v_scale into the output */
-            const float sk = sm * ks;
-            for (int64_t j = 0; j < len; j++) s[j] = dot_f32(qr, K + j * D, D, 23, 1) * sk;
-            out_scale = vs;
-        } else if (model == DL_MODEL_BF16SIMT) {
-            const int64_t vec = dl_dtype_size(cfg->kv_dtype) == 1 ? 16 : 8;
-            for (int64_t d = 0; d < D; d++) qr[d] = dl_round_bf16(q[d]);
-            for (int64_t j = 0; j < len; j++) s[j] = bf16simt_dot(qr, K + j * D, D, vec) * ks * sm;
-            out_scale = vs;
-        } else {
-            promote = model == DL_MODEL_FP8ACC ? p->acc_promote_blocks : 0;
-            const float qs = quantize_e4m3(q, D, qr);
-            /* e4m3 x e4m3 (or e5m2) products are exact in float */
-            for (int64_t j = 0; j < len; j++) s[j] = dot_mma(qr, K + j * D, D, p, promote) * qs * ks * sm;
-            out_scale = vs / p->p_scale;
-        }
+        row->scores(&e, q, qr, K, s, &out_scale, &promote);
         for (int64_t k = 0; k < nseg; k++) {
             const int64_t j0 = nseg > 1 ? seg[k] : 0, j1 = nseg > 1 && k + 1 < nseg ? seg[k + 1] : len;
             const float *sk = s + j0, *vk = V + j0 * D;
@@ -558,24 +617,18 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
                 st.lo = nsink - j0 > 0 ? nsink - j0 : 0;
             }
             float m, sum;
-            if (model == DL_MODEL_FP32 || model == DL_MODEL_BF16SIMT)
-                online_softmax(sk, vk, n, D, p->kv_block, P_FLOAT, 1.0f, acc, &m, &sum, &st);
-            else if (model == DL_MODEL_BF16)
-                online_softmax(sk, vk, n, D, p->kv_block, pr_mode, 1.0f, acc, &m, &sum, &st);
-            else
-                online_softmax_mma(sk, vk, n, D, p, promote, acc, acc + D, &m, &sum, &st);
+            if (row->mma) online_softmax_mma(sk, vk, n, D, p, promote, acc, acc + D, &m, &sum, &st);
+            else online_softmax(sk, vk, n, D, p->kv_block, row->p_round, acc, &m, &sum, &st);
             pv += st.values;
             pz += st.zeros;
             const float *acc2 = st.acc2;
             if (nseg == 1) {
-                /* fp32: acc / sum (no output scale: the scales are in the elements) */
-                for (int64_t d = 0; d < D; d++)
-                    o[r * D + d] = (double)(model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale);
+                /* (fp32: out_scale 1, the scales are in the elements; x * 1.0f == x) */
+                for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * out_scale);
                 lse[r] = (double)(m + logf(sum));
                 for (int64_t d = 0; shadow && d < D; d++) o2[d] = (double)(acc2[d] / sum * out_scale);
             } else {
-                for (int64_t d = 0; d < D; d++)
-                    po[k * D + d] = model == DL_MODEL_FP32 ? acc[d] / sum : acc[d] / sum * out_scale;
+                for (int64_t d = 0; d < D; d++) po[k * D + d] = acc[d] / sum * out_scale;
                 pl[k] = m + logf(sum);
                 for (int64_t d = 0; shadow && d < D; d++) po2[k * D + d] = acc2[d] / sum * out_scale;
             }
@@ -583,8 +636,8 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
         if (nseg > 1) merge_segments(po, pl, nseg, D, o + r * D, lse + r);
         if (shadow && nseg > 1) merge_segments(po2, pl, nseg, D, o2, o2 + D);
         for (int64_t d = 0; shadow && d < D; d++) {
-            const double e = o[r * D + d] - o2[d];
-            e2 += e * e;
+            const double diff = o[r * D + d] - o2[d];
+            e2 += diff * diff;
             r2 += o2[d] * o2[d];
         }
     }
@@ -756,7 +809,7 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
                        !c->q_orig ? "q_orig" : !c->k_orig ? "k_orig" : "v_orig");
     DL_TRY(dl_schedule_validate(c, sched));
     /* the exact models ignore schedules; a trivial schedule is today's computation */
-    if (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG || dl_schedule_trivial(sched)) sched = NULL;
+    if (dl_model_is_fp64(m) || dl_schedule_trivial(sched)) sched = NULL;
 
     const dl_config *cfg = &c->cfg;
     const int64_t B = cfg->batch_size, Hq = cfg->num_qo_heads, Hkv = cfg->num_kv_heads, D = cfg->head_dim;
@@ -787,7 +840,7 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
     openblas_set_num_threads(1);
     int failed = 0;
     const int64_t ntask = B * Hkv;
-    const int emulated = !(m == DL_MODEL_EXACT || m == DL_MODEL_ORIG);
+    const int emulated = !dl_model_is_fp64(m);
     int64_t p_values = 0, p_zeros = 0; /* integer sums: the same for any thread count */
     double *pc = emulated ? dl_malloc((size_t)(2 * ntask) * sizeof(double), "P-cast error sums") : NULL;
     if (emulated && !pc) {

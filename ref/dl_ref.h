@@ -93,6 +93,8 @@ void dl_model_params_default(dl_model_params *p);
 const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" */
 int dl_model_parse(const char *s, dl_model *out);
 const char *dl_model_description(dl_model m);   /* one sentence for the file attribute */
+const char *dl_model_group(dl_model m);         /* its HDF5 group in a golden file: "/golden/<name>" */
+int dl_model_is_fp64(dl_model m);               /* 1: exact, orig (FP64 outputs); 0: the emulated models */
 
 /* Output of one model: o [B, Hq, D], lse [B, Hq] (natural log). */
 typedef struct {
