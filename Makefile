@@ -114,7 +114,7 @@ LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
 .PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
-        test-gpu-sanitize test-san
+        test-gpu-sanitize
 all: $(BIN)
 
 help:

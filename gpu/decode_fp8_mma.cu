@@ -45,6 +45,8 @@
  * Run: decodelab run FILE.h5 --variants 'fp8*-mma' */
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
+#include "dl_dispatch.cuh"
+#include "dl_mma.cuh"
 #include "dl_paged.cuh"
 
 namespace {
@@ -225,29 +227,9 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
                 s[n][i] = tok < nvalid ? v : -INFINITY;
                 mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
             }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        }
-        if (c == 0) { sMax[warp * 16 + g] = mx[0]; sMax[warp * 16 + g + 8] = mx[1]; }
-        __syncthreads();
         float f[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float tmax = sMax[g + 8 * r];
-#pragma unroll
-            for (int w = 1; w < kWarps; w++) tmax = fmaxf(tmax, sMax[w * 16 + g + 8 * r]);
-            const float m_new = fmaxf(m[r], tmax);
-            f[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            m[r] = m_new;
-            dsum[r] *= f[r];
-        }
-#pragma unroll
-        for (int e = 0; e < E; e++) {
-            oacc[e][0] *= f[0]; oacc[e][1] *= f[0];
-            oacc[e][2] *= f[1]; oacc[e][3] *= f[1];
-        }
+        dl_mma_rows_max<kWarps>(mx, sMax, warp, g, c, m, dsum, f);
+        dl_mma_rows_rescale<E>(oacc, f);
         /* P = exp(s - m): FP32 into the sum, e4m3(p * 448) into the P tile */
 #pragma unroll
         for (int n = 0; n < 2; n++)
@@ -304,11 +286,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     dl_cp_async_wait<0>();
 
     /* the normalizer: each warp summed its own tokens; same max in every warp */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 1);
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 2);
-    }
+    dl_mma_rows_quad_sum(dsum);
     __syncthreads(); /* every warp is done with sMax of the last tile */
     if (c == 0) { sMax[warp * 16 + g] = dsum[0]; sMax[warp * 16 + g + 8] = dsum[1]; }
     __syncthreads();
@@ -334,41 +312,22 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     }
 }
 
-template <int D, dl_dtype KV, int PROMOTE> static int launch_fp8(const dl_gpu_args *a)
-{
-    constexpr int smem = fp8_shape<D>::SMEM;
-    static bool smem_set = false; /* raise the dynamic limit once per instantiation */
-    if (!smem_set) {
-        DL_CUDA_CHECK(cudaFuncSetAttribute(fp8_mma_decode_kernel<D, KV, PROMOTE>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        smem_set = true;
-    }
-    dl_gpu_args one = *a; /* no split-KV: see the header comment */
-    one.num_splits = 1;
-    dim3 grid(1, a->num_kv_heads, a->batch_size);
-    fp8_mma_decode_kernel<D, KV, PROMOTE><<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(one);
-    DL_CUDA_CHECK_LAUNCH();
-    return 0;
-}
-
 template <int PROMOTE> static int dispatch_fp8(const dl_gpu_args *a)
 {
-#define DL_FP8_D(KV)                                                          \
-    switch (a->head_dim) {                                                    \
-    case 64: return launch_fp8<64, KV, PROMOTE>(a);                           \
-    case 128: return launch_fp8<128, KV, PROMOTE>(a);                         \
-    case 256: return launch_fp8<256, KV, PROMOTE>(a);                         \
-    default: break;                                                           \
-    }                                                                         \
-    break;
-    switch (a->kv_dtype) {
-    case DL_E4M3: DL_FP8_D(DL_E4M3)
-    case DL_E5M2: DL_FP8_D(DL_E5M2)
-    default: break;
-    }
-#undef DL_FP8_D
-    return dl_fail("decode_fp8_mma.cu: no kernel for head_dim=%d kv=%s promote=%d", a->head_dim,
-                   dl_dtype_name(a->kv_dtype), PROMOTE);
+    const char *who = PROMOTE ? "decode_fp8_mma.cu, fp8acc" : "decode_fp8_mma.cu, fp8";
+    return dl_dispatch<DL_KV_FP8>(a, false, who, [&](auto s) {
+        constexpr int D = decltype(s)::D;
+        constexpr dl_dtype KV = decltype(s)::KV;
+        constexpr int smem = fp8_shape<D>::SMEM;
+        constexpr auto kernel = fp8_mma_decode_kernel<D, KV, PROMOTE>;
+        DL_TRY(dl_smem_limit<kernel>(smem));
+        dl_gpu_args one = *a; /* no split-KV: see the header comment */
+        one.num_splits = 1;
+        dim3 grid(1, a->num_kv_heads, a->batch_size);
+        kernel<<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(one);
+        DL_CUDA_CHECK_LAUNCH();
+        return 0;
+    });
 }
 
 } // namespace
