@@ -111,6 +111,12 @@ def opcode(text):
     return parts[0] if parts else ""
 
 
+def last_depbar(text):
+    """index of the last DEPBAR (cp.async.wait_group): in the decode kernels, the end of the tile loop"""
+    idx = [i for i, t in enumerate(text) if opcode(t).startswith("DEPBAR")]
+    return idx[-1] if idx else "-"
+
+
 def norm_regs(text):
     """the instruction with register numbers replaced (to tell a register-allocation move)"""
     return re.sub(r"\b(U?R|U?P)\d+\b", r"\1#", text)
@@ -144,8 +150,11 @@ def diff(before, after, maps):
             lines.append(f"identical ({b['total']:5d} insts) {name}")
         elif a["ops"] == b["ops"]:
             regs = [norm_regs(t) for t in a["text"]] == [norm_regs(t) for t in b["text"]]
+            first = next(i for i, (x, y) in enumerate(zip(b["text"], a["text"])) if x != y)
+            last = b["total"] - next(i for i, (x, y) in enumerate(zip(b["text"][::-1], a["text"][::-1])) if x != y)
             rows["same census"] += 1
-            lines.append(f"same census ({'registers renumbered only' if regs else 'order differs'}) {name}")
+            lines.append(f"same census ({'registers renumbered only' if regs else 'order differs'}, instructions "
+                         f"{first}-{last} of {b['total']}; last DEPBAR at {last_depbar(b['text'])}) {name}")
         else:
             bad += 1
             rows["differs"] += 1

@@ -135,16 +135,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (len + kTile - 1) / kTile;
     dl_tile_loader<ROWB, kTile, S::NPT, 0, 0> ld(a.page_size);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles) {
-            ld.fetch(a, pages, s * kTile, min(kTile, len - s * kTile), tid, kThreads);
-            ld.issue(a, kvh, sK + s * kTile * ROWB, sV + s * kTile * ROWB, tid, kThreads);
-        }
-        dl_cp_async_commit();
-    }
-    if (STAGES - 1 < ntiles)
-        ld.fetch(a, pages, (STAGES - 1) * kTile, min(kTile, len - (STAGES - 1) * kTile), tid, kThreads);
+    ld.template prologue<STAGES>(a, pages, 0, len, ntiles, kvh, sK, sV, tid, kThreads);
 
     /* Q to e4m3, one scale per head (row): warp w quantizes rows w, w+4, w+8, w+12 */
     for (int row = warp; row < 16; row += kWarps) {
@@ -174,15 +165,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
     for (int it = 0; it < ntiles; it++) {
-        dl_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
-            const int nt = it + STAGES - 1, st = nt % STAGES;
-            if (nt < ntiles) ld.issue(a, kvh, sK + st * kTile * ROWB, sV + st * kTile * ROWB, tid, kThreads);
-            dl_cp_async_commit();
-            if (nt + 1 < ntiles)
-                ld.fetch(a, pages, (nt + 1) * kTile, min(kTile, len - (nt + 1) * kTile), tid, kThreads);
-        }
+        ld.template advance<STAGES>(a, pages, 0, len, ntiles, it, kvh, sK, sV, tid, kThreads);
         const int st = it % STAGES;
         const uint8_t *tk = sK + st * kTile * ROWB, *tv = sV + st * kTile * ROWB;
         const int nvalid = min(kTile, len - it * kTile);

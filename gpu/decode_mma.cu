@@ -91,6 +91,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
 {
     using S = mma_shape<D, KV>;
     constexpr int ROWB = S::ROWB, KS = S::KSTRIDE, VS = S::VSTRIDE, STAGES = S::STAGES;
+    static_assert(KS == ROWB && VS == ROWB, "the tile loader's stages are kTile * ROWB bytes apart");
     constexpr int E = S::E, KSPB = S::KSPB, EV = S::EV, R = S::R;
     constexpr int NT = D / 8; /* n8 tiles of the output */
     constexpr int BIAS = dl_bf16_bias_log2<KV, FAST>();
@@ -117,16 +118,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (end - start + kTile - 1) / kTile;
     dl_tile_loader<ROWB, kTile, S::NPT, 1, 2> ld(a.page_size);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles) {
-            ld.fetch(a, pages, start + s * kTile, min(kTile, end - start - s * kTile), tid, kThreads);
-            ld.issue(a, kvh, sK + s * kTile * KS, sV + s * kTile * VS, tid, kThreads);
-        }
-        dl_cp_async_commit();
-    }
-    if (STAGES - 1 < ntiles)
-        ld.fetch(a, pages, start + (STAGES - 1) * kTile, min(kTile, end - start - (STAGES - 1) * kTile), tid, kThreads);
+    ld.template prologue<STAGES>(a, pages, start, end, ntiles, kvh, sK, sV, tid, kThreads);
 
     /* Q A-fragments, permuted: k-step ks covers head_dim elements
      * blk*4E + c*E + 4j + {0,1} (logical k 2c, 2c+1) and + {2,3} (2c+8, 2c+9). */
@@ -156,15 +148,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
     for (int it = 0; it < ntiles; it++) {
-        dl_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
-            const int nt = it + STAGES - 1, st = nt % STAGES;
-            if (nt < ntiles) ld.issue(a, kvh, sK + st * kTile * KS, sV + st * kTile * VS, tid, kThreads);
-            dl_cp_async_commit();
-            if (nt + 1 < ntiles)
-                ld.fetch(a, pages, start + (nt + 1) * kTile, min(kTile, end - start - (nt + 1) * kTile), tid, kThreads);
-        }
+        ld.template advance<STAGES>(a, pages, start, end, ntiles, it, kvh, sK, sV, tid, kThreads);
         const int st = it % STAGES;
         const uint8_t *tk = sK + st * kTile * KS, *tv = sV + st * kTile * VS;
         const int nvalid = min(kTile, end - start - it * kTile);

@@ -270,26 +270,10 @@ __global__ void __launch_bounds__(512, 1) simt_decode_kernel(const dl_gpu_args a
     const int ntiles = (end - start + T - 1) / T;
     /* nthreads > 128 always (see simt_token_lanes): ceil(chunks / 129) per thread cover a tile */
     dl_tile_loader<ROWB, T, (T * ROWB / 16 + 128) / 129, 0, 0> ld(a.page_size);
-#pragma unroll
-    for (int s = 0; s < kStages - 1; s++) {
-        if (s < ntiles) {
-            ld.fetch(a, pages, start + s * T, min(T, end - start - s * T), tid, nthreads);
-            ld.issue(a, kvh, sK + s * T * ROWB, sV + s * T * ROWB, tid, nthreads);
-        }
-        dl_cp_async_commit();
-    }
-    if (kStages - 1 < ntiles)
-        ld.fetch(a, pages, start + (kStages - 1) * T, min(T, end - start - (kStages - 1) * T), tid, nthreads);
+    ld.template prologue<kStages>(a, pages, start, end, ntiles, kvh, sK, sV, tid, nthreads);
 
     for (int it = 0; it < ntiles; it++) {
-        dl_cp_async_wait<kStages - 2>();
-        __syncthreads();
-        {
-            const int nt = it + kStages - 1, st = nt % kStages;
-            if (nt < ntiles) ld.issue(a, kvh, sK + st * T * ROWB, sV + st * T * ROWB, tid, nthreads);
-            dl_cp_async_commit();
-            if (nt + 1 < ntiles) ld.fetch(a, pages, start + (nt + 1) * T, min(T, end - start - (nt + 1) * T), tid, nthreads);
-        }
+        ld.template advance<kStages>(a, pages, start, end, ntiles, it, kvh, sK, sV, tid, nthreads);
         const int st = it % kStages;
         const uint8_t *tk = sK + st * T * ROWB, *tv = sV + st * T * ROWB;
         const int nvalid = min(T, end - start - it * T);

@@ -83,6 +83,39 @@ template <int ROWB, int T, int NPT, int KSWZ, int VSWZ> struct dl_tile_loader {
             }
         }
     }
+
+    /* The S-stage pipeline over the ntiles tiles of tokens [start, end) of one request and
+     * KV head, stage s at sK + s * T * ROWB (and sV + ...). prologue(): tiles 0..S-2
+     * issued, one commit group each (empty past the last tile), the page ids of tile
+     * S-1 fetched. */
+    template <int S>
+    __device__ __forceinline__ void prologue(const dl_gpu_args &a, const int32_t *pages, int start, int end, int ntiles,
+                                             int head, uint8_t *sK, uint8_t *sV, int tid, int nthreads)
+    {
+#pragma unroll
+        for (int s = 0; s < S - 1; s++) {
+            if (s < ntiles) {
+                fetch(a, pages, start + s * T, min(T, end - start - s * T), tid, nthreads);
+                issue(a, head, sK + s * T * ROWB, sV + s * T * ROWB, tid, nthreads);
+            }
+            dl_cp_async_commit();
+        }
+        if (S - 1 < ntiles) fetch(a, pages, start + (S - 1) * T, min(T, end - start - (S - 1) * T), tid, nthreads);
+    }
+    /* At the top of tile it: wait until tile it has landed and every thread is done with
+     * tile it - 1, then issue tile it + S - 1 into the stage that tile it - 1 used (one
+     * commit group, empty past the last tile) and fetch the page ids of tile it + S. */
+    template <int S>
+    __device__ __forceinline__ void advance(const dl_gpu_args &a, const int32_t *pages, int start, int end, int ntiles,
+                                            int it, int head, uint8_t *sK, uint8_t *sV, int tid, int nthreads)
+    {
+        dl_cp_async_wait<S - 2>();
+        __syncthreads();
+        const int nt = it + S - 1, st = nt % S;
+        if (nt < ntiles) issue(a, head, sK + st * T * ROWB, sV + st * T * ROWB, tid, nthreads);
+        dl_cp_async_commit();
+        if (nt + 1 < ntiles) fetch(a, pages, start + (nt + 1) * T, min(T, end - start - (nt + 1) * T), tid, nthreads);
+    }
 };
 
 /* Online-softmax state in base-2 units: m = running max of log2-scaled
