@@ -72,26 +72,6 @@ template <int D> struct fp8_shape {
     static constexpr int E = W / 8;       /* n8 tiles per warp = bytes per token load */
 };
 
-template <dl_dtype KV> struct mma_fp8;
-template <> struct mma_fp8<DL_E4M3> {
-    static __device__ __forceinline__ void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-template <> struct mma_fp8<DL_E5M2> {
-    static __device__ __forceinline__ void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-
 __device__ __forceinline__ uint32_t e4m3_sat(float x)
 {
     return (uint32_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
@@ -185,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
             for (int n = 0; n < 2; n++) {
                 const uint8_t *krow = tk + (kbase + 8 * n + g) * ROWB + ks32 * 32;
                 const uint32_t b0 = *(const uint32_t *)(krow + 4 * c), b1 = *(const uint32_t *)(krow + 16 + 4 * c);
-                mma_fp8<KV>::run(PROMOTE > 0 ? part[n] : s[n], qa, b0, b1);
+                dl_mma16832_fp8<KV>(PROMOTE > 0 ? part[n] : s[n], qa, b0, b1);
             }
             if constexpr (PROMOTE > 0) {
                 if ((ks32 + 1) % PROMOTE == 0 || ks32 + 1 == KSTEPS) {
@@ -201,15 +181,8 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
         }
         /* scale in the model's order, mask, per-row max over the warp's tokens */
         float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int tok = kbase + n * 8 + 2 * c + (i & 1);
-                const float v = __fmul_rn(__fmul_rn(__fmul_rn(s[n][i], qs[i >> 1]), ks), sm);
-                s[n][i] = tok < nvalid ? v : -INFINITY;
-                mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
-            }
+        dl_mma_rows_mask_max(s, kbase + 2 * c, nvalid, mx,
+                             [&](float x, int r) { return __fmul_rn(__fmul_rn(__fmul_rn(x, qs[r]), ks), sm); });
         float f[2];
         dl_mma_rows_max<kWarps>(mx, sMax, warp, g, c, m, dsum, f);
         dl_mma_rows_rescale<E>(oacc, f);
@@ -250,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
                                         (byte_of(vr[3], e) << 24);
                     const uint32_t b1 = byte_of(vr[4], e) | (byte_of(vr[5], e) << 8) | (byte_of(vr[6], e) << 16) |
                                         (byte_of(vr[7], e) << 24);
-                    mma_fp8<KV>::run(PROMOTE > 0 ? pacc[e] : oacc[e], pa, b0, b1);
+                    dl_mma16832_fp8<KV>(PROMOTE > 0 ? pacc[e] : oacc[e], pa, b0, b1);
                 }
                 if constexpr (PROMOTE > 0) {
                     if ((kk + 1) % PROMOTE == 0 || kk + 1 == kTile / 32 || (kk + 1) * 32 >= nvalid) {

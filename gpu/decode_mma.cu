@@ -174,14 +174,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
         }
         /* scale, mask, per-row max over the warp's tokens */
         float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int tok = kbase + n * 8 + 2 * c + (i & 1);
-                s[n][i] = tok < nvalid ? s[n][i] * sk_b : -INFINITY;
-                mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
-            }
+        dl_mma_rows_mask_max(s, kbase + 2 * c, nvalid, mx, [&](float x, int) { return x * sk_b; });
         float f[2];
         dl_mma_rows_max<kWarps>(mx, sMax, warp, g, c, m, dsum, f);
         dl_mma_rows_rescale<NT>(acc, f);

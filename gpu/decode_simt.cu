@@ -23,15 +23,17 @@
  *    the low half, one BF16 rounding per FMA); then FP32: run halves added, the
  *    cross-lane butterfly, s = (dot * k_scale) * sm_scale, the online softmax in
  *    natural units (expf) and P*V on the BF16 values of V; v_scale at the output.
- *    The bit trick's 2^-bias cannot be folded here (the BF16 products would
- *    underflow), so it is undone per element by one bf16x2 FMA by 2^120 (e4m3)
- *    or 2^112 (e5m2) (exact). An f16 cache is rounded to BF16 (ref/dl_ref.c
- *    reproduces the BF16 dot bit for bit).
+ *    The bit trick's 2^-bias cannot be folded into the scales here (the scaled
+ *    BF16 products would leave the normal range and round unlike the model), so
+ *    it is undone per element by one bf16x2 FMA by 2^120 (e4m3) or 2^112 (e5m2),
+ *    exact. An f16 cache is rounded to BF16 (ref/dl_ref.c reproduces the BF16 dot
+ *    bit for bit).
  * Registers decide its speed on MHA (3 or 2 CTAs per SM at 256 threads): check
- * `-Xptxas -v` after every edit (gpu/NOTES.md, log #5). Why it is over 2x slower
- * than the tensor-core variants at group 4: inherent to the shape it models -
- * every query head re-reads and re-converts each K/V element from shared memory,
- * so instruction issue, not DRAM, bounds it (gpu/NOTES.md).
+ * `-Xptxas -v` (build/gpu/decode_simt.ptxas.txt) after every edit, and keep the
+ * policies stateless (gpu/NOTES.md, "One body per kernel family"). Why it is over
+ * 2x slower than the tensor-core variants at group 4: inherent to the shape it
+ * models - every query head re-reads and re-converts each K/V element from shared
+ * memory, so instruction issue, not DRAM, bounds it (gpu/NOTES.md).
  * Hypotheses (mission E3/E6): is the per-element cast what makes the CUDA-core
  * kernel slow for GQA with an FP8 cache, would the fast dequant fix it, and does
  * packed BF16 arithmetic (2 products per instruction) make it competitive, at

@@ -14,15 +14,17 @@
  *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
  *  - P goes from the S accumulator to the B operand of O^T += V^T P with
  *    movmatrix (an 8x8 transpose in registers);
- *  - the dequant is a policy with three values: scalar cast (one code at a time,
- *    the reference CUDA-core decode's conversion), the four-at-a-time bit trick,
- *    and the packed hardware conversion cvt.rn.f16x2.e4m3x2 (hw; the MMAs then
- *    run in f16, which holds every e4m3/e5m2 value exactly);
+ *  - the dequant is a policy with three values (dl_fp8_dq of gpu/dl_dequant.cuh):
+ *    scalar cast (one code at a time, the reference CUDA-core decode's conversion),
+ *    the four-at-a-time bit trick, and the packed hardware conversion
+ *    cvt.rn.f16x2.e4m3x2 (hw; the MMAs then run in f16, which holds every
+ *    e4m3/e5m2 value exactly);
  *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
  *    skipped when no running max of the warp rose;
  *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
  *    cut into equal runs, one per consumer warp, over a grid of whole waves;
- *    split tasks merged by a second kernel.
+ *    a split task is merged in the kernel by the warp that finishes its last
+ *    segment (merge_task; a ticket per task in the plan buffer).
  * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)
  * exactly (bf16 or f16 operands), Q rounded to bf16, FP32 accumulation,
  * running max per 64-token tile, P rounded to bf16 before P*V (the hw variant
@@ -233,6 +235,15 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         const int rows = ps < kTile ? ps : kTile; /* box rows */
         const uint32_t copy_bytes = (uint32_t)(SW * rows);
         int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+        /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
+        auto start_segment = [&](int w, int k) {
+            const int t = seg_task[k], b = t / Hkv;
+            ckvh[w] = t % Hkv;
+            clen[w] = dl_seq_len(a, b);
+            cpb[w] = a.kv_indptr[b];
+            ctile[w] = seg_t0[k];
+            ct1[w] = seg_t1[k];
+        };
 #pragma unroll
         for (int w = 0; w < W; w++) {
             const int slot = blockIdx.x * W + w;
@@ -240,14 +251,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             kend[w] = slot_ptr[slot + 1];
             cj[w] = 0;
             ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-            if (ck[w] < kend[w]) {
-                const int t = seg_task[ck[w]], b = t / Hkv;
-                ckvh[w] = t % Hkv;
-                clen[w] = dl_seq_len(a, b);
-                cpb[w] = a.kv_indptr[b];
-                ctile[w] = seg_t0[ck[w]];
-                ct1[w] = seg_t1[ck[w]];
-            }
+            if (ck[w] < kend[w]) start_segment(w, ck[w]);
         }
         for (;;) {
             bool any = false;
@@ -279,14 +283,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     }
                 }
                 cj[w]++;
-                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
-                    const int t = seg_task[ck[w]], b = t / Hkv;
-                    ckvh[w] = t % Hkv;
-                    clen[w] = dl_seq_len(a, b);
-                    cpb[w] = a.kv_indptr[b];
-                    ctile[w] = seg_t0[ck[w]];
-                    ct1[w] = seg_t1[ck[w]];
-                }
+                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
             }
             if (!any) break;
         }
@@ -644,7 +641,7 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
     /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; default 128: with 256 the
-     * NHD 128-byte rows of one head pulled their neighbour's too, 402 vs 307 us, gpu/NOTES.md) */
+     * NHD 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md log #7) */
     CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
     if (const char *e = getenv("DL_STREAM_L2PROMO")) {
         const int v = atoi(e);

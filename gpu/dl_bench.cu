@@ -257,14 +257,13 @@ extern "C" int64_t dl_bench_flush_bytes(const dl_bench *b)
     return (int64_t)(b->flush_mode == DL_FLUSH_READ ? b->rflush_bytes : b->flush_bytes);
 }
 
-/* The read flush: a grid-stride read with 16-byte loads, 8 in flight per
- * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
- * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
- * eviction priority) instead of .cs: evict-first lines would mostly
- * replace one another and leave the previous contents of L2 in place. The xor
- * is stored only if it equals an unlikely key (nothing is written in practice). */
-__global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
-                                                            unsigned *sink)
+/* A grid-stride read of n16 16-byte words, 8 independent loads in flight per
+ * thread: ld.global.cg (CG, cached in L2 with the normal eviction priority) or
+ * ld.global.cs (streaming, evict-first). The xor of everything is stored only if it
+ * equals an unlikely key, so the loads cannot be removed and nothing is written in
+ * practice. The body of the read flush and of the peak calibration. */
+template <bool CG>
+__device__ __forceinline__ void dl_stream_read(const uint4 *__restrict__ p, size_t n16, unsigned key, unsigned *sink)
 {
     const int U = 8;
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -273,15 +272,27 @@ __global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__re
     for (; i + (U - 1) * stride < n16; i += U * stride) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) v[u] = __ldcg(p + i + u * stride);
+        for (int u = 0; u < U; u++) v[u] = CG ? __ldcg(p + i + u * stride) : __ldcs(p + i + u * stride);
 #pragma unroll
         for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n16; i += stride) {
-        uint4 v = __ldcg(p + i);
+        uint4 v = CG ? __ldcg(p + i) : __ldcs(p + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (acc == key) sink[0] = acc;
+}
+
+/* The read flush: dl_stream_read with 16-byte loads, 8 in flight per
+ * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
+ * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
+ * eviction priority) instead of .cs: evict-first lines would mostly
+ * replace one another and leave the previous contents of L2 in place. The xor
+ * is stored only if it equals an unlikely key (nothing is written in practice). */
+__global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
+                                                            unsigned *sink)
+{
+    dl_stream_read<true>(p, n16, key, sink);
 }
 
 extern "C" int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode)
@@ -399,27 +410,11 @@ extern "C" int dl_bench_time_graph(dl_bench *b, int flush, double *sec_per_launc
 
 /* ------------------------------------------------------------ calibration */
 
-/* Streaming read, 16-byte loads, 8 independent loads in flight per thread.
- * The xor of everything is stored only if it equals an unlikely key, so the
- * loads cannot be removed and nothing is written in practice. */
+/* Streaming read (dl_stream_read with ld.global.cs), 16-byte loads, 8 independent
+ * loads in flight per thread. */
 __global__ void dl_read_bw_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key, unsigned *sink)
 {
-    const int U = 8;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned acc = 0;
-    for (; i + (U - 1) * stride < n16; i += U * stride) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = __ldcs(p + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < n16; i += stride) {
-        uint4 v = __ldcs(p + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == key) sink[0] = acc;
+    dl_stream_read<false>(p, n16, key, sink);
 }
 
 static int cmp_d(const void *x, const void *y)

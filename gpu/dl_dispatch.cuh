@@ -53,19 +53,14 @@ static int dl_dispatch(const dl_gpu_args *a, bool kv16, const char *who, F &&lau
     case DL_E4M3: rc = dl_dispatch_head_dim<DL_E4M3>(a, &found, launch); break;
     case DL_E5M2: rc = dl_dispatch_head_dim<DL_E5M2>(a, &found, launch); break;
     case DL_F16:
-        if constexpr (KVS == DL_KV_ALL) {
-            if (kv16) rc = dl_dispatch_head_dim<DL_F16>(a, &found, launch);
-            else found = false;
-        } else {
-            found = false;
-        }
-        break;
     case DL_BF16:
+        found = false;
         if constexpr (KVS == DL_KV_ALL) {
-            if (kv16) rc = dl_dispatch_head_dim<DL_BF16>(a, &found, launch);
-            else found = false;
-        } else {
-            found = false;
+            if (kv16) {
+                found = true;
+                rc = a->kv_dtype == DL_F16 ? dl_dispatch_head_dim<DL_F16>(a, &found, launch)
+                                           : dl_dispatch_head_dim<DL_BF16>(a, &found, launch);
+            }
         }
         break;
     default: found = false; break;

@@ -1,26 +1,57 @@
-/* dl_mma.cuh - what the mma.sync kernels share: the m16n8k16 instruction wrapper
- * (decode_mma.cu, decode_stream.cu) and the online-softmax row update of the
- * kernels with the GQA heads as the 16 MMA rows (decode_mma.cu, decode_fp8_mma.cu).
- * Included only by .cu files. */
+/* dl_mma.cuh - what the mma.sync kernels share: the instruction wrappers (m16n8k16
+ * bf16/f16: decode_mma.cu, decode_stream.cu; m16n8k32 fp8: decode_fp8_mma.cu) and,
+ * for the kernels with the GQA heads as the 16 MMA rows (decode_mma.cu,
+ * decode_fp8_mma.cu), the score mask and row max, the online-softmax row update and
+ * the accumulator rescale: the same numerics in both (expf, the max over the whole
+ * 64-token tile). Included only by .cu files. */
 #ifndef DL_MMA_CUH
 #define DL_MMA_CUH
 
 #include <stdint.h>
+#include "../ref/dl_common.h"
+
+/* mma.sync.aligned.<SHAPE_TYPES> with FP32 accumulators c[4] (in and out), A fragment a[4],
+ * B fragment b0, b1: the operand list every form below shares. */
+#define DL_MMA_SYNC(SHAPE_TYPES)                                                                  \
+    asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n" \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                 \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
 
 /* D += A B, m16n8k16, FP32 accumulators; F16 selects f16 operands, else bf16. */
 template <bool F16>
 __device__ __forceinline__ void dl_mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
     if constexpr (F16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        DL_MMA_SYNC("m16n8k16.row.col.f32.f16.f16.f32");
     else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        DL_MMA_SYNC("m16n8k16.row.col.f32.bf16.bf16.f32");
+}
+
+/* D += A B, m16n8k32, FP32 accumulators, A e4m3 and B in the KV cache's FP8 type. */
+template <dl_dtype KV>
+__device__ __forceinline__ void dl_mma16832_fp8(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+    if constexpr (KV == DL_E4M3)
+        DL_MMA_SYNC("m16n8k32.row.col.f32.e4m3.e4m3.f32");
+    else
+        DL_MMA_SYNC("m16n8k32.row.col.f32.e4m3.e5m2.f32");
+}
+
+/* Scale and mask a warp's two m16n8 score fragments (tokens tok0 + 8n + 2c + {0, 1} of rows
+ * g, g + 8; tokens at or past nvalid get -inf) and take each row's max over the lane's
+ * tokens: mx[r]. scale(x, r) is the score of accumulator x of row r (the kernel's model). */
+template <class SCALE>
+__device__ __forceinline__ void dl_mma_rows_mask_max(float (*s)[4], int tok0, int nvalid, float *mx, SCALE scale)
+{
+#pragma unroll
+    for (int n = 0; n < 2; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int tok = tok0 + n * 8 + (i & 1);
+            const float v = scale(s[n][i], i >> 1);
+            s[n][i] = tok < nvalid ? v : -INFINITY;
+            mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
+        }
 }
 
 /* The running-max update of one tile, GQA heads as MMA rows: lane (g = lane / 4,

@@ -1,4 +1,4 @@
-/* dl_paged.cuh - the paged-KV walk shared by every decode kernel: copy one tile
+/* dl_paged.cuh - the paged-KV walk shared by the cp.async kernels: copy one tile
  * of T tokens of one KV head (K and V rows of D elements, ROWB bytes each) from
  * the CSR page table into shared memory with 16-byte cp.async, and the online-
  * softmax state merge used at the end of a CTA and by the split-KV merge.
@@ -11,12 +11,11 @@
  * offset. Rows at or past nvalid are zero-filled (never read from memory), so a
  * kernel may multiply them by p = 0 without meeting the poison in unused slots.
  *
- * Tried and dropped (H200, 2026-11-30, same-machine A/B): page ids from a 4 KB
- * shared-memory window loaded once per CTA instead of the global loads one tile
- * ahead. No gain on the issue-3 configurations (llama3-8B e4m3 bf16-fast-mma
- * 67.0 vs 67.7 us without it), so the page-table load does not pace the loop;
- * its extra registers cost the SIMT kernel its third CTA per SM (see
- * decode_simt.cu). */
+ * The loader also runs the multi-stage pipeline (prologue(), advance()) of the
+ * cp.async kernels: decode_simt.cu, decode_mma.cu, decode_fp8_mma.cu.
+ * Tried and dropped: page ids from a shared-memory window loaded once per CTA
+ * instead of the global loads one tile ahead (no gain, and its registers cost the
+ * SIMT kernel its third CTA per SM: gpu/NOTES.md, log #5). */
 #ifndef DL_PAGED_CUH
 #define DL_PAGED_CUH
 
