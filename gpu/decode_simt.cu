@@ -1,8 +1,8 @@
-/* decode_simt.cu - CUDA-core (SIMT) paged decode attention: one kernel template,
- * simt_decode_kernel<D, KV, ARITH, DQ>, with the arithmetic and the dequant as
- * policies. The variants (registry rows, gpu/dl_variants.def):
- *   fp32-cast-simt, fp32-fast-simt   ARITH simt_fp32    golden model fp32
- *   bf16-cast-simt, bf16-fast-simt   ARITH simt_bf16x2  golden model bf16simt
+/* decode_simt.cu - CUDA-core (SIMT) paged decode attention: one kernel body,
+ * simt_decode<ARITH, D, KV, DQ>, with the arithmetic and the dequant as policies.
+ * The variants (registry rows, gpu/dl_variants.def) and their entry points:
+ *   fp32-cast-simt, fp32-fast-simt   ARITH simt_fp32    simt_decode_kernel<D, KV, FAST>       model fp32
+ *   bf16-cast-simt, bf16-fast-simt   ARITH simt_bf16x2  bf16_simt_decode_kernel<D, KV, FAST>  model bf16simt
  * DQ is the FP8 dequant policy of gpu/dl_dequant.cuh: DL_DQ_CAST converts each
  * FP8 code on its own (fp8 -> half -> float), DL_DQ_FAST four at a time with the
  * bit trick. Everything else is the same kernel.
@@ -235,8 +235,9 @@ template <int D, dl_dtype KV, int DQ> struct simt_bf16x2 {
 
 /* ------------------------------------------------------------ the kernel */
 
-template <int D, dl_dtype KV, template <int, dl_dtype, int> class ARITH, int DQ>
-__global__ void __launch_bounds__(512, 1) simt_decode_kernel(const dl_gpu_args a, int chunk)
+/* The one body; the two __global__ entry points below only name it. */
+template <template <int, dl_dtype, int> class ARITH, int D, dl_dtype KV, int DQ>
+__device__ __forceinline__ void simt_decode(const dl_gpu_args &a, int chunk)
 {
     using S = simt_shape<D, KV>;
     constexpr int VEC = S::VEC, BDX = S::BDX, T = S::T, ROWB = S::ROWB;
@@ -343,22 +344,37 @@ __global__ void __launch_bounds__(512, 1) simt_decode_kernel(const dl_gpu_args a
     if (tx == 0) *dl_out_lse(a, b, head, split) = AR::lse(M, dsum);
 }
 
-template <template <int, dl_dtype, int> class ARITH, int DQ> static int dispatch_simt(const dl_gpu_args *a)
+/* The entry points, one per arithmetic: they keep the kernel names of the census and
+ * results tables (and of the registry's kernel globs) from before the two CUDA-core
+ * files became one; FAST is the dequant policy (DL_DQ_FAST, else DL_DQ_CAST). */
+template <int D, dl_dtype KV, bool FAST>
+__global__ void __launch_bounds__(512, 1) simt_decode_kernel(const dl_gpu_args a, int chunk)
 {
-    const char *who = DQ == DL_DQ_CAST ? "decode_simt.cu, cast" : "decode_simt.cu, fast";
-    return dl_dispatch<DL_KV_ALL>(a, DQ == DL_DQ_CAST, who, [&](auto s) {
+    simt_decode<simt_fp32, D, KV, FAST ? DL_DQ_FAST : DL_DQ_CAST>(a, chunk);
+}
+template <int D, dl_dtype KV, bool FAST>
+__global__ void __launch_bounds__(512, 1) bf16_simt_decode_kernel(const dl_gpu_args a, int chunk)
+{
+    simt_decode<simt_bf16x2, D, KV, FAST ? DL_DQ_FAST : DL_DQ_CAST>(a, chunk);
+}
+
+template <bool BF16, bool FAST> static int dispatch_simt(const dl_gpu_args *a)
+{
+    const char *who = BF16 ? (FAST ? "decode_simt.cu, bf16 fast" : "decode_simt.cu, bf16 cast")
+                           : (FAST ? "decode_simt.cu, fp32 fast" : "decode_simt.cu, fp32 cast");
+    return dl_dispatch<DL_KV_ALL>(a, !FAST, who, [&](auto s) {
         constexpr int D = decltype(s)::D;
         constexpr dl_dtype KV = decltype(s)::KV;
         const int G = a->num_qo_heads / a->num_kv_heads;
         const int nthreads = simt_shape<D, KV>::BDX * G * simt_token_lanes<D, KV>(G);
-        constexpr auto kernel = simt_decode_kernel<D, KV, ARITH, DQ>;
+        constexpr auto kernel = BF16 ? bf16_simt_decode_kernel<D, KV, FAST> : simt_decode_kernel<D, KV, FAST>;
         return dl_launch_split_kv<kernel>(a, nthreads, simt_smem_bytes<D, KV>(G, nthreads), simt_shape<D, KV>::T);
     });
 }
 
 } // namespace
 
-extern "C" int dl_launch_fp32_cast_simt(const dl_gpu_args *a) { return dispatch_simt<simt_fp32, DL_DQ_CAST>(a); }
-extern "C" int dl_launch_fp32_fast_simt(const dl_gpu_args *a) { return dispatch_simt<simt_fp32, DL_DQ_FAST>(a); }
-extern "C" int dl_launch_bf16_cast_simt(const dl_gpu_args *a) { return dispatch_simt<simt_bf16x2, DL_DQ_CAST>(a); }
-extern "C" int dl_launch_bf16_fast_simt(const dl_gpu_args *a) { return dispatch_simt<simt_bf16x2, DL_DQ_FAST>(a); }
+extern "C" int dl_launch_fp32_cast_simt(const dl_gpu_args *a) { return dispatch_simt<false, false>(a); }
+extern "C" int dl_launch_fp32_fast_simt(const dl_gpu_args *a) { return dispatch_simt<false, true>(a); }
+extern "C" int dl_launch_bf16_cast_simt(const dl_gpu_args *a) { return dispatch_simt<true, false>(a); }
+extern "C" int dl_launch_bf16_fast_simt(const dl_gpu_args *a) { return dispatch_simt<true, true>(a); }

@@ -38,7 +38,7 @@ typedef struct dl_variant {
     int (*supports)(const struct dl_variant *v, const dl_config *cfg, char *reason, size_t n);
     /* Shell glob (fnmatch) over the demangled kernel names (c++filt) that selects this
      * variant's kernel instantiations in the SASS census and in Nsight Compute output
-     * (harness/census.c), e.g. "*::simt_decode_kernel<*, *::simt_fp32, 0>(*". */
+     * (harness/census.c), e.g. "*::simt_decode_kernel<*, false>(*". */
     const char *kernel;
     /* NULL, or: returns 1 if the golden file's model parameters are the ones the kernel
      * has built in (e.g. its tile = the model's kv_block); else 0 and why (a SKIP, never a

@@ -32,8 +32,8 @@ static void sass_help(FILE *f)
             "exit status: 0 ok, 2 bad usage or cuobjdump missing/failing.\n");
 }
 
-/* "void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)3, (anonymous namespace)::simt_fp32, 1>(dl_gpu_args_s,
- * int)" -> "simt_decode_kernel<128,e4m3,simt_fp32,1>" */
+/* "void (anonymous namespace)::simt_decode_kernel<128, (dl_dtype)3, true>(dl_gpu_args, int)"
+ * -> "simt_decode_kernel<128,e4m3,true>" */
 static void short_name(const char *name, char *buf, size_t n)
 {
     const char *p = name;
@@ -53,10 +53,6 @@ static void short_name(const char *name, char *buf, size_t n)
         if (*p == '<') depth++;
         if (*p == '>') depth--;
         if (*p == ' ') continue;
-        if (!strncmp(p, "(anonymous namespace)::", 23)) { /* a policy type among the template arguments */
-            p += 22;
-            continue;
-        }
         if (!strncmp(p, "(dl_dtype)", 10)) {
             int v = atoi(p + 10);
             const char *dn = (v >= 0 && v < DL_DTYPE_COUNT) ? dl_dtype_name((dl_dtype)v) : "?";
