@@ -114,7 +114,7 @@ LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
 .PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
-        test-gpu-sanitize test-san test-slurm
+        test-gpu-sanitize test-slurm
 all: $(BIN)
 
 help:
@@ -135,7 +135,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/gpu/%.o: gpu/%.cu
+# nvcc writes no dependency files here: every .cu object depends on every gpu/ header (and the
+# variant list), so an edit of a shared header (dl_dequant.cuh, dl_dispatch.cuh...) rebuilds the kernels.
+GPU_HDR := $(wildcard gpu/*.cuh gpu/*.h gpu/*.def) ref/dl_common.h
+$(BUILD)/gpu/%.o: gpu/%.cu $(GPU_HDR)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@ 2> $(BUILD)/gpu/$*.ptxas.txt || { cat $(BUILD)/gpu/$*.ptxas.txt; exit 1; }
 	@grep -iE 'warning|spill' $(BUILD)/gpu/$*.ptxas.txt | grep -v ' 0 bytes spill' || true

@@ -45,6 +45,8 @@
  * Run: decodelab run FILE.h5 --variants 'fp8*-mma' */
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
+#include "dl_dispatch.cuh"
+#include "dl_mma.cuh"
 #include "dl_paged.cuh"
 
 namespace {
@@ -68,26 +70,6 @@ template <int D> struct fp8_shape {
     static constexpr int SMEM = PIPE + 16 * QS + 16 * PS + (kWarps * 16 + 16 + 16) * 4;
     static constexpr int W = D / kWarps;  /* P*V columns per warp */
     static constexpr int E = W / 8;       /* n8 tiles per warp = bytes per token load */
-};
-
-template <dl_dtype KV> struct mma_fp8;
-template <> struct mma_fp8<DL_E4M3> {
-    static __device__ __forceinline__ void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-template <> struct mma_fp8<DL_E5M2> {
-    static __device__ __forceinline__ void run(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-    {
-        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
 };
 
 __device__ __forceinline__ uint32_t e4m3_sat(float x)
@@ -133,16 +115,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (len + kTile - 1) / kTile;
     dl_tile_loader<ROWB, kTile, S::NPT, 0, 0> ld(a.page_size);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles) {
-            ld.fetch(a, pages, s * kTile, min(kTile, len - s * kTile), tid, kThreads);
-            ld.issue(a, kvh, sK + s * kTile * ROWB, sV + s * kTile * ROWB, tid, kThreads);
-        }
-        dl_cp_async_commit();
-    }
-    if (STAGES - 1 < ntiles)
-        ld.fetch(a, pages, (STAGES - 1) * kTile, min(kTile, len - (STAGES - 1) * kTile), tid, kThreads);
+    ld.template prologue<STAGES>(a, pages, 0, len, ntiles, kvh, sK, sV, tid, kThreads);
 
     /* Q to e4m3, one scale per head (row): warp w quantizes rows w, w+4, w+8, w+12 */
     for (int row = warp; row < 16; row += kWarps) {
@@ -172,15 +145,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
     for (int it = 0; it < ntiles; it++) {
-        dl_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
-            const int nt = it + STAGES - 1, st = nt % STAGES;
-            if (nt < ntiles) ld.issue(a, kvh, sK + st * kTile * ROWB, sV + st * kTile * ROWB, tid, kThreads);
-            dl_cp_async_commit();
-            if (nt + 1 < ntiles)
-                ld.fetch(a, pages, (nt + 1) * kTile, min(kTile, len - (nt + 1) * kTile), tid, kThreads);
-        }
+        ld.template advance<STAGES>(a, pages, 0, len, ntiles, it, kvh, sK, sV, tid, kThreads);
         const int st = it % STAGES;
         const uint8_t *tk = sK + st * kTile * ROWB, *tv = sV + st * kTile * ROWB;
         const int nvalid = min(kTile, len - it * kTile);
@@ -200,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
             for (int n = 0; n < 2; n++) {
                 const uint8_t *krow = tk + (kbase + 8 * n + g) * ROWB + ks32 * 32;
                 const uint32_t b0 = *(const uint32_t *)(krow + 4 * c), b1 = *(const uint32_t *)(krow + 16 + 4 * c);
-                mma_fp8<KV>::run(PROMOTE > 0 ? part[n] : s[n], qa, b0, b1);
+                dl_mma16832_fp8<KV>(PROMOTE > 0 ? part[n] : s[n], qa, b0, b1);
             }
             if constexpr (PROMOTE > 0) {
                 if ((ks32 + 1) % PROMOTE == 0 || ks32 + 1 == KSTEPS) {
@@ -216,38 +181,11 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
         }
         /* scale in the model's order, mask, per-row max over the warp's tokens */
         float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int tok = kbase + n * 8 + 2 * c + (i & 1);
-                const float v = __fmul_rn(__fmul_rn(__fmul_rn(s[n][i], qs[i >> 1]), ks), sm);
-                s[n][i] = tok < nvalid ? v : -INFINITY;
-                mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
-            }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        }
-        if (c == 0) { sMax[warp * 16 + g] = mx[0]; sMax[warp * 16 + g + 8] = mx[1]; }
-        __syncthreads();
+        dl_mma_rows_mask_max(s, kbase + 2 * c, nvalid, mx,
+                             [&](float x, int r) { return __fmul_rn(__fmul_rn(__fmul_rn(x, qs[r]), ks), sm); });
         float f[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float tmax = sMax[g + 8 * r];
-#pragma unroll
-            for (int w = 1; w < kWarps; w++) tmax = fmaxf(tmax, sMax[w * 16 + g + 8 * r]);
-            const float m_new = fmaxf(m[r], tmax);
-            f[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            m[r] = m_new;
-            dsum[r] *= f[r];
-        }
-#pragma unroll
-        for (int e = 0; e < E; e++) {
-            oacc[e][0] *= f[0]; oacc[e][1] *= f[0];
-            oacc[e][2] *= f[1]; oacc[e][3] *= f[1];
-        }
+        dl_mma_rows_max<kWarps>(mx, sMax, warp, g, c, m, dsum, f);
+        dl_mma_rows_rescale<E>(oacc, f);
         /* P = exp(s - m): FP32 into the sum, e4m3(p * 448) into the P tile */
 #pragma unroll
         for (int n = 0; n < 2; n++)
@@ -285,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
                                         (byte_of(vr[3], e) << 24);
                     const uint32_t b1 = byte_of(vr[4], e) | (byte_of(vr[5], e) << 8) | (byte_of(vr[6], e) << 16) |
                                         (byte_of(vr[7], e) << 24);
-                    mma_fp8<KV>::run(PROMOTE > 0 ? pacc[e] : oacc[e], pa, b0, b1);
+                    dl_mma16832_fp8<KV>(PROMOTE > 0 ? pacc[e] : oacc[e], pa, b0, b1);
                 }
                 if constexpr (PROMOTE > 0) {
                     if ((kk + 1) % PROMOTE == 0 || kk + 1 == kTile / 32 || (kk + 1) * 32 >= nvalid) {
@@ -304,11 +242,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     dl_cp_async_wait<0>();
 
     /* the normalizer: each warp summed its own tokens; same max in every warp */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 1);
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 2);
-    }
+    dl_mma_rows_quad_sum(dsum);
     __syncthreads(); /* every warp is done with sMax of the last tile */
     if (c == 0) { sMax[warp * 16 + g] = dsum[0]; sMax[warp * 16 + g + 8] = dsum[1]; }
     __syncthreads();
@@ -334,41 +268,22 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
     }
 }
 
-template <int D, dl_dtype KV, int PROMOTE> static int launch_fp8(const dl_gpu_args *a)
-{
-    constexpr int smem = fp8_shape<D>::SMEM;
-    static bool smem_set = false; /* raise the dynamic limit once per instantiation */
-    if (!smem_set) {
-        DL_CUDA_CHECK(cudaFuncSetAttribute(fp8_mma_decode_kernel<D, KV, PROMOTE>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        smem_set = true;
-    }
-    dl_gpu_args one = *a; /* no split-KV: see the header comment */
-    one.num_splits = 1;
-    dim3 grid(1, a->num_kv_heads, a->batch_size);
-    fp8_mma_decode_kernel<D, KV, PROMOTE><<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(one);
-    DL_CUDA_CHECK_LAUNCH();
-    return 0;
-}
-
 template <int PROMOTE> static int dispatch_fp8(const dl_gpu_args *a)
 {
-#define DL_FP8_D(KV)                                                          \
-    switch (a->head_dim) {                                                    \
-    case 64: return launch_fp8<64, KV, PROMOTE>(a);                           \
-    case 128: return launch_fp8<128, KV, PROMOTE>(a);                         \
-    case 256: return launch_fp8<256, KV, PROMOTE>(a);                         \
-    default: break;                                                           \
-    }                                                                         \
-    break;
-    switch (a->kv_dtype) {
-    case DL_E4M3: DL_FP8_D(DL_E4M3)
-    case DL_E5M2: DL_FP8_D(DL_E5M2)
-    default: break;
-    }
-#undef DL_FP8_D
-    return dl_fail("decode_fp8_mma.cu: no kernel for head_dim=%d kv=%s promote=%d", a->head_dim,
-                   dl_dtype_name(a->kv_dtype), PROMOTE);
+    const char *who = PROMOTE ? "decode_fp8_mma.cu, fp8acc" : "decode_fp8_mma.cu, fp8";
+    return dl_dispatch<DL_KV_FP8>(a, false, who, [&](auto s) {
+        constexpr int D = decltype(s)::D;
+        constexpr dl_dtype KV = decltype(s)::KV;
+        constexpr int smem = fp8_shape<D>::SMEM;
+        constexpr auto kernel = fp8_mma_decode_kernel<D, KV, PROMOTE>;
+        DL_TRY(dl_smem_limit<kernel>(smem));
+        dl_gpu_args one = *a; /* no split-KV: see the header comment */
+        one.num_splits = 1;
+        dim3 grid(1, a->num_kv_heads, a->batch_size);
+        kernel<<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(one);
+        DL_CUDA_CHECK_LAUNCH();
+        return 0;
+    });
 }
 
 } // namespace

@@ -30,6 +30,8 @@
  * Run: decodelab run FILE.h5 --variants 'bf16-*-mma' --time */
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
+#include "dl_dispatch.cuh"
+#include "dl_mma.cuh"
 #include "dl_paged.cuh"
 
 namespace {
@@ -62,14 +64,6 @@ template <int D, dl_dtype KV> struct mma_shape {
     static constexpr int SMEM = (PIPE > MERGE ? PIPE : MERGE) + QFRAG + kWarps * 16 * 4;
 };
 
-__device__ __forceinline__ void mma_bf16(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* q as bf16 bits, as the model rounds it: bf16 Q as is, f16 Q rounded (RNE). */
 __device__ __forceinline__ float dl_q_bf16(const dl_gpu_args &a, size_t i)
 {
@@ -97,6 +91,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
 {
     using S = mma_shape<D, KV>;
     constexpr int ROWB = S::ROWB, KS = S::KSTRIDE, VS = S::VSTRIDE, STAGES = S::STAGES;
+    static_assert(KS == ROWB && VS == ROWB, "the tile loader's stages are kTile * ROWB bytes apart");
     constexpr int E = S::E, KSPB = S::KSPB, EV = S::EV, R = S::R;
     constexpr int NT = D / 8; /* n8 tiles of the output */
     constexpr int BIAS = dl_bf16_bias_log2<KV, FAST>();
@@ -123,16 +118,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     const int32_t *pages = a.kv_indices + a.kv_indptr[b];
     const int ntiles = (end - start + kTile - 1) / kTile;
     dl_tile_loader<ROWB, kTile, S::NPT, 1, 2> ld(a.page_size);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < ntiles) {
-            ld.fetch(a, pages, start + s * kTile, min(kTile, end - start - s * kTile), tid, kThreads);
-            ld.issue(a, kvh, sK + s * kTile * KS, sV + s * kTile * VS, tid, kThreads);
-        }
-        dl_cp_async_commit();
-    }
-    if (STAGES - 1 < ntiles)
-        ld.fetch(a, pages, start + (STAGES - 1) * kTile, min(kTile, end - start - (STAGES - 1) * kTile), tid, kThreads);
+    ld.template prologue<STAGES>(a, pages, start, end, ntiles, kvh, sK, sV, tid, kThreads);
 
     /* Q A-fragments, permuted: k-step ks covers head_dim elements
      * blk*4E + c*E + 4j + {0,1} (logical k 2c, 2c+1) and + {2,3} (2c+8, 2c+9). */
@@ -162,15 +148,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
     for (int it = 0; it < ntiles; it++) {
-        dl_cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
-            const int nt = it + STAGES - 1, st = nt % STAGES;
-            if (nt < ntiles) ld.issue(a, kvh, sK + st * kTile * KS, sV + st * kTile * VS, tid, kThreads);
-            dl_cp_async_commit();
-            if (nt + 1 < ntiles)
-                ld.fetch(a, pages, start + (nt + 1) * kTile, min(kTile, end - start - (nt + 1) * kTile), tid, kThreads);
-        }
+        ld.template advance<STAGES>(a, pages, start, end, ntiles, it, kvh, sK, sV, tid, kThreads);
         const int st = it % STAGES;
         const uint8_t *tk = sK + st * kTile * KS, *tv = sV + st * kTile * VS;
         const int nvalid = min(kTile, end - start - it * kTile);
@@ -190,43 +168,16 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
             for (int j = 0; j < KSPB; j++) {
                 const uint4 q4 = sQ[(blk * KSPB + j) * 32 + lane];
                 const uint32_t qa[4] = {q4.x, q4.y, q4.z, q4.w};
-                mma_bf16(s[0], qa, kb[0][2 * j], kb[0][2 * j + 1]);
-                mma_bf16(s[1], qa, kb[1][2 * j], kb[1][2 * j + 1]);
+                dl_mma16816<false>(s[0], qa, kb[0][2 * j], kb[0][2 * j + 1]);
+                dl_mma16816<false>(s[1], qa, kb[1][2 * j], kb[1][2 * j + 1]);
             }
         }
         /* scale, mask, per-row max over the warp's tokens */
         float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int tok = kbase + n * 8 + 2 * c + (i & 1);
-                s[n][i] = tok < nvalid ? s[n][i] * sk_b : -INFINITY;
-                mx[i >> 1] = fmaxf(mx[i >> 1], s[n][i]);
-            }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        }
-        if (c == 0) { sMax[warp * 16 + g] = mx[0]; sMax[warp * 16 + g + 8] = mx[1]; }
-        __syncthreads();
+        dl_mma_rows_mask_max(s, kbase + 2 * c, nvalid, mx, [&](float x, int) { return x * sk_b; });
         float f[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float tmax = sMax[g + 8 * r];
-#pragma unroll
-            for (int w = 1; w < kWarps; w++) tmax = fmaxf(tmax, sMax[w * 16 + g + 8 * r]);
-            const float m_new = fmaxf(m[r], tmax);
-            f[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            m[r] = m_new;
-            dsum[r] *= f[r];
-        }
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            acc[n][0] *= f[0]; acc[n][1] *= f[0];
-            acc[n][2] *= f[1]; acc[n][3] *= f[1];
-        }
+        dl_mma_rows_max<kWarps>(mx, sMax, warp, g, c, m, dsum, f);
+        dl_mma_rows_rescale<NT>(acc, f);
         /* P = exp(s - m): FP32 into the sum, BF16 into P*V */
         uint32_t pa[4];
 #pragma unroll
@@ -257,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
                 const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;
                 const uint32_t b0 = __byte_perm(vr[0][e / 2], vr[1][e / 2], sel);
                 const uint32_t b1 = __byte_perm(vr[2][e / 2], vr[3][e / 2], sel);
-                mma_bf16(acc[step * EV + e], pa, b0, b1);
+                dl_mma16816<false>(acc[step * EV + e], pa, b0, b1);
             }
         }
     }
@@ -265,11 +216,7 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     __syncthreads();
 
     /* combine the 4 warps: same running max, so sums add */
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 1);
-        dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 2);
-    }
+    dl_mma_rows_quad_sum(dsum);
     float *red = (float *)smem; /* [4 warps][16 rows][D + 1] */
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -303,44 +250,14 @@ __global__ void __launch_bounds__(kThreads, DL_MMA_MINB) mma_decode_kernel(const
     }
 }
 
-template <int D, dl_dtype KV, bool FAST> static int launch_mma(const dl_gpu_args *a)
-{
-    constexpr int smem = mma_shape<D, KV>::SMEM;
-    static bool smem_set = false; /* raise the dynamic limit once per instantiation */
-    if (!smem_set) {
-        DL_CUDA_CHECK(
-            cudaFuncSetAttribute(mma_decode_kernel<D, KV, FAST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        smem_set = true;
-    }
-    const int splits = a->num_splits < 1 ? 1 : a->num_splits;
-    const int chunk = dl_chunk_tokens(a, kTile);
-    dim3 grid(splits, a->num_kv_heads, a->batch_size);
-    mma_decode_kernel<D, KV, FAST><<<grid, kThreads, smem, (cudaStream_t)a->stream>>>(*a, chunk);
-    DL_CUDA_CHECK_LAUNCH();
-    if (splits > 1) DL_TRY(dl_gpu_launch_merge(a));
-    return 0;
-}
-
 template <bool FAST> static int dispatch_mma(const dl_gpu_args *a)
 {
-#define DL_MMA_D(KV)                                                          \
-    switch (a->head_dim) {                                                    \
-    case 64: return launch_mma<64, KV, FAST>(a);                              \
-    case 128: return launch_mma<128, KV, FAST>(a);                            \
-    case 256: return launch_mma<256, KV, FAST>(a);                            \
-    default: break;                                                           \
-    }                                                                         \
-    break;
-    switch (a->kv_dtype) {
-    case DL_E4M3: DL_MMA_D(DL_E4M3)
-    case DL_E5M2: DL_MMA_D(DL_E5M2)
-    case DL_F16: if (!FAST) { DL_MMA_D(DL_F16) } break;
-    case DL_BF16: if (!FAST) { DL_MMA_D(DL_BF16) } break;
-    default: break;
-    }
-#undef DL_MMA_D
-    return dl_fail("decode_mma.cu: no kernel for head_dim=%d kv=%s fast=%d", a->head_dim,
-                   dl_dtype_name(a->kv_dtype), (int)FAST);
+    const char *who = FAST ? "decode_mma.cu, fast" : "decode_mma.cu, cast";
+    return dl_dispatch<DL_KV_ALL>(a, !FAST, who, [&](auto s) {
+        constexpr int D = decltype(s)::D;
+        constexpr dl_dtype KV = decltype(s)::KV;
+        return dl_launch_split_kv<mma_decode_kernel<D, KV, FAST>>(a, kThreads, mma_shape<D, KV>::SMEM, kTile);
+    });
 }
 
 } // namespace

@@ -14,10 +14,11 @@
  *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
  *  - P goes from the S accumulator to the B operand of O^T += V^T P with
  *    movmatrix (an 8x8 transpose in registers);
- *  - the dequant is a policy with three values: scalar cast (one code at a time,
- *    the reference CUDA-core decode's conversion), the four-at-a-time bit trick,
- *    and the packed hardware conversion cvt.rn.f16x2.e4m3x2 (hw; the MMAs then
- *    run in f16, which holds every e4m3/e5m2 value exactly);
+ *  - the dequant is a policy with three values (dl_fp8_dq of gpu/dl_dequant.cuh):
+ *    scalar cast (one code at a time, the reference CUDA-core decode's conversion),
+ *    the four-at-a-time bit trick, and the packed hardware conversion
+ *    cvt.rn.f16x2.e4m3x2 (hw; the MMAs then run in f16, which holds every
+ *    e4m3/e5m2 value exactly);
  *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
  *    skipped when no running max of the warp rose;
  *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
@@ -39,12 +40,13 @@
 
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
+#include "dl_dispatch.cuh"
+#include "dl_mma.cuh"
 #include "dl_plan.h"
 
 namespace {
 
 constexpr int kTile = 64;
-enum { DQ_CAST = 0, DQ_FAST = 1, DQ_HW = 2 };
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
@@ -118,54 +120,6 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t *r)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
-
-/* m16n8k16, FP32 accumulate; F16 selects f16 operands, else bf16. */
-template <bool F16> __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, const uint32_t *b)
-{
-    if constexpr (F16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/* ------------------------------------------------------------ dequant policy */
-
-/* Four FP8 codes (little-endian in w) -> two 16-bit pairs: lo = codes 0,1,
- * hi = codes 2,3, in the MMA operand type of the policy. */
-template <dl_dtype KV, int DQ> struct fp8_policy;
-template <dl_dtype KV> struct fp8_policy<KV, DQ_CAST> {
-    static constexpr bool F16 = false;
-    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
-    {
-        lo = dl_pack_bf16x2(dl_cast_fp8<KV>(w & 0xFFu), dl_cast_fp8<KV>((w >> 8) & 0xFFu));
-        hi = dl_pack_bf16x2(dl_cast_fp8<KV>((w >> 16) & 0xFFu), dl_cast_fp8<KV>(w >> 24));
-    }
-};
-template <dl_dtype KV> struct fp8_policy<KV, DQ_FAST> {
-    static constexpr bool F16 = false;
-    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
-    {
-        dl_fast_fp8x4_bf16<KV>(w, lo, hi);
-    }
-};
-template <dl_dtype KV> struct fp8_policy<KV, DQ_HW> {
-    static constexpr bool F16 = true;
-    __device__ __forceinline__ static void cvt4(uint32_t w, uint32_t &lo, uint32_t &hi)
-    {
-        __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xFFFFu),
-                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
-        __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w >> 16),
-                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
-        lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
-        hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
-    }
-};
 
 /* Pack two floats (already rounded to bf16 values where the model says so) into
  * the operand type. */
@@ -246,9 +200,9 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     using SH = stream_shape<D, ES>;
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr bool FP8 = ES == 1;
-    using POL = fp8_policy<FP8 ? KV : DL_E4M3, DQ>;
+    using POL = dl_fp8_dq<FP8 ? KV : DL_E4M3, DQ>;
     constexpr bool F16 = FP8 ? POL::F16 : false;
-    constexpr int BIAS = FP8 ? dl_bf16_bias_log2<KV, DQ == DQ_FAST>() : 0;
+    constexpr int BIAS = dl_bf16_bias_log2<KV, DQ>();
     constexpr float kHalfBias = (float)(1ull << (BIAS - BIAS / 2));
     constexpr float kQMul = (float)(1ull << (BIAS / 2)), kPMul = kQMul;
     constexpr int MT = D / 16; /* m-tiles of O^T (dims), also k-steps of S */
@@ -281,6 +235,15 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         const int rows = ps < kTile ? ps : kTile; /* box rows */
         const uint32_t copy_bytes = (uint32_t)(SW * rows);
         int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+        /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
+        auto start_segment = [&](int w, int k) {
+            const int t = seg_task[k], b = t / Hkv;
+            ckvh[w] = t % Hkv;
+            clen[w] = dl_seq_len(a, b);
+            cpb[w] = a.kv_indptr[b];
+            ctile[w] = seg_t0[k];
+            ct1[w] = seg_t1[k];
+        };
 #pragma unroll
         for (int w = 0; w < W; w++) {
             const int slot = blockIdx.x * W + w;
@@ -288,14 +251,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             kend[w] = slot_ptr[slot + 1];
             cj[w] = 0;
             ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-            if (ck[w] < kend[w]) {
-                const int t = seg_task[ck[w]], b = t / Hkv;
-                ckvh[w] = t % Hkv;
-                clen[w] = dl_seq_len(a, b);
-                cpb[w] = a.kv_indptr[b];
-                ctile[w] = seg_t0[ck[w]];
-                ct1[w] = seg_t1[ck[w]];
-            }
+            if (ck[w] < kend[w]) start_segment(w, ck[w]);
         }
         for (;;) {
             bool any = false;
@@ -327,14 +283,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     }
                 }
                 cj[w]++;
-                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
-                    const int t = seg_task[ck[w]], b = t / Hkv;
-                    ckvh[w] = t % Hkv;
-                    clen[w] = dl_seq_len(a, b);
-                    cpb[w] = a.kv_indptr[b];
-                    ctile[w] = seg_t0[ck[w]];
-                    ct1[w] = seg_t1[ck[w]];
-                }
+                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
             }
             if (!any) break;
         }
@@ -431,10 +380,11 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 #pragma unroll
                         for (int wi = 0; wi < 4; wi++) {
                             uint32_t af[4];
-                            POL::cvt4(w0[wi], af[0], af[2]);
-                            POL::cvt4(w1[wi], af[1], af[3]);
+                            POL::x4(w0[wi], af[0], af[2]);
+                            POL::x4(w1[wi], af[1], af[3]);
 #pragma unroll
-                            for (int nt = 0; nt < NT; nt++) mma16816<F16>(s[mt][nt], af, qf[nt][q * 4 + wi]);
+                            for (int nt = 0; nt < NT; nt++)
+                                dl_mma16816<F16>(s[mt][nt], af, qf[nt][q * 4 + wi][0], qf[nt][q * 4 + wi][1]);
                         }
                     }
                 } else {
@@ -448,7 +398,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                             for (int i = 0; i < 4; i++) af[i] = h2_to_bf2(af[i]);
                         }
 #pragma unroll
-                        for (int nt = 0; nt < NT; nt++) mma16816<F16>(s[mt][nt], af, qf[nt][ks]);
+                        for (int nt = 0; nt < NT; nt++) dl_mma16816<F16>(s[mt][nt], af, qf[nt][ks][0], qf[nt][ks][1]);
                     }
                 }
             }
@@ -554,14 +504,14 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 #pragma unroll
                     for (int q = 0; q < VW; q++) {
                         uint32_t a0[4], a1[4];
-                        POL::cvt4(__byte_perm(w[0][q], w[1][q], 0x5140), a0[0], a0[1]);
-                        POL::cvt4(__byte_perm(w[2][q], w[3][q], 0x5140), a0[2], a0[3]);
-                        POL::cvt4(__byte_perm(w[0][q], w[1][q], 0x7362), a1[0], a1[1]);
-                        POL::cvt4(__byte_perm(w[2][q], w[3][q], 0x7362), a1[2], a1[3]);
+                        POL::x4(__byte_perm(w[0][q], w[1][q], 0x5140), a0[0], a0[1]);
+                        POL::x4(__byte_perm(w[2][q], w[3][q], 0x5140), a0[2], a0[3]);
+                        POL::x4(__byte_perm(w[0][q], w[1][q], 0x7362), a1[0], a1[1]);
+                        POL::x4(__byte_perm(w[2][q], w[3][q], 0x7362), a1[2], a1[3]);
 #pragma unroll
                         for (int nt = 0; nt < NT; nt++) {
-                            mma16816<F16>(acc[2 * q][nt], a0, pb[kk][nt]);
-                            mma16816<F16>(acc[2 * q + 1][nt], a1, pb[kk][nt]);
+                            dl_mma16816<F16>(acc[2 * q][nt], a0, pb[kk][nt][0], pb[kk][nt][1]);
+                            dl_mma16816<F16>(acc[2 * q + 1][nt], a1, pb[kk][nt][0], pb[kk][nt][1]);
                         }
                     }
                 } else {
@@ -582,7 +532,8 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                             for (int e = 0; e < 4; e++) af[e] = h2_to_bf2(af[e]);
                         }
 #pragma unroll
-                        for (int nt = 0; nt < NT; nt++) mma16816<F16>(acc[i][nt], af, pb[kk][nt]);
+                        for (int nt = 0; nt < NT; nt++)
+                            dl_mma16816<F16>(acc[i][nt], af, pb[kk][nt][0], pb[kk][nt][1]);
                     }
                 }
             }
@@ -690,7 +641,7 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
     /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; default 128: with 256 the
-     * NHD 128-byte rows of one head pulled their neighbour's too, 402 vs 307 us, gpu/NOTES.md) */
+     * NHD 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md log #7) */
     CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
     if (const char *e = getenv("DL_STREAM_L2PROMO")) {
         const int v = atoi(e);
@@ -712,12 +663,8 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
 {
     constexpr int ES = dl_kv_size<KV>::value;
     using SH = stream_shape<D, ES>;
-    auto kern = stream_decode_kernel<D, KV, DQ, NT>;
-    static bool smem_set = false;
-    if (!smem_set) {
-        DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SH::SMEM));
-        smem_set = true;
-    }
+    constexpr auto kern = stream_decode_kernel<D, KV, DQ, NT>;
+    DL_TRY(dl_smem_limit<kern>(SH::SMEM));
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
     if (!pl || pl->warps != SH::W)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d warps, kernel has %d): call "
@@ -741,28 +688,14 @@ static int shape_warps(int D, int es)
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 {
-    const int G = a->num_qo_heads / a->num_kv_heads;
-#define DL_STREAM_NT(D, KV)                                                 \
-    return G <= 8 ? launch_stream<D, KV, DQ, 1>(a) : launch_stream<D, KV, DQ, 2>(a);
-#define DL_STREAM_D(KV)                                                     \
-    switch (a->head_dim) {                                                  \
-    case 64: DL_STREAM_NT(64, KV)                                           \
-    case 128: DL_STREAM_NT(128, KV)                                         \
-    case 256: DL_STREAM_NT(256, KV)                                         \
-    default: break;                                                         \
-    }                                                                       \
-    break;
-    switch (a->kv_dtype) {
-    case DL_E4M3: DL_STREAM_D(DL_E4M3)
-    case DL_E5M2: DL_STREAM_D(DL_E5M2)
-    case DL_F16: if (DQ == DQ_CAST) { DL_STREAM_D(DL_F16) } break;
-    case DL_BF16: if (DQ == DQ_CAST) { DL_STREAM_D(DL_BF16) } break;
-    default: break;
-    }
-#undef DL_STREAM_D
-#undef DL_STREAM_NT
-    return dl_fail("decode_stream.cu: no kernel for head_dim=%d kv=%s dequant=%d", a->head_dim,
-                   dl_dtype_name(a->kv_dtype), DQ);
+    const char *who = DQ == DL_DQ_CAST   ? "decode_stream.cu, cast"
+                      : DQ == DL_DQ_FAST ? "decode_stream.cu, fast"
+                                         : "decode_stream.cu, hw";
+    return dl_dispatch<DL_KV_ALL>(a, DQ == DL_DQ_CAST, who, [&](auto s) {
+        return dl_dispatch_group_n8(a, [&](auto nt) {
+            return launch_stream<decltype(s)::D, decltype(s)::KV, DQ, decltype(nt)::value>(a);
+        });
+    });
 }
 
 } // namespace
@@ -830,6 +763,6 @@ extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-extern "C" int dl_launch_bf16_cast_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_CAST>(a); }
-extern "C" int dl_launch_bf16_fast_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_FAST>(a); }
-extern "C" int dl_launch_bf16_hw_stream(const dl_gpu_args *a) { return dispatch_stream<DQ_HW>(a); }
+extern "C" int dl_launch_bf16_cast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_CAST>(a); }
+extern "C" int dl_launch_bf16_fast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_FAST>(a); }
+extern "C" int dl_launch_bf16_hw_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_HW>(a); }

@@ -15,13 +15,7 @@
 
 #include "../ref/dl_common.h"
 #include "dl_bench.h"
-
-#define DL_CUDA_TRY(call)                                                                               \
-    do {                                                                                                \
-        cudaError_t dl_e_ = (call);                                                                     \
-        if (dl_e_ != cudaSuccess)                                                                       \
-            return dl_fail("%s failed: %s (%s:%d)", #call, cudaGetErrorString(dl_e_), __FILE__, __LINE__); \
-    } while (0)
+#include "dl_cuda.cuh"
 
 /* ------------------------------------------------------------ device info */
 
@@ -29,28 +23,28 @@ extern "C" int dl_bench_device_info(dl_device_info *info)
 {
     memset(info, 0, sizeof *info);
     int dev = 0, v = 0;
-    DL_CUDA_TRY(cudaGetDevice(&dev));
+    DL_CUDA_CHECK(cudaGetDevice(&dev));
     info->device = dev;
     cudaDeviceProp prop;
-    DL_CUDA_TRY(cudaGetDeviceProperties(&prop, dev));
+    DL_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     snprintf(info->name, sizeof info->name, "%s", prop.name);
-    DL_CUDA_TRY(cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev));
+    DL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev));
     info->cc_major = prop.major;
     info->cc_minor = prop.minor;
-    DL_CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
     info->sm_count = v;
-    DL_CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev));
     info->l2_bytes = v;
-    DL_CUDA_TRY(cudaDeviceGetAttribute(&info->sm_clock_khz_max, cudaDevAttrClockRate, dev));
-    DL_CUDA_TRY(cudaDeviceGetAttribute(&info->mem_clock_khz_max, cudaDevAttrMemoryClockRate, dev));
-    DL_CUDA_TRY(cudaDeviceGetAttribute(&info->mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&info->sm_clock_khz_max, cudaDevAttrClockRate, dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&info->mem_clock_khz_max, cudaDevAttrMemoryClockRate, dev));
+    DL_CUDA_CHECK(cudaDeviceGetAttribute(&info->mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
     info->theoretical_gbps = 2.0 * info->mem_clock_khz_max * 1e3 * (info->mem_bus_bits / 8.0) / 1e9;
     size_t fr = 0, tot = 0;
-    DL_CUDA_TRY(cudaMemGetInfo(&fr, &tot));
+    DL_CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
     info->free_mem = (int64_t)fr;
     info->total_mem = (int64_t)tot;
-    DL_CUDA_TRY(cudaDriverGetVersion(&info->driver_version));
-    DL_CUDA_TRY(cudaRuntimeGetVersion(&info->runtime_version));
+    DL_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
+    DL_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
     return 0;
 }
 
@@ -164,8 +158,8 @@ extern "C" int dl_dev_download(void *dst, const void *src, size_t bytes, const c
 
 extern "C" int dl_dev_poison(void *p, size_t bytes, void *stream)
 {
-    DL_CUDA_TRY(cudaMemsetAsync(p, 0xFF, bytes, (cudaStream_t)stream));
-    DL_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
+    DL_CUDA_CHECK(cudaMemsetAsync(p, 0xFF, bytes, (cudaStream_t)stream));
+    DL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     return 0;
 }
 
@@ -263,14 +257,13 @@ extern "C" int64_t dl_bench_flush_bytes(const dl_bench *b)
     return (int64_t)(b->flush_mode == DL_FLUSH_READ ? b->rflush_bytes : b->flush_bytes);
 }
 
-/* The read flush: a grid-stride read with 16-byte loads, 8 in flight per
- * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
- * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
- * eviction priority) instead of .cs: evict-first lines would mostly
- * replace one another and leave the previous contents of L2 in place. The xor
- * is stored only if it equals an unlikely key (nothing is written in practice). */
-__global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
-                                                            unsigned *sink)
+/* A grid-stride read of n16 16-byte words, 8 independent loads in flight per
+ * thread: ld.global.cg (CG, cached in L2 with the normal eviction priority) or
+ * ld.global.cs (streaming, evict-first). The xor of everything is stored only if it
+ * equals an unlikely key, so the loads cannot be removed and nothing is written in
+ * practice. The body of the read flush and of the peak calibration. */
+template <bool CG>
+__device__ __forceinline__ void dl_stream_read(const uint4 *__restrict__ p, size_t n16, unsigned key, unsigned *sink)
 {
     const int U = 8;
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -279,15 +272,27 @@ __global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__re
     for (; i + (U - 1) * stride < n16; i += U * stride) {
         uint4 v[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) v[u] = __ldcg(p + i + u * stride);
+        for (int u = 0; u < U; u++) v[u] = CG ? __ldcg(p + i + u * stride) : __ldcs(p + i + u * stride);
 #pragma unroll
         for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n16; i += stride) {
-        uint4 v = __ldcg(p + i);
+        uint4 v = CG ? __ldcg(p + i) : __ldcs(p + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (acc == key) sink[0] = acc;
+}
+
+/* The read flush: dl_stream_read with 16-byte loads, 8 in flight per
+ * thread (min 4 CTAs per SM: ptxas then issues all 8 before the first use),
+ * like dl_read_bw_kernel but with ld.global.cg (cached in L2 with the normal
+ * eviction priority) instead of .cs: evict-first lines would mostly
+ * replace one another and leave the previous contents of L2 in place. The xor
+ * is stored only if it equals an unlikely key (nothing is written in practice). */
+__global__ void __launch_bounds__(256, 4) dl_flush_read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key,
+                                                            unsigned *sink)
+{
+    dl_stream_read<true>(p, n16, key, sink);
 }
 
 extern "C" int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode)
@@ -297,7 +302,7 @@ extern "C" int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode)
         /* 4x L2: twice the write flush, since a read leaves nothing dirty to push the old lines out */
         size_t bytes = 2 * b->flush_bytes;
         int per_sm = 0;
-        DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dl_flush_read_kernel, 256, 0));
+        DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dl_flush_read_kernel, 256, 0));
         if (per_sm < 1) return dl_fail("L2 flush: the read-flush kernel fits no CTA on an SM");
         cudaError_t e = cudaMalloc(&b->rflush, bytes);
         if (e != cudaSuccess) {
@@ -309,8 +314,8 @@ extern "C" int dl_bench_set_flush(dl_bench *b, dl_flush_mode mode)
         b->rflush_blocks = per_sm * b->sm_count;
         /* a fixed non-zero pattern, written once; the dirty lines it leaves are pushed
          * out by the first read flush, before anything is timed */
-        DL_CUDA_TRY(cudaMemsetAsync(b->rflush, 0x5A, bytes, b->stream));
-        DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
+        DL_CUDA_CHECK(cudaMemsetAsync(b->rflush, 0x5A, bytes, b->stream));
+        DL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
     }
     b->flush_mode = mode;
     return 0;
@@ -323,12 +328,12 @@ extern "C" int dl_bench_flush_l2(dl_bench *b)
     if (b->flush_mode == DL_FLUSH_READ) {
         dl_flush_read_kernel<<<b->rflush_blocks, 256, 0, b->stream>>>((const uint4 *)b->rflush, b->rflush_bytes / 16,
                                                                       0x9E3779B9u, b->sink);
-        DL_CUDA_TRY(cudaGetLastError());
+        DL_CUDA_CHECK(cudaGetLastError());
         return 0;
     }
     /* A different byte each time, so no pass writes what is already there. */
     int value = (int)(1 + (b->flush_count++ % 254));
-    DL_CUDA_TRY(cudaMemsetAsync(b->flush, value, b->flush_bytes, b->stream));
+    DL_CUDA_CHECK(cudaMemsetAsync(b->flush, value, b->flush_bytes, b->stream));
     return 0;
 }
 
@@ -336,15 +341,15 @@ static int before_sample(dl_bench *b, int flush)
 {
     if (flush) return dl_bench_flush_l2(b);
     dl_spin_kernel<<<1, 1, 0, b->stream>>>(b->spin_cycles);
-    DL_CUDA_TRY(cudaGetLastError());
+    DL_CUDA_CHECK(cudaGetLastError());
     return 0;
 }
 
 static int elapsed(dl_bench *b, double *sec)
 {
-    DL_CUDA_TRY(cudaEventSynchronize(b->stop));
+    DL_CUDA_CHECK(cudaEventSynchronize(b->stop));
     float ms = 0;
-    DL_CUDA_TRY(cudaEventElapsedTime(&ms, b->start, b->stop));
+    DL_CUDA_CHECK(cudaEventElapsedTime(&ms, b->start, b->stop));
     *sec = 1e-3 * (double)ms;
     return 0;
 }
@@ -352,10 +357,10 @@ static int elapsed(dl_bench *b, double *sec)
 extern "C" int dl_bench_time_launch(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int flush, double *sec)
 {
     DL_TRY(before_sample(b, flush));
-    DL_CUDA_TRY(cudaEventRecord(b->start, b->stream));
+    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
     DL_TRY(fn(a));
-    DL_CUDA_TRY(cudaGetLastError());
-    DL_CUDA_TRY(cudaEventRecord(b->stop, b->stream));
+    DL_CUDA_CHECK(cudaGetLastError());
+    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
     return elapsed(b, sec);
 }
 
@@ -366,8 +371,8 @@ extern "C" int dl_bench_graph_capture(dl_bench *b, dl_launch_fn fn, const dl_gpu
         cudaGraphExecDestroy(b->graph_exec);
         b->graph_exec = NULL;
     }
-    DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
-    DL_CUDA_TRY(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeRelaxed));
+    DL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    DL_CUDA_CHECK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeRelaxed));
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) rc = fn(a);
     cudaGraph_t g = NULL;
@@ -385,8 +390,8 @@ extern "C" int dl_bench_graph_capture(dl_bench *b, dl_launch_fn fn, const dl_gpu
     }
     b->graph_n = n;
     /* one untimed replay: uploads the graph */
-    DL_CUDA_TRY(cudaGraphLaunch(b->graph_exec, b->stream));
-    DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
+    DL_CUDA_CHECK(cudaGraphLaunch(b->graph_exec, b->stream));
+    DL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
     return 0;
 }
 
@@ -394,9 +399,9 @@ extern "C" int dl_bench_time_graph(dl_bench *b, int flush, double *sec_per_launc
 {
     if (!b->graph_exec) return dl_fail("graph: no graph captured (call dl_bench_graph_capture first)");
     DL_TRY(before_sample(b, flush));
-    DL_CUDA_TRY(cudaEventRecord(b->start, b->stream));
-    DL_CUDA_TRY(cudaGraphLaunch(b->graph_exec, b->stream));
-    DL_CUDA_TRY(cudaEventRecord(b->stop, b->stream));
+    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
+    DL_CUDA_CHECK(cudaGraphLaunch(b->graph_exec, b->stream));
+    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
     double s = 0;
     DL_TRY(elapsed(b, &s));
     *sec_per_launch = s / b->graph_n;
@@ -405,27 +410,11 @@ extern "C" int dl_bench_time_graph(dl_bench *b, int flush, double *sec_per_launc
 
 /* ------------------------------------------------------------ calibration */
 
-/* Streaming read, 16-byte loads, 8 independent loads in flight per thread.
- * The xor of everything is stored only if it equals an unlikely key, so the
- * loads cannot be removed and nothing is written in practice. */
+/* Streaming read (dl_stream_read with ld.global.cs), 16-byte loads, 8 independent
+ * loads in flight per thread. */
 __global__ void dl_read_bw_kernel(const uint4 *__restrict__ p, size_t n16, unsigned key, unsigned *sink)
 {
-    const int U = 8;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned acc = 0;
-    for (; i + (U - 1) * stride < n16; i += U * stride) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u] = __ldcs(p + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < n16; i += stride) {
-        uint4 v = __ldcs(p + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == key) sink[0] = acc;
+    dl_stream_read<false>(p, n16, key, sink);
 }
 
 static int cmp_d(const void *x, const void *y)
@@ -717,7 +706,7 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
         if (!*per_sm) {
             const void *fn =
                 check ? (const void *)dl_read_contig_kernel<true> : (const void *)dl_read_contig_kernel<false>;
-            DL_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, fn, DL_RR_THREADS, 0));
+            DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, fn, DL_RR_THREADS, 0));
             if (*per_sm < 1) return dl_fail("read reference: the contiguous reader fits no CTA on an SM");
         }
         /* every CTA resident at once (a grid-stride loop with a second wave would end late) */
@@ -799,9 +788,9 @@ extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t tot
     dl_rr_plan pl;
     DL_TRY(rr_plan(b, a, total_tokens, order, 0, &pl));
     DL_TRY(before_sample(b, flush));
-    DL_CUDA_TRY(cudaEventRecord(b->start, b->stream));
+    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
     DL_TRY(rr_launch(b, a, &pl, NULL));
-    DL_CUDA_TRY(cudaEventRecord(b->stop, b->stream));
+    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
     return elapsed(b, sec);
 }
 
@@ -819,11 +808,11 @@ extern "C" int dl_bench_read_check(dl_bench *b, const dl_gpu_args *a, int64_t to
             return dl_fail("read reference: cudaMalloc of the check counters failed: %s", cudaGetErrorString(e));
         }
     }
-    DL_CUDA_TRY(cudaMemsetAsync(b->check, 0, sizeof *b->check, b->stream));
+    DL_CUDA_CHECK(cudaMemsetAsync(b->check, 0, sizeof *b->check, b->stream));
     DL_TRY(rr_launch(b, a, &pl, b->check));
     dl_rr_check h;
-    DL_CUDA_TRY(cudaStreamSynchronize(b->stream));
-    DL_CUDA_TRY(cudaMemcpy(&h, b->check, sizeof h, cudaMemcpyDeviceToHost));
+    DL_CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    DL_CUDA_CHECK(cudaMemcpy(&h, b->check, sizeof h, cudaMemcpyDeviceToHost));
     *bytes_read = (int64_t)h.bytes;
     *xor_fold = h.xor_fold;
     return 0;

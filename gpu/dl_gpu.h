@@ -59,22 +59,30 @@ typedef int (*dl_launch_fn)(const dl_gpu_args *a);
  * reason when 0 goes to dl_last_error(). */
 int dl_gpu_device_count(void);
 
-/* Split-KV heuristic: how many chunks per sequence so that the
- * batch * num_kv_heads * splits CTAs fill the GPU (132 SMs on an H200), while
- * each chunk keeps >= 256 tokens of a->max_seq_len. 1 = no split. Reads only
- * the shape fields of a (no device access). */
-int dl_gpu_choose_splits(const dl_gpu_args *a);
+/* The SM count of the current device (cudaDevAttrMultiProcessorCount: a MIG
+ * instance reports its own); 0 when there is no device or the build has no CUDA
+ * (no error recorded). */
+int dl_gpu_sm_count(void);
 
-/* The launchers of gpu/decode_simt.cu and gpu/decode_mma.cu (registry rows).
- * Each runs the kernel and, when a->num_splits > 1, the LSE merge. */
-int dl_launch_fp32_cast_simt(const dl_gpu_args *a);
-int dl_launch_fp32_fast_simt(const dl_gpu_args *a);
-int dl_launch_bf16_cast_mma(const dl_gpu_args *a);
-int dl_launch_bf16_fast_mma(const dl_gpu_args *a);
-/* gpu/decode_stream.cu: the streaming family and its plan function */
-int dl_launch_bf16_cast_stream(const dl_gpu_args *a);
-int dl_launch_bf16_fast_stream(const dl_gpu_args *a);
-int dl_launch_bf16_hw_stream(const dl_gpu_args *a);
+/* Split-KV heuristic: how many chunks per sequence so that the
+ * batch * num_kv_heads * splits CTAs fill num_sms SMs (dl_gpu_sm_count(), or the
+ * results' device_sm_count), while each chunk keeps >= 256 tokens of
+ * a->max_seq_len. 1 = no split, and always 1 when num_sms <= 0 (no device). Reads
+ * only the shape fields of a (no device access). */
+int dl_gpu_choose_splits(const dl_gpu_args *a, int num_sms);
+
+/* The launchers, one per row of gpu/dl_variants.def that has a kernel:
+ * int dl_launch_<id>(const dl_gpu_args *a). Each enqueues its kernel(s) on a->stream
+ * (and, for split-KV launches with a->num_splits > 1, the LSE merge). */
+#define DL_VARIANT(id, name, compute, dequant, unit, model, has_kernel, ...) DL_DECLARE_LAUNCH_##has_kernel(id)
+#define DL_DECLARE_LAUNCH_1(id) int dl_launch_##id(const dl_gpu_args *a);
+#define DL_DECLARE_LAUNCH_0(id)
+#include "dl_variants.def"
+#undef DL_VARIANT
+#undef DL_DECLARE_LAUNCH_1
+#undef DL_DECLARE_LAUNCH_0
+
+/* gpu/decode_stream.cu: the plan function of the streaming family */
 int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-/* dl_paged.cuh - the paged-KV walk shared by every decode kernel: copy one tile
+/* dl_paged.cuh - the paged-KV walk shared by the cp.async kernels: copy one tile
  * of T tokens of one KV head (K and V rows of D elements, ROWB bytes each) from
  * the CSR page table into shared memory with 16-byte cp.async, and the online-
  * softmax state merge used at the end of a CTA and by the split-KV merge.
@@ -11,12 +11,11 @@
  * offset. Rows at or past nvalid are zero-filled (never read from memory), so a
  * kernel may multiply them by p = 0 without meeting the poison in unused slots.
  *
- * Tried and dropped (H200, 2026-11-30, same-machine A/B): page ids from a 4 KB
- * shared-memory window loaded once per CTA instead of the global loads one tile
- * ahead. No gain on the issue-3 configurations (llama3-8B e4m3 bf16-fast-mma
- * 67.0 vs 67.7 us without it), so the page-table load does not pace the loop;
- * its extra registers cost the SIMT kernel its third CTA per SM (see
- * decode_simt.cu). */
+ * The loader also runs the multi-stage pipeline (prologue(), advance()) of the
+ * cp.async kernels: decode_simt.cu, decode_mma.cu, decode_fp8_mma.cu.
+ * Tried and dropped: page ids from a shared-memory window loaded once per CTA
+ * instead of the global loads one tile ahead (no gain, and its registers cost the
+ * SIMT kernel its third CTA per SM: gpu/NOTES.md, log #5). */
 #ifndef DL_PAGED_CUH
 #define DL_PAGED_CUH
 
@@ -82,6 +81,39 @@ template <int ROWB, int T, int NPT, int KSWZ, int VSWZ> struct dl_tile_loader {
                 dl_cp_async16(sV + dl_swz<ROWB, VSWZ>(row, ch), gv + off, bytes);
             }
         }
+    }
+
+    /* The S-stage pipeline over the ntiles tiles of tokens [start, end) of one request and
+     * KV head, stage s at sK + s * T * ROWB (and sV + ...). prologue(): tiles 0..S-2
+     * issued, one commit group each (empty past the last tile), the page ids of tile
+     * S-1 fetched. */
+    template <int S>
+    __device__ __forceinline__ void prologue(const dl_gpu_args &a, const int32_t *pages, int start, int end, int ntiles,
+                                             int head, uint8_t *sK, uint8_t *sV, int tid, int nthreads)
+    {
+#pragma unroll
+        for (int s = 0; s < S - 1; s++) {
+            if (s < ntiles) {
+                fetch(a, pages, start + s * T, min(T, end - start - s * T), tid, nthreads);
+                issue(a, head, sK + s * T * ROWB, sV + s * T * ROWB, tid, nthreads);
+            }
+            dl_cp_async_commit();
+        }
+        if (S - 1 < ntiles) fetch(a, pages, start + (S - 1) * T, min(T, end - start - (S - 1) * T), tid, nthreads);
+    }
+    /* At the top of tile it: wait until tile it has landed and every thread is done with
+     * tile it - 1, then issue tile it + S - 1 into the stage that tile it - 1 used (one
+     * commit group, empty past the last tile) and fetch the page ids of tile it + S. */
+    template <int S>
+    __device__ __forceinline__ void advance(const dl_gpu_args &a, const int32_t *pages, int start, int end, int ntiles,
+                                            int it, int head, uint8_t *sK, uint8_t *sV, int tid, int nthreads)
+    {
+        dl_cp_async_wait<S - 2>();
+        __syncthreads();
+        const int nt = it + S - 1, st = nt % S;
+        if (nt < ntiles) issue(a, head, sK + st * T * ROWB, sV + st * T * ROWB, tid, nthreads);
+        dl_cp_async_commit();
+        if (nt + 1 < ntiles) fetch(a, pages, start + (nt + 1) * T, min(T, end - start - (nt + 1) * T), tid, nthreads);
     }
 };
 

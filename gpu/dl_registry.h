@@ -1,6 +1,7 @@
 /* dl_registry.h - the static registry of decode variants: one row per variant.
  * Names are <compute>-<dequant>-<unit>, the same string in the CLI, results
- * and plots. Adding a variant is adding a row (gpu/registry.c) and a kernel. */
+ * and plots. Adding a variant is adding a row to gpu/dl_variants.def (which
+ * gpu/registry.c and gpu/dl_gpu.h both expand) and a kernel. */
 #ifndef DL_REGISTRY_H
 #define DL_REGISTRY_H
 
@@ -17,7 +18,11 @@ typedef enum { DL_COMPUTE_FP32 = 0, DL_COMPUTE_BF16, DL_COMPUTE_FP8 } dl_compute
 typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST, DL_DEQUANT_NONE, DL_DEQUANT_HW } dl_dequant;
 /* MMA: mma.sync with the GQA heads as M rows, cp.async tiles, one CTA per (request, KV head);
  * STREAM: mma.sync with tokens as M and heads as N, a bulk-copy (TMA) producer warp and the
- * balanced plan of gpu/plan.c (gpu/decode_stream.cu) */
+ * balanced plan of gpu/plan.c (gpu/decode_stream.cu);
+ * WGMMA: reserved for the warpgroup-MMA variants of issue 12 (no row uses it yet). Kept because
+ * "wgmma" is already a unit of the results tables - the mission's design space, data/SCHEMA.md's
+ * unit vocabulary and the FlashInfer baseline's tc-fa3 rows (harness/baselines) - and
+ * tests/test_census.c already holds its check (HGMMA/QGMMA, not HMMA, in the machine code). */
 typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA, DL_UNIT_STREAM } dl_unit;
 
 typedef struct dl_variant {
@@ -33,7 +38,7 @@ typedef struct dl_variant {
     int (*supports)(const struct dl_variant *v, const dl_config *cfg, char *reason, size_t n);
     /* Shell glob (fnmatch) over the demangled kernel names (c++filt) that selects this
      * variant's kernel instantiations in the SASS census and in Nsight Compute output
-     * (harness/census.c), e.g. "*simt_decode_kernel<*, false>(*". */
+     * (harness/census.c), e.g. "*::simt_decode_kernel<*, false>(*". */
     const char *kernel;
     /* NULL, or: returns 1 if the golden file's model parameters are the ones the kernel
      * has built in (e.g. its tile = the model's kv_block); else 0 and why (a SKIP, never a

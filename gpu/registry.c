@@ -1,7 +1,8 @@
-/* registry.c - the static table of GPU decode variants (one row each: name,
- * axes, launcher, golden model, kernel file, supports predicate), lookup and
- * glob selection, the split-KV heuristic and workspace size. Plain C: with
- * DL_HAVE_CUDA=0 the launchers are NULL and dl_gpu_device_count() says why. */
+/* registry.c - the static table of GPU decode variants (the rows of
+ * gpu/dl_variants.def: name, axes, launcher, golden model, kernel file, supports
+ * predicate, kernel glob), lookup and glob selection, the split-KV heuristic and
+ * workspace size. Plain C: with DL_HAVE_CUDA=0 the launchers are NULL,
+ * dl_gpu_device_count() says why and dl_gpu_sm_count() is 0. */
 #include "dl_registry.h"
 
 #include <fnmatch.h>
@@ -22,9 +23,8 @@ int dl_gpu_device_count(void)
     dl_fail("built without CUDA (make CUDA=0 or nvcc not found): no GPU variants can run");
     return 0;
 }
+int dl_gpu_sm_count(void) { return 0; }
 #endif
-
-#define DL_H200_SMS 132
 
 /* Write the SKIP reason (printf format) and return 0 ("not supported"). */
 static int skip(char *reason, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -125,64 +125,18 @@ static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *re
     return skip(reason, n, "no FP8 arithmetic on CUDA cores: Hopper has FP8 only in tensor-core MMA");
 }
 
-#if DL_HAVE_CUDA
-/* launchers of gpu/decode_fp8_mma.cu and gpu/decode_bf16_simt.cu */
-int dl_launch_fp8_none_mma(const dl_gpu_args *a);
-int dl_launch_fp8acc_none_mma(const dl_gpu_args *a);
-int dl_launch_bf16_cast_simt(const dl_gpu_args *a);
-int dl_launch_bf16_fast_simt(const dl_gpu_args *a);
-#endif
+/* The table: one row per line of gpu/dl_variants.def. Without CUDA the launchers and the
+ * plan functions are NULL (the rows stay: list, supports and SKIP reasons work). */
+#define DL_LAUNCH_1(id) DL_LAUNCH(dl_launch_##id)
+#define DL_LAUNCH_0(id) NULL
 #define DL_PLAN(fn) DL_LAUNCH(fn)
-
+#define DL_VARIANT(id, name, compute, dequant, unit, model, has_kernel, file, summary, supports, glob, params_ok, plan) \
+    {name, DL_COMPUTE_##compute, DL_DEQUANT_##dequant, DL_UNIT_##unit, DL_MODEL_##model, file, summary,                 \
+     DL_LAUNCH_##has_kernel(id), supports, glob, params_ok, DL_PLAN(plan)},
 const dl_variant dl_variants[] = {
-    {"fp32-cast-simt", DL_COMPUTE_FP32, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
-     "CUDA cores, FP32, each FP8 code cast on its own by every query head (the reference CUDA-core decode)",
-     DL_LAUNCH(dl_launch_fp32_cast_simt), supports_common,
-     "*::simt_decode_kernel<*, false>(*", NULL, NULL},
-    {"fp32-fast-simt", DL_COMPUTE_FP32, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_FP32, "decode_simt",
-     "fp32-cast-simt with only the conversion replaced by the four-at-a-time bit-trick dequant",
-     DL_LAUNCH(dl_launch_fp32_fast_simt), supports_common,
-     "*::simt_decode_kernel<*, true>(*", NULL, NULL},
-    {"bf16-cast-mma", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
-     "tensor cores (mma.sync m16n8k16 bf16, FP32 acc), GQA heads as MMA rows, per-element FP8 cast",
-     DL_LAUNCH(dl_launch_bf16_cast_mma), supports_common,
-     "*::mma_decode_kernel<*, false>(*", params_tile64, NULL},
-    {"bf16-fast-mma", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_MMA, DL_MODEL_BF16, "decode_mma",
-     "bf16-cast-mma with the four-at-a-time bit-trick dequant (the reference tensor-core decode)",
-     DL_LAUNCH(dl_launch_bf16_fast_mma), supports_common,
-     "*::mma_decode_kernel<*, true>(*", params_tile64, NULL},
-    {"fp8-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8, "decode_fp8_mma",
-     "tensor cores in FP8 (mma.sync m16n8k32 e4m3, FP32 acc), Q to e4m3 per head, P to e4m3(p*448), no split-KV",
-     DL_LAUNCH(dl_launch_fp8_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 0>(*", params_fp8, NULL},
-    {"fp8acc-none-mma", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_MMA, DL_MODEL_FP8ACC, "decode_fp8_mma",
-     "fp8-none-mma with two-level accumulation: MMA partials promoted to FP32 every 2 k32 blocks",
-     DL_LAUNCH(dl_launch_fp8acc_none_mma), supports_fp8_mma,
-     "*::fp8_mma_decode_kernel<*, 2>(*", params_fp8, NULL},
-    {"fp8-none-simt", DL_COMPUTE_FP8, DL_DEQUANT_NONE, DL_UNIT_SIMT, DL_MODEL_FP8, NULL,
-     "does not exist: Hopper CUDA cores have no FP8 arithmetic (always SKIP)",
-     NULL, supports_fp8_simt, NULL, NULL, NULL},
-    {"bf16-cast-simt", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
-     "CUDA cores, q.k by packed bf16x2 FMA over 8-dim runs, FP32 reduction/softmax/P*V, per-element FP8 cast",
-     DL_LAUNCH(dl_launch_bf16_cast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, false>(*", NULL, NULL},
-    {"bf16-fast-simt", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_SIMT, DL_MODEL_BF16SIMT, "decode_bf16_simt",
-     "bf16-cast-simt with the four-at-a-time fp8->bf16 bit trick",
-     DL_LAUNCH(dl_launch_bf16_fast_simt), supports_common,
-     "*::bf16_simt_decode_kernel<*, true>(*", NULL, NULL},
-    {"bf16-cast-stream", DL_COMPUTE_BF16, DL_DEQUANT_CAST, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
-     "tensor cores (mma.sync bf16), tokens as M and heads as N, TMA producer warp, balanced plan, per-element FP8 cast",
-     DL_LAUNCH(dl_launch_bf16_cast_stream), supports_stream,
-     "*::stream_decode_kernel<*, 0, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
-    {"bf16-fast-stream", DL_COMPUTE_BF16, DL_DEQUANT_FAST, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
-     "bf16-cast-stream with the four-at-a-time fp8->bf16 bit trick",
-     DL_LAUNCH(dl_launch_bf16_fast_stream), supports_stream,
-     "*::stream_decode_kernel<*, 1, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
-    {"bf16-hw-stream", DL_COMPUTE_BF16, DL_DEQUANT_HW, DL_UNIT_STREAM, DL_MODEL_BF16, "decode_stream",
-     "bf16-cast-stream with the packed hardware conversion (cvt.rn.f16x2.e4m3x2) and f16 MMAs (exact K/V, bf16-rounded Q, P)",
-     DL_LAUNCH(dl_launch_bf16_hw_stream), supports_stream,
-     "*::stream_decode_kernel<*, 2, *>(*", params_tile64, DL_PLAN(dl_stream_make_plan)},
+#include "dl_variants.def"
 };
+#undef DL_VARIANT
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
 
 const dl_variant *dl_variant_find(const char *name)
@@ -233,11 +187,11 @@ size_t dl_gpu_workspace_bytes(const dl_gpu_args *a)
     return (size_t)a->batch_size * a->num_qo_heads * a->num_splits * (a->head_dim + 1) * sizeof(float);
 }
 
-int dl_gpu_choose_splits(const dl_gpu_args *a)
+int dl_gpu_choose_splits(const dl_gpu_args *a, int num_sms)
 {
     const long ctas = (long)a->batch_size * a->num_kv_heads;
-    if (ctas <= 0 || ctas >= DL_H200_SMS) return 1;
-    long want = (2L * DL_H200_SMS + ctas - 1) / ctas; /* about two CTAs per SM */
+    if (num_sms <= 0 || ctas <= 0 || ctas >= num_sms) return 1;
+    long want = (2L * num_sms + ctas - 1) / ctas; /* about two CTAs per SM */
     long by_len = a->max_seq_len / 256;               /* chunks of >= 256 tokens */
     if (want > by_len) want = by_len;
     if (want > 64) want = 64;

@@ -1,5 +1,5 @@
-/* runtime.cu - the CUDA runtime side of gpu/: device discovery and the split-KV
- * merge kernel that combines the per-chunk partials (normalized o, natural-log
+/* runtime.cu - the CUDA runtime side of gpu/: device discovery (device count,
+ * SM count) and the split-KV merge kernel that combines the per-chunk partials (normalized o, natural-log
  * lse; an empty chunk has lse = -inf and weighs nothing) into the final o/lse:
  *   M = max_s lse_s,  w_s = exp(lse_s - M),  o = sum_s w_s o_s / sum_s w_s,
  *   lse = M + log(sum_s w_s).
@@ -53,4 +53,15 @@ extern "C" int dl_gpu_device_count(void)
     }
     if (n == 0) dl_fail("no CUDA device: cudaGetDeviceCount found 0 devices");
     return n;
+}
+
+extern "C" int dl_gpu_sm_count(void)
+{
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no device: leave no sticky error behind */
+        return 0;
+    }
+    return sms;
 }

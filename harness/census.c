@@ -50,8 +50,6 @@ int dl_census_class_parse(const char *s)
     return -1;
 }
 int dl_census_num_opcodes(void) { return NUM_OPS; }
-const char *dl_census_opcode_name(int i) { return i >= 0 && i < NUM_OPS ? opcodes[i].op : "?"; }
-int dl_census_opcode_class_of(int i) { return i >= 0 && i < NUM_OPS ? opcodes[i].cls : -1; }
 int dl_census_opcode_index(const char *op)
 {
     for (int i = 0; i < NUM_OPS; i++)

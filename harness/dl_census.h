@@ -35,10 +35,8 @@ typedef enum {
 const char *dl_census_class_name(int cls);
 /* Parse a class name; -1 if unknown. */
 int dl_census_class_parse(const char *s);
-/* The opcodes the census counts one by one (the members of all classes), and their class. */
+/* How many opcodes the census counts one by one (the members of all classes). */
 int dl_census_num_opcodes(void);
-const char *dl_census_opcode_name(int i);
-int dl_census_opcode_class_of(int i);
 /* Index of a base opcode among them, -1 if it is not counted. */
 int dl_census_opcode_index(const char *op);
 

@@ -242,10 +242,9 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
 {
     const dl_case *c = &g->c;
     const dl_config *cfg = &c->cfg;
-    (void)info;
     dl_gpu_args a;
     case_args(&a, c, d, bench, r->max_seq_len);
-    a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a);
+    a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a, info->sm_count);
     if (a.num_splits < 1) a.num_splits = 1;
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);

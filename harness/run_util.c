@@ -194,7 +194,7 @@ int dl_run_resolve_splits(const dl_case *c, int requested)
         if (len > maxlen) maxlen = len;
     }
     a.max_seq_len = (int)maxlen;
-    int s = dl_gpu_choose_splits(&a);
+    int s = dl_gpu_choose_splits(&a, dl_gpu_sm_count());
     return s < 1 ? 1 : s;
 }
 

@@ -218,6 +218,40 @@ static int64_t sum_class(const dl_variant *v, const char *kv, int cls, int *nk)
     return s;
 }
 
+/* Whether two demangled kernel names differ only in the dequant template argument: the last
+ * one ("<128, (dl_dtype)2, true>(", "<..., simt_fp32, 1>("), or for the streaming family
+ * (<D, KV, DQ, NT>) the one before the last. Every other argument (head dim, KV dtype,
+ * arithmetic, group tiles) and the rest of the name must match. */
+static int split_args(const char *p, const char *end, const char **arg)
+{
+    int n = 0;
+    while (p && p < end && n < 8) {
+        arg[n++] = p;
+        p = strstr(p, ", ");
+        if (p) p += 2;
+    }
+    return n;
+}
+
+static int same_but_dequant(const char *a, const char *b)
+{
+    const char *la = strchr(a, '<'), *lb = strchr(b, '<'), *ea = strstr(a, ">("), *eb = strstr(b, ">(");
+    if (!la || !lb || !ea || !eb || la - a != lb - b || strncmp(a, b, (size_t)(la - a)) || strcmp(ea, eb))
+        return 0;
+    /* the template arguments, split at ", " (none of ours holds a comma) */
+    const char *arg_a[8], *arg_b[8];
+    const int na = split_args(la + 1, ea, arg_a);
+    const int nb = split_args(lb + 1, eb, arg_b);
+    if (na != nb || na < 2) return 0;
+    const int dq = strstr(a, "stream_decode_kernel<") ? na - 2 : na - 1;
+    for (int i = 0; i < na; i++) {
+        const char *enda = i + 1 < na ? arg_a[i + 1] : ea, *endb = i + 1 < nb ? arg_b[i + 1] : eb;
+        if (i == dq) continue;
+        if (enda - arg_a[i] != endb - arg_b[i] || strncmp(arg_a[i], arg_b[i], (size_t)(enda - arg_a[i]))) return 0;
+    }
+    return 1;
+}
+
 START_TEST(test_design_in_the_disassembly)
 {
     if (!DL_HAVE_CUDA) {
@@ -226,7 +260,7 @@ START_TEST(test_design_in_the_disassembly)
     }
     if (!have_cuobjdump("design_in_the_disassembly")) return;
     load_real();
-    int checked_fast = 0;
+    int checked_fast = 0, checked_16bit = 0;
     for (int i = 0; i < dl_num_variants; i++) {
         const dl_variant *v = &dl_variants[i];
         if (!v->launch) continue; /* a registry row with no kernel in this build */
@@ -286,26 +320,25 @@ START_TEST(test_design_in_the_disassembly)
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < real.n; k++) {
                 if (!dl_census_kernel_matches(v->kernel, real.k[k].name) || strcmp(real.k[k].kv_dtype, b16[t])) continue;
-                /* its cast twin: the same name with the other flag */
+                /* its cast twin: the same name but for the dequant template argument */
+                int twins = 0;
                 for (int m = 0; m < real.n; m++) {
                     if (!dl_census_kernel_matches(cast->kernel, real.k[m].name) || strcmp(real.k[m].kv_dtype, b16[t]))
                         continue;
-                    char a[1024], b[1024];
-                    snprintf(a, sizeof a, "%s", real.k[k].name);
-                    snprintf(b, sizeof b, "%s", real.k[m].name);
-                    char *pa = strstr(a, ", true>"), *pb = strstr(b, ", false>");
-                    if (!pa || !pb) continue;
-                    *pa = 0;
-                    *pb = 0;
-                    if (strcmp(a, b)) continue;
+                    if (!same_but_dequant(real.k[k].name, real.k[m].name)) continue;
+                    twins++;
                     ck_assert_msg(real.k[k].total == real.k[m].total, "%s vs %s: %lld vs %lld instructions",
                                   real.k[k].name, real.k[m].name, (long long)real.k[k].total,
                                   (long long)real.k[m].total);
                 }
+                ck_assert_msg(twins == 1, "%s: %d cast twins", real.k[k].name, twins);
+                checked_16bit++;
             }
     }
-    /* the registry has fast/cast pairs (fp32-*-simt, bf16-*-mma): the comparison must have run */
+    /* the registry has fast/cast pairs (fp32-*-simt, bf16-*-simt, bf16-*-mma, bf16-*-stream): the
+     * comparisons must have run, the 16-bit one on every 16-bit fast instantiation */
     ck_assert_int_ge(checked_fast, 2);
+    ck_assert_int_ge(checked_16bit, 2);
 }
 END_TEST
 
