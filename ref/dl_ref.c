@@ -348,7 +348,7 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
     *sum_out = sum;
 }
 
-/* ---- bf16simt: the CUDA-core BF16 kernel (gpu/decode_bf16_simt.cu) ----
+/* ---- bf16simt: the CUDA-core BF16 kernel (gpu/decode_simt.cu, BF16x2 arithmetic policy) ----
  * Lane t of the BDX = D / VEC lanes of a row (VEC = 16 elements for a 1-byte
  * cache, 8 otherwise: 16 bytes per lane) owns dims t*VEC .. t*VEC+VEC-1, in
  * runs of 8 dims. A run is one bf16x2 accumulator, starting at +0: the even
