@@ -129,28 +129,28 @@ void dl_compare_f64(const double *x, const double *r, int64_t n, dl_metrics *m) 
 
 /* ---- the one routine ---- */
 
-void dl_score_f32(const float *o, const float *lse, const dl_output *ref, dl_scores *s)
+/* o/lse as double (o64, l64) or float (o32, l32): the one scoring of both. */
+static void score(const double *o64, const float *o32, const double *l64, const float *l32, const dl_output *ref,
+                  dl_scores *s)
 {
     const int64_t rows = ref->batch_size * ref->num_qo_heads, D = ref->head_dim;
     memset(s, 0, sizeof *s);
-    dl_compare_rows_f32(o, ref->o, rows * D, D, &s->o);
+    compare_rows(o64, o32, ref->o, rows * D, D, &s->o);
     s->lse.head_worst = -1;
-    if (lse) {
+    if (l64 || l32) {
         s->has_lse = 1;
-        dl_compare_rows_f32(lse, ref->lse, rows, 1, &s->lse);
+        compare_rows(l64, l32, ref->lse, rows, 1, &s->lse);
     }
+}
+
+void dl_score_f32(const float *o, const float *lse, const dl_output *ref, dl_scores *s)
+{
+    score(NULL, o, NULL, lse, ref, s);
 }
 
 void dl_score_f64(const double *o, const double *lse, const dl_output *ref, dl_scores *s)
 {
-    const int64_t rows = ref->batch_size * ref->num_qo_heads, D = ref->head_dim;
-    memset(s, 0, sizeof *s);
-    dl_compare_rows_f64(o, ref->o, rows * D, D, &s->o);
-    s->lse.head_worst = -1;
-    if (lse) {
-        s->has_lse = 1;
-        dl_compare_rows_f64(lse, ref->lse, rows, 1, &s->lse);
-    }
+    score(o, NULL, lse, NULL, ref, s);
 }
 
 /* ---- implementation limits: a kernel against the CPU model of its own arithmetic ----

@@ -45,6 +45,8 @@ void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t 
  * k_scale, v_scale, kv_indptr, kv_indices, kv_last_page_len: their raw bytes,
  * each preceded by its byte length), written as "fnv1a64:<16 hex digits>". */
 uint64_t dl_run_inputs_hash(const dl_case *c);
+/* One FNV-1a 64 step over n bytes (start from h = 0xcbf29ce484222325). */
+uint64_t dl_fnv1a64(uint64_t h, const void *p, size_t n);
 void dl_run_hash_string(uint64_t h, char *buf, size_t n);
 
 /* The split-KV count `decodelab run --splits` resolves to for case c:

@@ -23,22 +23,12 @@ static const dl_golden *last_g;
 static const void *last_q;
 static uint64_t last_hash;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 uint64_t dl_schedule_hash(const dl_schedule *s)
 {
     if (!s) return 0;
-    uint64_t h = fnv(0xcbf29ce484222325ull, &s->num_tasks, sizeof s->num_tasks);
-    h = fnv(h, s->seg_indptr, (size_t)(s->num_tasks + 1) * sizeof(int64_t));
-    return fnv(h, s->seg_begin, (size_t)s->seg_indptr[s->num_tasks] * sizeof(int64_t));
+    uint64_t h = dl_fnv1a64(0xcbf29ce484222325ull, &s->num_tasks, sizeof s->num_tasks);
+    h = dl_fnv1a64(h, s->seg_indptr, (size_t)(s->num_tasks + 1) * sizeof(int64_t));
+    return dl_fnv1a64(h, s->seg_begin, (size_t)s->seg_indptr[s->num_tasks] * sizeof(int64_t));
 }
 
 static int same_params(const dl_model_params *a, const dl_model_params *b)

@@ -85,7 +85,7 @@ void dl_run_read_sum(const dl_case *c, int contiguous, int64_t *bytes, uint32_t 
     *xor_fold = acc;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
+uint64_t dl_fnv1a64(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *s = p;
     for (size_t i = 0; i < n; i++) {
@@ -98,8 +98,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 static uint64_t fnv_block(uint64_t h, const void *p, size_t n)
 {
     uint64_t len = n;
-    h = fnv(h, &len, sizeof len);
-    return p ? fnv(h, p, n) : h;
+    h = dl_fnv1a64(h, &len, sizeof len);
+    return p ? dl_fnv1a64(h, p, n) : h;
 }
 
 uint64_t dl_run_inputs_hash(const dl_case *c)
