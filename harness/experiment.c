@@ -13,6 +13,7 @@
 #include "cli_util.h"
 #include "dl_cli.h"
 #include "dl_experiment.h"
+#include "dl_run.h"
 #include "dl_results.h"
 
 /* ---------------------------------------------------------------- errors */
@@ -437,14 +438,8 @@ int dl_xp_load(const char *path, dl_experiment *x)
 
 /* ---------------------------------------------------------------- points */
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
+/* FNV-1a over a string's bytes (the terminator excluded) */
+static uint64_t fnv(uint64_t h, const char *s) { return dl_fnv1a64(h, s, strlen(s)); }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -494,11 +489,8 @@ int dl_xp_points(const dl_experiment *x, int reduced, const char *cache_dir, dl_
         int nflags = 0;
         pt->argv[pt->argc++] = strdup("golden");
         pt->label[0] = 0;
-        for (int i = nf - 1; i >= 0; i--) { /* last field varies fastest */
-            (void)i;
-        }
         int idx[DL_XP_MAX_FIELDS];
-        for (int i = nf - 1; i >= 0; i--) {
+        for (int i = nf - 1; i >= 0; i--) { /* the last field varies fastest */
             idx[i] = (int)(rest % f[i].nvals);
             rest /= f[i].nvals;
         }
