@@ -4,6 +4,7 @@
  * into a results row with the same comparison routine and thresholds as
  * `decodelab run`. */
 #include "dl_candidate.h"
+#include "dl_h5.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,106 +42,37 @@ void dl_candidate_free(dl_candidate *c)
 
 /* ================================================================ reading */
 
-typedef struct {
-    const char *path;
-    hid_t file;
-} rd;
+typedef dl_h5 rd; /* the candidate being read */
 
 static void quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
-/* Open root attribute `name` if it exists. Returns the attribute id, 0 when
- * absent and !required, -1 on error (recorded). Checks it holds one element. */
-static hid_t attr_open(const rd *r, const char *name, int required)
+/* Root attributes through the one HDF5 layer (dl_h5.h): 0 read, 1 absent and
+ * optional, -1 error (recorded). */
+static int present(const rd *r, const char *name, int required)
 {
-    htri_t ex = H5Aexists(r->file, name);
-    if (ex < 0) return dl_fail("%s: cannot query attribute /@%s", r->path, name), -1;
-    if (ex == 0) {
-        if (required) return dl_fail("%s: attribute /@%s is missing", r->path, name), -1;
-        return 0;
-    }
-    hid_t a = H5Aopen(r->file, name, H5P_DEFAULT);
-    if (a < 0) return dl_fail("%s: cannot open attribute /@%s", r->path, name), -1;
-    hid_t s = H5Aget_space(a);
-    hssize_t np = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
-    if (s >= 0) H5Sclose(s);
-    if (np != 1) {
-        H5Aclose(a);
-        return dl_fail("%s: attribute /@%s must be a single value, has %lld elements", r->path, name, (long long)np), -1;
-    }
-    return a;
+    const int has = dl_h5_has(r, "/", name);
+    if (has < 0) return dl_fail("%s: cannot query attribute /@%s", r->path, name);
+    if (!has) return required ? dl_fail("%s: attribute /@%s is missing", r->path, name) : 1;
+    return 0;
 }
 
-static H5T_class_t attr_class(hid_t a)
-{
-    hid_t t = H5Aget_type(a);
-    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-    if (t >= 0) H5Tclose(t);
-    return c;
-}
-
-/* String attribute (variable or fixed length). 0 read, 1 absent (optional), -1 error. */
 static int get_str(const rd *r, const char *name, char *buf, size_t n, int required)
 {
-    hid_t a = attr_open(r, name, required);
-    if (a <= 0) return a == 0 ? 1 : -1;
-    int rc = -1;
-    hid_t ft = H5Aget_type(a), mt = H5Tcopy(H5T_C_S1);
-    if (ft < 0 || H5Tget_class(ft) != H5T_STRING) {
-        dl_fail("%s: attribute /@%s must be a string", r->path, name);
-    } else if (H5Tis_variable_str(ft) > 0) {
-        char *s = NULL;
-        H5Tset_cset(mt, H5Tget_cset(ft));
-        H5Tset_size(mt, H5T_VARIABLE);
-        if (H5Aread(a, mt, &s) < 0 || !s) dl_fail("%s: cannot read attribute /@%s", r->path, name);
-        else if (strlen(s) >= n) dl_fail("%s: attribute /@%s is %zu characters, over %zu", r->path, name, strlen(s), n - 1);
-        else {
-            snprintf(buf, n, "%s", s);
-            rc = 0;
-        }
-        if (s) H5free_memory(s);
-    } else {
-        size_t sz = H5Tget_size(ft);
-        if (sz + 1 > n) dl_fail("%s: attribute /@%s is %zu characters, over %zu", r->path, name, sz, n - 1);
-        else {
-            H5Tset_size(mt, sz + 1);
-            if (H5Aread(a, mt, buf) < 0) dl_fail("%s: cannot read attribute /@%s", r->path, name);
-            else {
-                buf[sz] = 0;
-                rc = 0;
-            }
-        }
-    }
-    if (ft >= 0) H5Tclose(ft);
-    H5Tclose(mt);
-    H5Aclose(a);
-    return rc;
+    const int p = present(r, name, required);
+    return p ? p : dl_h5_get_str(r, "/", name, buf, n);
 }
 
-/* Integer attribute. 0 read, 1 absent, -1 error. */
 static int get_i64(const rd *r, const char *name, int64_t *v, int required)
 {
-    hid_t a = attr_open(r, name, required);
-    if (a <= 0) return a == 0 ? 1 : -1;
-    int rc = -1;
-    if (attr_class(a) != H5T_INTEGER) dl_fail("%s: attribute /@%s must be an integer", r->path, name);
-    else if (H5Aread(a, H5T_NATIVE_INT64, v) < 0) dl_fail("%s: cannot read attribute /@%s", r->path, name);
-    else rc = 0;
-    H5Aclose(a);
-    return rc;
+    const int p = present(r, name, required);
+    return p ? p : dl_h5_get_i64(r, "/", name, v);
 }
 
-/* Number attribute (float or integer). 0 read, 1 absent, -1 error. */
+/* A number (float or integer): optional. */
 static int get_f64(const rd *r, const char *name, double *v)
 {
-    hid_t a = attr_open(r, name, 0);
-    if (a <= 0) return a == 0 ? 1 : -1;
-    int rc = -1;
-    H5T_class_t k = attr_class(a);
-    if (k != H5T_FLOAT && k != H5T_INTEGER) dl_fail("%s: attribute /@%s must be a number", r->path, name);
-    else if (H5Aread(a, H5T_NATIVE_DOUBLE, v) < 0) dl_fail("%s: cannot read attribute /@%s", r->path, name);
-    else rc = 0;
-    H5Aclose(a);
-    return rc;
+    const int p = present(r, name, 0);
+    return p ? p : dl_h5_get_num(r, "/", name, v);
 }
 
 /* Open dataset name, check rank and dims, its dtype attribute (returned in
@@ -414,42 +346,24 @@ int dl_candidate_read(const char *path, const dl_golden *g, dl_candidate *c)
 
 /* ================================================================ writing */
 
-static int w_attr(hid_t f, const char *name, hid_t ft, hid_t mt, const void *v)
-{
-    hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, ft, s, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = (a >= 0 && H5Awrite(a, mt, v) >= 0) ? 0 : -1;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(s);
-    return rc;
-}
+/* attributes through the one HDF5 layer (dl_h5.h); the file being written is h */
+static int w_str(const dl_h5 *h, const char *name, const char *v) { return dl_h5_put_str(h, h->file, "/", name, v); }
+static int w_i64(const dl_h5 *h, const char *name, int64_t v) { return dl_h5_put_i64(h, h->file, "/", name, v); }
+static int w_f64(const dl_h5 *h, const char *name, double v) { return dl_h5_put_f64(h, h->file, "/", name, v); }
 
-static int w_str(hid_t f, const char *name, const char *v)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
-    H5Tset_cset(t, H5T_CSET_UTF8);
-    int rc = w_attr(f, name, t, t, &v);
-    H5Tclose(t);
-    return rc;
-}
-
-static int w_i64(hid_t f, const char *name, int64_t v) { return w_attr(f, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
-static int w_f64(hid_t f, const char *name, double v) { return w_attr(f, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
-
-static int w_ds(hid_t f, const char *name, hid_t ft, hid_t mt, int rank, const hsize_t *dims, const void *data,
-                const char *dtype)
+static int w_ds(const dl_h5 *h, const char *name, hid_t ft, hid_t mt, int rank, const hsize_t *dims,
+                const void *data, const char *dtype)
 {
     hid_t s = H5Screate_simple(rank, dims, NULL);
-    hid_t d = H5Dcreate2(f, name, ft, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(h->file, name, ft, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int rc = (d >= 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0) ? 0 : -1;
-    if (!rc) rc = w_str(d, "dtype", dtype);
+    if (!rc) rc = dl_h5_put_str(h, d, name, "dtype", dtype);
     if (d >= 0) H5Dclose(d);
     H5Sclose(s);
     return rc;
 }
 
-static int write_body(hid_t f, const dl_candidate *c)
+static int write_body(const dl_h5 *f, const dl_candidate *c)
 {
     int rc = 0;
     rc |= w_str(f, "format", DL_CANDIDATE_FORMAT);
@@ -508,7 +422,8 @@ int dl_candidate_write(const char *path, const dl_candidate *c, int force)
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) return dl_fail("%s: cannot create", tmp);
-    int rc = write_body(f, c);
+    const dl_h5 h = {path, f};
+    int rc = write_body(&h, c);
     if (H5Fclose(f) < 0) rc = -1;
     if (!rc && rename(tmp, path) != 0) rc = dl_fail("%s: cannot rename into place (%s)", path, strerror(errno));
     else if (rc && !dl_last_error()[0]) dl_fail("%s: HDF5 write failed", path);

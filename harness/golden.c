@@ -10,6 +10,7 @@
  * hold NaN). HDF5 verifies the checksums on read. Every refusal is one line
  * naming the file, the object and the value (dl_fail). */
 #include "dl_golden.h"
+#include "dl_h5.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,43 +29,7 @@
 
 #define CHUNK_BYTES (256 * 1024)
 
-/* ---- the one error macro of this module ----
- * H5_CHECK(call, obj): run an HDF5 call; if it returns a negative value, record
- * "<path>: <H5 function> failed on <obj> (<HDF5's innermost message>)" and jump
- * to `fail`. Needs `path` (the file) and a `fail:` label in scope. */
-#define H5_CHECK(call, obj)                                  \
-    do {                                                     \
-        if ((call) < 0) {                                    \
-            h5_fail(path, #call, (obj));                     \
-            goto fail;                                       \
-        }                                                    \
-    } while (0)
-
-static herr_t h5_err_walk(unsigned n, const H5E_error2_t *e, void *data)
-{
-    if (n == 0 && e->desc) snprintf((char *)data, 200, "%s", e->desc);
-    return 0;
-}
-
-/* Record the failure of an HDF5 call: the function name is the identifier
- * before '(' in the stringified call (after any "x = "). */
-static void h5_fail(const char *path, const char *call, const char *obj)
-{
-    char fn[64] = "HDF5 call", detail[200] = "";
-    const char *s = strstr(call, "H5");
-    if (s) {
-        size_t k = 0;
-        while (s[k] && s[k] != '(' && k + 1 < sizeof fn) k++;
-        memcpy(fn, s, k);
-        fn[k] = 0;
-    }
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_err_walk, detail);
-    H5Eclear2(H5E_DEFAULT);
-    dl_fail("%s: %s failed on %s%s%s%s", path, fn, obj, detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
-}
-
-/* HDF5 prints its own error stack by default; we report one line instead. */
-static void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+static void h5_quiet(void) { dl_h5_quiet(); }
 
 const char *dl_generator_string(void) { return "decodelab " DL_VERSION " (git " DL_GIT_COMMIT ")"; }
 
@@ -77,51 +42,26 @@ typedef struct {
     hid_t file;
 } wctx;
 
-static int attr_write(const wctx *w, hid_t obj, const char *objname, const char *name, hid_t ftype, hid_t mtype,
-                      const void *val)
-{
-    const char *path = w->path;
-    char where[160];
-    hid_t s = -1, a = -1;
-    int rc = -1;
-    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
-    H5_CHECK(s = H5Screate(H5S_SCALAR), where);
-    H5_CHECK(a = H5Acreate2(obj, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT), where);
-    H5_CHECK(H5Awrite(a, mtype, val), where);
-    rc = 0;
-fail:
-    if (a >= 0) H5Aclose(a);
-    if (s >= 0) H5Sclose(s);
-    return rc;
-}
-
+/* attributes through the one HDF5 layer (dl_h5.h) */
 static int attr_i64(const wctx *w, hid_t obj, const char *objname, const char *name, int64_t v)
 {
-    return attr_write(w, obj, objname, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+    const dl_h5 h = {w->path, w->file};
+    return dl_h5_put_i64(&h, obj, objname, name, v);
 }
 static int attr_u64(const wctx *w, hid_t obj, const char *objname, const char *name, uint64_t v)
 {
-    return attr_write(w, obj, objname, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+    const dl_h5 h = {w->path, w->file};
+    return dl_h5_put_u64(&h, obj, objname, name, v);
 }
 static int attr_f64(const wctx *w, hid_t obj, const char *objname, const char *name, double v)
 {
-    return attr_write(w, obj, objname, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+    const dl_h5 h = {w->path, w->file};
+    return dl_h5_put_f64(&h, obj, objname, name, v);
 }
-/* Variable-length UTF-8 string (h5py reads it as str). */
 static int attr_str(const wctx *w, hid_t obj, const char *objname, const char *name, const char *v)
 {
-    const char *path = w->path;
-    char where[160];
-    hid_t t = -1;
-    int rc = -1;
-    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
-    H5_CHECK(t = H5Tcopy(H5T_C_S1), where);
-    H5_CHECK(H5Tset_size(t, H5T_VARIABLE), where);
-    H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8), where);
-    rc = attr_write(w, obj, objname, name, t, t, &v);
-fail:
-    if (t >= 0) H5Tclose(t);
-    return rc;
+    const dl_h5 h = {w->path, w->file};
+    return dl_h5_put_str(&h, obj, objname, name, v);
 }
 
 static hid_t group_create(const wctx *w, const char *name)
@@ -425,99 +365,20 @@ typedef struct {
 #define DL_MAX_CHUNK_BYTES (64 << 20)
 #define DL_MAX_INFLATE 1100.0
 
-/* Open attribute objname@name; checks it is scalar (one element) and of class cls. */
-static hid_t attr_open(const rctx *r, const char *objname, const char *name, H5T_class_t cls)
-{
-    const char *path = r->path;
-    char where[160];
-    hid_t a = -1, t = -1, s = -1;
-    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
-    htri_t ex = H5Aexists_by_name(r->file, objname, name, H5P_DEFAULT);
-    if (ex <= 0) {
-        dl_fail("%s: attribute %s@%s is missing", path, objname, name);
-        return -1;
-    }
-    H5_CHECK(a = H5Aopen_by_name(r->file, objname, name, H5P_DEFAULT, H5P_DEFAULT), where);
-    H5_CHECK(t = H5Aget_type(a), where);
-    H5_CHECK(s = H5Aget_space(a), where);
-    if (H5Tget_class(t) != cls || H5Sget_simple_extent_npoints(s) != 1) {
-        dl_fail("%s: attribute %s@%s must be a single %s", path, objname, name,
-                cls == H5T_STRING ? "string" : cls == H5T_INTEGER ? "integer" : "float");
-        goto fail;
-    }
-    H5Tclose(t);
-    H5Sclose(s);
-    return a;
-fail:
-    if (t >= 0) H5Tclose(t);
-    if (s >= 0) H5Sclose(s);
-    if (a >= 0) H5Aclose(a);
-    return -1;
-}
-
-static int attr_read_num(const rctx *r, const char *objname, const char *name, H5T_class_t cls, hid_t mtype,
-                         void *out)
-{
-    const char *path = r->path;
-    char where[160];
-    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
-    hid_t a = attr_open(r, objname, name, cls);
-    int rc = -1;
-    if (a < 0) return -1;
-    H5_CHECK(H5Aread(a, mtype, out), where);
-    rc = 0;
-fail:
-    H5Aclose(a);
-    return rc;
-}
 static int rattr_i64(const rctx *r, const char *o, const char *name, int64_t *v)
 {
-    return attr_read_num(r, o, name, H5T_INTEGER, H5T_NATIVE_INT64, v);
+    const dl_h5 h = {r->path, r->file};
+    return dl_h5_get_i64(&h, o, name, v);
 }
 static int rattr_f64(const rctx *r, const char *o, const char *name, double *v)
 {
-    return attr_read_num(r, o, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, v);
+    const dl_h5 h = {r->path, r->file};
+    return dl_h5_get_f64(&h, o, name, v);
 }
-
-/* Read a string attribute (variable or fixed length) into buf. */
-static int rattr_str(const rctx *r, const char *objname, const char *name, char *buf, size_t n)
+static int rattr_str(const rctx *r, const char *o, const char *name, char *buf, size_t n)
 {
-    const char *path = r->path;
-    char where[160];
-    snprintf(where, sizeof where, "attribute %s@%s", objname, name);
-    hid_t a = attr_open(r, objname, name, H5T_STRING), ft = -1, mt = -1;
-    int rc = -1;
-    if (a < 0) return -1;
-    H5_CHECK(ft = H5Aget_type(a), where);
-    H5_CHECK(mt = H5Tcopy(H5T_C_S1), where);
-    H5_CHECK(H5Tset_cset(mt, H5Tget_cset(ft)), where);
-    if (H5Tis_variable_str(ft) > 0) {
-        char *s = NULL;
-        H5_CHECK(H5Tset_size(mt, H5T_VARIABLE), where);
-        H5_CHECK(H5Aread(a, mt, &s), where);
-        if (!s || strlen(s) >= n) {
-            dl_fail("%s: attribute %s@%s is empty or longer than %zu characters", path, objname, name, n - 1);
-            if (s) H5free_memory(s);
-            goto fail;
-        }
-        snprintf(buf, n, "%s", s);
-        H5free_memory(s);
-    } else {
-        size_t sz = H5Tget_size(ft);
-        if (sz + 1 > n) {
-            dl_fail("%s: attribute %s@%s is %zu characters, over %zu", path, objname, name, sz, n - 1);
-            goto fail;
-        }
-        H5_CHECK(H5Tset_size(mt, sz + 1), where);
-        H5_CHECK(H5Aread(a, mt, buf), where);
-        buf[sz] = 0;
-    }
-    rc = 0;
-fail:
-    if (mt >= 0) H5Tclose(mt);
-    if (ft >= 0) H5Tclose(ft);
-    H5Aclose(a);
-    return rc;
+    const dl_h5 h = {r->path, r->file};
+    return dl_h5_get_str(&h, o, name, buf, n);
 }
 
 static int read_config(const rctx *r, dl_config *c)
@@ -538,7 +399,7 @@ static int read_config(const rctx *r, dl_config *c)
     DL_TRY(rattr_str(r, o, "kv_dtype", s, sizeof s));
     if (dl_dtype_parse(s, &c->kv_dtype)) return dl_fail("%s: /config@kv_dtype = '%s' is unknown", path, s);
     DL_TRY(rattr_f64(r, o, "sm_scale", &c->sm_scale));
-    DL_TRY(attr_read_num(r, o, "seed", H5T_INTEGER, H5T_NATIVE_UINT64, &c->seed));
+    DL_TRY(dl_h5_get_u64(&(const dl_h5){r->path, r->file}, o, "seed", &c->seed));
     DL_TRY(rattr_str(r, o, "distribution", s, sizeof s));
     if (dl_dist_parse(s, &c->dist.kind)) return dl_fail("%s: /config@distribution = '%s' is unknown", path, s);
     DL_TRY(rattr_f64(r, o, "dist_mean", &c->dist.mean));

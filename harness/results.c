@@ -15,6 +15,7 @@
 
 #include "../ref/dl_common.h"
 #include "dl_results.h"
+#include "dl_h5.h"
 
 int dl_results_fail_before_rename = 0;
 
@@ -205,29 +206,6 @@ static hid_t str_type(void)
     return t;
 }
 
-static int write_str_attr(hid_t loc, const char *name, const char *value)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, strlen(value) + 1);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = (a < 0 || H5Awrite(a, t, value) < 0) ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    H5Tclose(t);
-    return rc;
-}
-
-static int write_i64_attr(hid_t loc, const char *name, int64_t v)
-{
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = (a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v) < 0) ? -1 : 0;
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return rc;
-}
-
 static int write_h5(const char *path, const dl_result_row *rows, int64_t n)
 {
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -236,7 +214,9 @@ static int write_h5(const char *path, const dl_result_row *rows, int64_t n)
     void *buf = malloc((size_t)(n > 0 ? n : 1) * 8);
     char header[64 * 200] = "";
     if (!buf) rc = dl_fail("results: out of memory writing %s", path);
-    if (!rc && (write_str_attr(f, "format", DL_RESULTS_FORMAT) || write_i64_attr(f, "format_version", DL_RESULTS_VERSION)))
+    const dl_h5 h = {path, f};
+    if (!rc && (dl_h5_put_str(&h, f, "/", "format", DL_RESULTS_FORMAT) ||
+                dl_h5_put_i64(&h, f, "/", "format_version", DL_RESULTS_VERSION)))
         rc = dl_fail("results: writing root attributes of %s failed", path);
     hid_t g = rc ? -1 : H5Gcreate2(f, "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (!rc && g < 0) rc = dl_fail("results: cannot create group /results in %s", path);
@@ -267,43 +247,11 @@ static int write_h5(const char *path, const dl_result_row *rows, int64_t n)
         }
     }
     H5Sclose(sp);
-    if (!rc && (write_i64_attr(g, "num_rows", n) || write_str_attr(g, "columns", header)))
+    if (!rc && (dl_h5_put_i64(&h, g, "/results", "num_rows", n) || dl_h5_put_str(&h, g, "/results", "columns", header)))
         rc = dl_fail("results: writing /results attributes of %s failed", path);
     if (g >= 0) H5Gclose(g);
     if (H5Fclose(f) < 0 && !rc) rc = dl_fail("results: closing %s failed", path);
     free(buf);
-    return rc;
-}
-
-static int read_str_attr(hid_t loc, const char *name, char *out, size_t n)
-{
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    hid_t t = H5Aget_type(a);
-    int rc = -1;
-    if (H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t)) {
-        size_t sz = H5Tget_size(t);
-        char *tmp = calloc(sz + 1, 1);
-        hid_t mt = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mt, sz);
-        if (tmp && H5Aread(a, mt, tmp) >= 0) {
-            snprintf(out, n, "%s", tmp);
-            rc = 0;
-        }
-        H5Tclose(mt);
-        free(tmp);
-    }
-    H5Tclose(t);
-    H5Aclose(a);
-    return rc;
-}
-
-static int read_i64_attr(hid_t loc, const char *name, int64_t *v)
-{
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) return -1;
-    int rc = H5Aread(a, H5T_NATIVE_INT64, v) < 0 ? -1 : 0;
-    H5Aclose(a);
     return rc;
 }
 
@@ -317,14 +265,15 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     int64_t ver = -1, n = -1;
     int rc = 0;
     hid_t g = -1;
-    if (read_str_attr(f, "format", fmt, sizeof fmt) || strcmp(fmt, DL_RESULTS_FORMAT))
+    const dl_h5 h = {path, f};
+    if (dl_h5_get_str(&h, "/", "format", fmt, sizeof fmt) || strcmp(fmt, DL_RESULTS_FORMAT))
         rc = dl_fail("results: %s: attribute format is '%s', expected '%s'", path, fmt, DL_RESULTS_FORMAT);
-    else if (read_i64_attr(f, "format_version", &ver) || ver < DL_RESULTS_VERSION_MIN || ver > DL_RESULTS_VERSION)
+    else if (dl_h5_get_i64(&h, "/", "format_version", &ver) || ver < DL_RESULTS_VERSION_MIN || ver > DL_RESULTS_VERSION)
         rc = dl_fail("results: %s: format_version is %lld, this program reads %d to %d", path, (long long)ver,
                      DL_RESULTS_VERSION_MIN, DL_RESULTS_VERSION);
     else if ((g = H5Gopen2(f, "results", H5P_DEFAULT)) < 0)
         rc = dl_fail("results: %s: group /results is missing", path);
-    else if (read_i64_attr(g, "num_rows", &n) || n < 0 || n > (INT64_C(1) << 31))
+    else if (dl_h5_get_i64(&h, "/results", "num_rows", &n) || n < 0 || n > (INT64_C(1) << 31))
         rc = dl_fail("results: %s: /results attribute num_rows is missing or out of range (%lld)", path, (long long)n);
     /* size limit before allocating: every numeric column stores 8 bytes per row in the file */
     struct stat st;
