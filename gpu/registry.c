@@ -80,7 +80,7 @@ static int supports_fp8_mma(const dl_variant *v, const dl_config *cfg, char *rea
  * a 64-token tile is the model's kv_block (the running max is updated per tile), P is quantized
  * as e4m3(p * 448), and fp8acc promotes every 2 k32 blocks. The accumulator width
  * (acc_mantissa_bits, acc_block) is deliberately free: goldens that vary it are how the FP8
- * accumulator experiment (experiments/fp8_accumulator.sh) asks which one the GPU has. */
+ * accumulator experiment (tests/gpu/fp8_accumulator.sh) asks which one the GPU has. */
 static int params_tile64(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
 {
     (void)v;

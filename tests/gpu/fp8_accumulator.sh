@@ -8,7 +8,7 @@
 # minimum from 23 down means FP32 is indistinguishable there.
 # Cases: normal, outlier, channel-outlier (llama3-8B heads, e4m3, L 1024) and a
 # length-1 batch (lse = the score itself: the QK chain alone).
-# Usage (device): OUT=dir DECODELAB=build-static/decodelab experiments/fp8_accumulator.sh
+# Usage (device): OUT=dir DECODELAB=build-static/decodelab tests/gpu/fp8_accumulator.sh
 # Writes $OUT/fp8acc_table.txt (case block bits variant o_rel lse_abs) and the logs.
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job

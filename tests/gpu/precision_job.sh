@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# issue4_precision_job.sh - one lent-GPU call for the issue-4 precision work:
+# precision_job.sh - one lent-GPU call for the issue-4 precision work:
 #   quick: the new variants on a few nasty cases (splits 1 and 4)
-#   acc:   experiments/fp8_accumulator.sh (the FP8 accumulator finding)
+#   acc:   tests/gpu/fp8_accumulator.sh (the FP8 accumulator finding)
 #   time:  llama3-8B e4m3 B64 L1024, every variant, timed
-# Usage (device): OUT=dir experiments/issue4_precision_job.sh [quick] [acc] [time]
+# Usage (device): OUT=dir tests/gpu/precision_job.sh [quick] [acc] [time]
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 BIN=${DECODELAB:-build-static/decodelab}
@@ -31,7 +31,7 @@ if has quick; then
     grep -E "^==|FAIL|PASS|SKIP" "$OUT/quick.log" | grep -v "^fp32" | head -120
 fi
 if has acc; then
-    OUT=$OUT DECODELAB=$BIN experiments/fp8_accumulator.sh > "$OUT/acc.log" 2>&1 || rc=1
+    OUT=$OUT DECODELAB=$BIN tests/gpu/fp8_accumulator.sh > "$OUT/acc.log" 2>&1 || rc=1
     tail -n 3 "$OUT/acc.log"
 fi
 if has time; then

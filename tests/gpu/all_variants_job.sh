@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# h200_job.sh - everything one lent-GPU call does, with a prebuilt static binary
+# all_variants_job.sh - everything one lent-GPU call does for every variant, with a prebuilt static binary
 # (`make static` here; the GPU machine has no HDF5 headers or Check):
 #   1. device facts and the measured read peak (decodelab info)
 #   2. make test-gpu: every variant on the nasty-case matrix + compute-sanitizer subset
 #   3. the issue-3 benchmark configurations, timed, appended to results
 #   4. census: SASS instruction census + Nsight Compute tensor-pipe counters (E2)
 #   5. sanitize: compute-sanitizer racecheck + synccheck over every variant (memcheck runs in 2)
-# Usage on the device: OUT=<dir> tests/gpu/h200_job.sh [steps...]
+# Usage on the device: OUT=<dir> tests/gpu/all_variants_job.sh [steps...]
 #   (steps: info test bench census sanitize; default: info test bench)
 # DL_SANITIZE_TIMEOUT (seconds, default 300) bounds step 5.
 # Full logs and results go under $OUT; a short table is printed last.
