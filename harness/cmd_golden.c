@@ -337,6 +337,36 @@ static int parse_args(int argc, char **argv, golden_args *a)
     return 0;
 }
 
+int dl_golden_set(dl_config *c, dl_model_params *p, const char *name, const char *value, int batch_given)
+{
+    char flag[64];
+    size_t k = 0;
+    for (; name[k] && k + 1 < sizeof flag; k++) flag[k] = name[k] == '_' ? '-' : name[k];
+    flag[k] = 0;
+    if (!strcmp(flag, "preset")) {
+        for (int i = 0; i < num_presets; i++)
+            if (strcmp(value, presets[i].name) == 0) {
+                c->num_qo_heads = presets[i].num_qo_heads;
+                c->num_kv_heads = presets[i].num_kv_heads;
+                c->head_dim = presets[i].head_dim;
+                return 0;
+            }
+        return dl_fail("--preset: '%s' is unknown (llama3-8b, llama-13b, llama3-70b)", value);
+    }
+    int code = -1;
+    for (int i = 0; long_opts[i].name; i++)
+        if (!strcmp(long_opts[i].name, flag) && long_opts[i].has_arg == required_argument) code = long_opts[i].val;
+    if (code < 0 || code == O_MODELS || code == O_OUT)
+        return dl_fail("--%s: not a field of a case or of its models (see decodelab golden --help)", flag);
+    static golden_args a; /* ~33 KiB: the explicit length list */
+    a.cfg = *c;
+    a.params = *p;
+    DL_TRY(apply(&a, code, value, batch_given));
+    *c = a.cfg;
+    *p = a.params;
+    return 0;
+}
+
 int dl_cmd_golden_parse(int argc, char **argv)
 {
     static golden_args a; /* ~33 KiB: the explicit length list */

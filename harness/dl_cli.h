@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include "../ref/dl_ref.h"
+
 int dl_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c */
 int dl_cmd_inspect(int argc, char **argv);  /* harness/cmd_inspect.c */
 int dl_cmd_check(int argc, char **argv);    /* harness/cmd_check.c */
@@ -21,6 +23,13 @@ int dl_cmd_experiment(int argc, char **argv); /* harness/cmd_experiment.c */
 /* Option parsing and validation alone (no work, no files): 0 ok, 1 --help was
  * printed, -1 bad input (recorded). For the fuzzers in tests/fuzz/. */
 int dl_cmd_golden_parse(int argc, char **argv);
+
+/* Set one field of a case being built, by its `decodelab golden` option name (without the
+ * dashes; '_' accepted for '-'; "preset" sets the head shape), with golden's own checks on
+ * the value: how the experiment runner builds and validates its sweep points as
+ * configurations. batch_given: the point sets the batch too (a --seq-len list must then match
+ * it). Returns 0 or -1 with dl_fail naming --NAME and the value. */
+int dl_golden_set(dl_config *c, dl_model_params *p, const char *name, const char *value, int batch_given);
 int dl_cmd_run_parse(int argc, char **argv);
 
 /* For subcommands that take one FILE and --help (harness/cmd_inspect.c):

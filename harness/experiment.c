@@ -438,6 +438,24 @@ int dl_xp_load(const char *path, dl_experiment *x)
 
 /* ---------------------------------------------------------------- points */
 
+/* A sweep point (field i at value index idx[i]) as a configuration: a default case,
+ * the preset first, the other fields in order, then the whole case validated. */
+static int validate_point(const dl_xp_field *f, int nf, const int *idx)
+{
+    static dl_config cfg; /* ~33 KiB: the explicit length list */
+    dl_model_params prm;
+    dl_config_default(&cfg);
+    dl_model_params_default(&prm);
+    int batch_given = 0;
+    for (int i = 0; i < nf; i++) batch_given |= !strcmp(f[i].name, "batch");
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nf; i++)
+            if ((pass == 0) == !strcmp(f[i].name, "preset"))
+                DL_TRY(dl_golden_set(&cfg, &prm, f[i].name, f[i].vals[idx[i]], batch_given));
+    cfg.sm_scale = dl_sm_scale(&cfg);
+    return dl_config_validate(&cfg);
+}
+
 /* FNV-1a over a string's bytes (the terminator excluded) */
 static uint64_t fnv(uint64_t h, const char *s) { return dl_fnv1a64(h, s, strlen(s)); }
 
@@ -533,8 +551,10 @@ int dl_xp_points(const dl_experiment *x, int reduced, const char *cache_dir, dl_
         pt->argv[pt->argc++] = strdup(pt->golden);
         for (int k = 0; k < pt->argc; k++)
             if (!pt->argv[k]) rc = dl_fail("%s: out of memory", x->path);
-        /* validate the point with golden's own parser (names the flag and value) */
-        if (!rc && dl_cmd_golden_parse(pt->argc, pt->argv) != 0) {
+        /* validate the point as a configuration: its fields set on a default case with golden's
+         * own checks (dl_golden_set: names the flag and value), the preset first, then the case
+         * as a whole (dl_config_validate) */
+        if (!rc && validate_point(f, nf, idx) != 0) {
             char why[512];
             snprintf(why, sizeof why, "%s", dl_last_error());
             rc = dl_fail("%s: sweep point %lld (%s): %s", x->path, (long long)p + 1, pt->label, why);
