@@ -33,6 +33,7 @@ declare -A C=(
 ORDER="8b_b64_l1024_e4m3 8b_b64_l1024_bf16 8b_b128_l4096_e4m3 8b_b128_l4096_bf16 70b_b64_l4096_e4m3 8b_b4_l32768_e4m3 8b_b1_l32768_e4m3 13b_b64_l1024_bf16 8b_b256_l4096_e4m3 8b_b256_l4096_bf16"
 CONFIGS=${CONFIGS:-$ORDER}
 TABLE="$OUT/memfloor_table.txt"; : > "$TABLE"
+KNOBLOG="$OUT/memfloor_knobs.txt"; : > "$KNOBLOG" # one line per run: the knobs of the rows it appended
 for cfg in $CONFIGS; do
   [ -n "${C[$cfg]:-}" ] || { echo "memfloor: unknown config '$cfg' (known: $ORDER)" >&2; exit 2; }
   g="$W/$cfg.h5"
@@ -42,17 +43,24 @@ for cfg in $CONFIGS; do
     log="$OUT/${cfg}_${knob//[=,]/_}.log"
     echo "memfloor: $cfg ${knob}" >&2
     env "${envs[@]}" "$DECODELAB" run "$g" --variants "$VARIANTS" --time --max-time-s "$MAXT" --out "$OUT/memfloor.h5" > "$log" 2>&1 || { echo "memfloor: run failed: $log" >&2; cat "$log" >&2; exit 1; }
+    n=$(grep -oE '^results: [0-9]+ rows' "$log" | grep -oE '[0-9]+')
+    echo "${n:-0} $knob" >> "$KNOBLOG"
   done
 done
-# the table, from the results CSV (one row per config x knobs x variant)
-python3 - "$OUT/memfloor.csv" > "$TABLE" <<'PY'
+# the table, from the results CSV (one row per config x knobs x variant; the knobs of each row from
+# memfloor_knobs.txt, the rows of each run in order)
+python3 - "$OUT/memfloor.csv" "$KNOBLOG" > "$TABLE" <<'PY'
 import csv, sys, os
 rows = list(csv.DictReader(open(sys.argv[1])))
-print("%-34s %-18s %-6s %10s %10s %8s %12s %12s" % ("golden", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex"))
-for r in rows:
+knobs = []
+for line in open(sys.argv[2]):
+    n, k = line.split(" ", 1)
+    knobs += [k.strip()] * int(n)
+print("%-34s %-26s %-18s %-6s %10s %10s %8s %12s %12s" % ("golden", "knobs", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex"))
+for i, r in enumerate(rows):
     if r.get("time_median_s", "nan") in ("", "nan"): continue
     f = lambda k, s=1.0: float(r.get(k, "nan") or "nan") * s
-    print("%-34s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e" % (os.path.basename(r["golden_path"]), r["variant"], r["verdict"],
-          f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2")))
+    print("%-34s %-26s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e" % (os.path.basename(r["golden_path"]), knobs[i] if i < len(knobs) else "?",
+          r["variant"], r["verdict"], f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2")))
 PY
 cat "$TABLE"
