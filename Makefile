@@ -232,6 +232,7 @@ demo: $(BIN)
 	$(BIN) check $(DEMO_OUT)
 	$(BIN) inspect $(DEMO_OUT)
 	$(BIN) run $(DEMO_OUT)
+	rm -rf $(BUILD)/E3_gqa_fp8_dequant # each demo is a fresh run (the experiment refuses a used --out)
 	$(BIN) experiment experiments/E3_gqa_fp8_dequant.cfg --out $(BUILD)/E3_gqa_fp8_dequant
 
 static:
