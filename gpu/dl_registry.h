@@ -48,12 +48,16 @@ typedef struct dl_variant {
      * (the launch reads the plan through dl_gpu_args.plan; the plan's schedule
      * decides the model the variant is judged by). */
     dl_plan_fn plan;
+    int splits; /* 1: honours dl_gpu_args.num_splits; 0: runs unsplit or schedules itself */
 } dl_variant;
 
 extern const dl_variant dl_variants[];
 extern const int dl_num_variants;
 
 const dl_variant *dl_variant_find(const char *name);
+/* The split-KV count variant v launches with when the case resolves to `resolved`
+ * (--splits or dl_gpu_choose_splits): resolved, or 1 for a variant that never splits. */
+int dl_variant_splits(const dl_variant *v, int resolved);
 /* Shell-style glob match (fnmatch) of a comma-separated list of patterns. */
 int dl_variant_matches(const dl_variant *v, const char *globs);
 const char *dl_compute_name(dl_compute c);

@@ -130,14 +130,17 @@ static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *re
 #define DL_LAUNCH_1(id) DL_LAUNCH(dl_launch_##id)
 #define DL_LAUNCH_0(id) NULL
 #define DL_PLAN(fn) DL_LAUNCH(fn)
-#define DL_VARIANT(id, name, compute, dequant, unit, model, has_kernel, file, summary, supports, glob, params_ok, plan) \
+#define DL_VARIANT(id, name, compute, dequant, unit, model, has_kernel, file, summary, supports, glob, params_ok, plan, \
+                   splits)                                                                                             \
     {name, DL_COMPUTE_##compute, DL_DEQUANT_##dequant, DL_UNIT_##unit, DL_MODEL_##model, file, summary,                 \
-     DL_LAUNCH_##has_kernel(id), supports, glob, params_ok, DL_PLAN(plan)},
+     DL_LAUNCH_##has_kernel(id), supports, glob, params_ok, DL_PLAN(plan), splits},
 const dl_variant dl_variants[] = {
 #include "dl_variants.def"
 };
 #undef DL_VARIANT
 const int dl_num_variants = (int)(sizeof dl_variants / sizeof dl_variants[0]);
+
+int dl_variant_splits(const dl_variant *v, int resolved) { return v->splits && resolved > 1 ? resolved : 1; }
 
 const dl_variant *dl_variant_find(const char *name)
 {

@@ -244,13 +244,10 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
     const dl_config *cfg = &c->cfg;
     dl_gpu_args a;
     case_args(&a, c, d, bench, r->max_seq_len);
-    a.num_splits = o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a, info->sm_count);
-    if (a.num_splits < 1) a.num_splits = 1;
+    a.num_splits = dl_variant_splits(v, o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a, info->sm_count));
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);
-    if (v->compute == DL_COMPUTE_FP8) a.num_splits = 1; /* the FP8 kernels never split (gpu/decode_fp8_mma.cu) */
     if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
-        a.num_splits = 1;
         int32_t *lens = dl_malloc((size_t)cfg->batch_size * sizeof(int32_t), "sequence lengths");
         if (!lens) return -1;
         for (int64_t b = 0; b < cfg->batch_size; b++) lens[b] = (int32_t)dl_case_seq_len(c, b);

@@ -219,7 +219,7 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
             const dl_result_row *x = &rows[r];
             int skip = !strcmp(x->verdict, "SKIP"), fail = !strcmp(x->verdict, "FAIL");
             done = !strcmp(x->golden_hash, hash) && !strcmp(x->variant, sel[i]->name) &&
-                   (skip || x->num_splits == want_splits) &&
+                   (skip || x->num_splits == dl_variant_splits(sel[i], (int)want_splits)) &&
                    (skip || fail || (!strcmp(x->timing_mode, timing_mode) && !strcmp(x->flush, flush)));
         }
         if (!done) sel[kept++] = sel[i];

@@ -674,6 +674,21 @@ START_TEST(test_variant_params)
 }
 END_TEST
 
+/* The split count a variant launches with: the resolved count, or 1 for the FP8 kernels (never
+ * split) and the planned streaming family (it schedules itself); --resume matches on it. */
+START_TEST(test_variant_splits)
+{
+    ck_assert_int_eq(dl_variant_splits(dl_variant_find("bf16-fast-mma"), 4), 4);
+    ck_assert_int_eq(dl_variant_splits(dl_variant_find("fp32-cast-simt"), 3), 3);
+    ck_assert_int_eq(dl_variant_splits(dl_variant_find("fp8-none-mma"), 4), 1);
+    ck_assert_int_eq(dl_variant_splits(dl_variant_find("bf16-hw-stream"), 4), 1);
+    ck_assert_int_eq(dl_variant_splits(dl_variant_find("bf16-fast-mma"), 0), 1);
+    for (int i = 0; i < dl_num_variants; i++)
+        ck_assert_int_eq(dl_variants[i].splits, !(dl_variants[i].compute == DL_COMPUTE_FP8 || dl_variants[i].plan ||
+                                                  dl_variants[i].unit == DL_UNIT_STREAM));
+}
+END_TEST
+
 START_TEST(test_bytes_moved)
 {
     static small_case s;
@@ -933,6 +948,7 @@ Suite *make_suite(void)
     tcase_add_test(t, test_timing_stop_rule);
     tcase_add_test(t, test_variant_selection);
     tcase_add_test(t, test_variant_params);
+    tcase_add_test(t, test_variant_splits);
     tcase_add_test(t, test_bytes_moved);
     tcase_add_test(t, test_inputs_hash);
     tcase_add_test(t, test_read_sum);
