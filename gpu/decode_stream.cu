@@ -618,9 +618,17 @@ static int get_encode(encode_fn *fn)
     return 0;
 }
 
+/* The launch data a plan carries (dl_gpu_plan.host): the K and V tensor maps, encoded once
+ * per case instead of at every launch, and the shared-memory swizzle they use. */
+struct stream_maps {
+    CUtensorMap k, v;
+    int swz;
+};
+
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
  * (SW bytes, min(page_size, 64) slots, 1, 1), swizzle by mode. */
-static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, int R, int SW, int swz)
+static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, int R, int SW, int swz,
+                    CUtensorMapL2promotion promo)
 {
     encode_fn enc = nullptr;
     DL_TRY(get_encode(&enc));
@@ -640,15 +648,6 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     cuuint32_t estr[4] = {1, 1, 1, 1};
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
-    /* L2 promotion (tuning knob DL_STREAM_L2PROMO = 0, 64, 128, 256; default 128: with 256 the
-     * NHD 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md log #7) */
-    CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-    if (const char *e = getenv("DL_STREAM_L2PROMO")) {
-        const int v = atoi(e);
-        promo = v == 0 ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-                       : v == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
-                                 : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-    }
     CUresult r = enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void *>(base), dim, stride, box, estr,
                      CU_TENSOR_MAP_INTERLEAVE_NONE, sw, promo,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -669,21 +668,41 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     if (!pl || pl->warps != SH::W)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d warps, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
-    const int swz = a->page_size >= 8 ? (SH::SW == 128 ? 2 : 1) : 0;
-    CUtensorMap km, vm;
-    DL_TRY(make_map(&km, a->k_cache, a, SH::R, SH::SW, swz));
-    DL_TRY(make_map(&vm, a->v_cache, a, SH::R, SH::SW, swz));
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, swz};
-    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, km, vm);
+    const stream_maps *m = (const stream_maps *)pl->host;
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz};
+    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     return 0;
 }
 
-/* consumer warps per CTA of the instantiation for (D, kv dtype) */
-static int shape_warps(int D, int es)
+/* The shape of the instantiation for (D, kv element size), at run time. */
+struct shape_rt {
+    int W, SMEM, R, SW;
+};
+template <int D, int ES> static shape_rt shape_rt_of()
 {
-    if (es == 1) return D == 64 ? stream_shape<64, 1>::W : D == 128 ? stream_shape<128, 1>::W : stream_shape<256, 1>::W;
-    return D == 64 ? stream_shape<64, 2>::W : D == 128 ? stream_shape<128, 2>::W : stream_shape<256, 2>::W;
+    using SH = stream_shape<D, ES>;
+    return {SH::W, SH::SMEM, SH::R, SH::SW};
+}
+static shape_rt shape_of(int D, int es)
+{
+    if (es == 1) return D == 64 ? shape_rt_of<64, 1>() : D == 128 ? shape_rt_of<128, 1>() : shape_rt_of<256, 1>();
+    return D == 64 ? shape_rt_of<64, 2>() : D == 128 ? shape_rt_of<128, 2>() : shape_rt_of<256, 2>();
+}
+
+/* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
+ * or a one-line error naming it. */
+static int knob(const char *name, int lo, int hi, int def, int *out)
+{
+    *out = def;
+    const char *e = getenv(name);
+    if (!e) return 0;
+    char *end = nullptr;
+    const long v = strtol(e, &end, 10);
+    if (!*e || *end || v < lo || v > hi)
+        return dl_fail("%s: '%s' is not an integer in %d..%d", name, e, lo, hi);
+    *out = (int)v;
+    return 0;
 }
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
@@ -704,34 +723,49 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
 {
     memset(out, 0, sizeof *out);
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
-    const int W = shape_warps(a->head_dim, es);
+    const shape_rt sh = shape_of(a->head_dim, es);
     int dev = 0, sms = 0;
     DL_CUDA_CHECK(cudaGetDevice(&dev));
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     /* resident CTAs per SM from the shared-memory footprint (registers never bind here) */
     int smem_sm = 0;
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-    const int R = a->head_dim * es, stage = 2 * kTile * R, S = stage <= 8192 ? 3 : 2;
-    const int cta_smem = W * S * stage + 1024 + 2 * W * S * 8 + 1024; /* + runtime reserve */
-    int per_sm = smem_sm / cta_smem;
+    int per_sm = smem_sm / (sh.SMEM + 1024); /* + the runtime's reserve per CTA */
     if (per_sm < 1) per_sm = 1;
     if (per_sm > 4) per_sm = 4;
-    /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp */
-    int min_tiles = 4;
-    const char *knob = getenv("DL_STREAM_CTAS_PER_SM");
-    if (knob && atoi(knob) >= 1 && atoi(knob) <= per_sm) per_sm = atoi(knob);
-    knob = getenv("DL_STREAM_MIN_TILES");
-    if (knob && atoi(knob) >= 1) min_tiles = atoi(knob);
-    /* about max_segs segments per task at most (slots are rounded up to whole CTAs): the last
-     * warp of a split task merges them alone */
-    int max_segs = 32, max_len = 1;
-    knob = getenv("DL_STREAM_MAX_SEGS");
-    if (knob && atoi(knob) >= 1) max_segs = atoi(knob);
+    /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
+     * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
+     * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
+     * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
+    int min_tiles, max_segs, promo_bytes;
+    DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
+    DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, 4, &min_tiles));
+    DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
+    DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
+    if (promo_bytes != 0 && promo_bytes != 64 && promo_bytes != 128 && promo_bytes != 256)
+        return dl_fail("DL_STREAM_L2PROMO: '%d' is not 0, 64, 128 or 256", promo_bytes);
+    const CUtensorMapL2promotion promo = promo_bytes == 0    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                                         : promo_bytes == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                         : promo_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                              : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    int max_len = 1;
     for (int b = 0; b < a->batch_size; b++) max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
     const int max_tiles = (max_len + kTile - 1) / kTile;
     if (min_tiles < (max_tiles + max_segs - 1) / max_segs) min_tiles = (max_tiles + max_segs - 1) / max_segs;
+    stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
+    if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
+    maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
+    if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
+        make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
+        free(maps);
+        return -1;
+    }
+    out->host = maps;
     dl_plan p;
-    DL_TRY(dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, W, sms * per_sm, min_tiles, &p));
+    if (dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms * per_sm, min_tiles, &p)) {
+        dl_gpu_plan_free(out);
+        return -1;
+    }
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;
@@ -758,6 +792,7 @@ extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
 {
     if (!p) return;
     if (p->dev) cudaFree(p->dev);
+    free(p->host);
     free(p->sched_indptr);
     free(p->sched_begin);
     memset(p, 0, sizeof *p);

@@ -43,6 +43,7 @@ typedef struct {
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t *sched_indptr, *sched_begin;
     void *dev;                        /* device copy of the work list */
+    void *host;                       /* the plan function's own launch data (e.g. tensor maps) */
 } dl_gpu_plan;
 /* h_seq_len: [batch] sequence lengths (host). Returns 0 or dl_fail(). */
 typedef int (*dl_plan_fn)(const struct dl_gpu_args_s *a, const int32_t *h_seq_len, dl_gpu_plan *out);
