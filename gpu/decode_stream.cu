@@ -8,7 +8,7 @@
  *    cp.async.bulk.tensor, one copy per page and 128-byte column slab, an
  *    mbarrier per stage) while consumer warps compute: no address arithmetic or
  *    copy issue per byte in the consumers;
- *  - each consumer warp owns whole 64-token tiles (a ring of U stages of its own, K and V of a tile in two, released separately);
+ *  - each consumer warp owns whole 64-token tiles (a ring of S stages of its own);
  *    tokens are the MMA M dimension and the group's query heads N
  *    (S^T = K Q^T with K as the A operand, Q as B held in registers; groups <= 8
  *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
@@ -48,12 +48,10 @@ namespace {
 
 constexpr int kTile = 64;
 
-/* Shared-memory shape of one instantiation: a stage (UNIT) holds the K tile or
- * the V tile of 64 rows, stored as SLABS column slabs of 64 x SW bytes (SW = TMA
- * box width, at most 128 bytes so the 128-byte swizzle applies). W consumer warps
- * with a ring of U stages each; a 64-token tile takes two consecutive stages, K
- * then V, released separately (K after S = K Q^T, V after P V), so a warp holds
- * one tile's K or V, not both, while it computes (gpu/NOTES.md, stream #5). */
+/* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
+ * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
+ * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
+ * stages each. */
 template <int D, int ES> struct stream_shape {
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
@@ -61,10 +59,9 @@ template <int D, int ES> struct stream_shape {
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr int W = STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int U = 2 * (STAGE <= 8192 ? 3 : 2); /* even: K at even stages, V at odd */
-    static constexpr int UNIT = TILE_BYTES;
+    static constexpr int S = STAGE <= 8192 ? 3 : 2;
     static constexpr int THREADS = 32 * (W + 1);
-    static constexpr int SMEM = W * U * UNIT + 1024 + 2 * W * U * 8;
+    static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8;
 };
 
 /* ------------------------------------------------------------ PTX wrappers */
@@ -201,7 +198,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 {
     constexpr int ES = dl_kv_size<KV>::value;
     using SH = stream_shape<D, ES>;
-    constexpr int W = SH::W, U = SH::U, SW = SH::SW, SLABS = SH::SLABS;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr bool FP8 = ES == 1;
     using POL = dl_fp8_dq<FP8 ? KV : DL_E4M3, DQ>;
     constexpr bool F16 = FP8 ? POL::F16 : false;
@@ -214,11 +211,11 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     /* 1024-byte alignment for the 128-byte swizzle, by offset so the compiler
      * keeps shared-memory loads (LDS), not generic ones */
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-    uint64_t *full = (uint64_t *)(smem + W * U * SH::UNIT), *empty = full + W * U;
+    uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x == 0) {
-        for (int i = 0; i < W * U; i++) {
+        for (int i = 0; i < W * S; i++) {
             mbar_init(&full[i], 1);
             mbar_init(&empty[i], 32);
         }
@@ -262,17 +259,15 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             for (int w = 0; w < W; w++) {
                 if (ck[w] >= kend[w]) continue;
                 any = true;
-                const int u = cj[w], st = u % U; /* unit u: the K (u even) or V (u odd) of a tile */
-                const bool isv = u & 1;
-                uint8_t *dst = smem + (w * U + st) * SH::UNIT;
-                uint64_t *bar = &full[w * U + st];
+                const int st = cj[w] % S;
+                uint8_t *tk = smem + (w * S + st) * SH::STAGE, *tv = tk + SH::TILE_BYTES;
                 const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
                 const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
                 const int32_t *pages = a.kv_indices + cpb[w];
                 const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
                 const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
-                mbar_wait(&empty[w * U + st], ((u / U) & 1) ^ 1);
-                if (lane == 0) mbar_expect_tx(bar, (uint32_t)(ncopy * SLABS) * copy_bytes);
+                mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
+                if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
                 __syncwarp();
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
@@ -282,15 +277,13 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 #pragma unroll
                         for (int sl = 0; sl < SLABS; sl++) {
                             const int off = sl * kTile * SW + p * rows * SW;
-                            if (isv)
-                                tma_load(dst + off, &vmap, bar, sl * SW, slot0, ckvh[w], page);
-                            else
-                                tma_load(dst + off, &kmap, bar, sl * SW, slot0, ckvh[w], page);
+                            tma_load(tk + off, &kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                            tma_load(tv + off, &vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
                         }
                     }
                 }
                 cj[w]++;
-                if (isv && ++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
+                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
             }
             if (!any) break;
         }
@@ -300,7 +293,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     /* ---------------- consumer warp */
     const int g = lane / 4, c = lane % 4;
     const int slot = blockIdx.x * W + warp;
-    uint8_t *mine = smem + warp * U * SH::UNIT;
+    uint8_t *mine = smem + warp * S * SH::STAGE;
 
     /* per-lane shared-memory offsets inside a tile (constant across tiles) */
     constexpr int KCH = FP8 ? D / 64 : 1;     /* fp8 K: 16-byte chunks per lane slice */
@@ -362,15 +355,15 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         for (int nt = 0; nt < NT; nt++) m[nt][0] = m[nt][1] = -INFINITY, dsum[nt][0] = dsum[nt][1] = 0.0f;
 
         for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
-            const int st = (2 * j) % U, ph = ((2 * j) / U) & 1; /* K at st, V at st + 1, same phase */
-            const uint8_t *tk = mine + st * SH::UNIT, *tv = tk + SH::UNIT;
+            const int st = j % S;
+            const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
 #if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
             const int nvalid = min(kTile, len - 1 - tile * kTile);
 #else
             const int nvalid = min(kTile, len - tile * kTile);
 #endif
             const bool partial = nvalid < kTile;
-            mbar_wait(&full[warp * U + st], ph);
+            mbar_wait(&full[warp * S + st], (j / S) & 1);
 
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
@@ -409,9 +402,6 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     }
                 }
             }
-
-            __syncwarp(); /* every lane's K reads are done: the K stage goes back to the producer */
-            mbar_arrive(&empty[warp * U + st]);
 
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
@@ -485,7 +475,6 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                 }
 
             /* O^T += V^T P: k-steps of 16 tokens */
-            mbar_wait(&full[warp * U + st + 1], ph);
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
                 if constexpr (FP8) {
@@ -549,7 +538,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                 }
             }
             __syncwarp();
-            mbar_arrive(&empty[warp * U + st + 1]);
+            mbar_arrive(&empty[warp * S + st]);
         }
 
         /* the segment's result: normalized o (v_scale applied) and natural-log lse */

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# experiments_job.sh - one GPU-machine call (issue 13): runs the experiments E<n> given in EXPS
+# (default: all, in the order of the list below) with `decodelab experiment --full`, each under
+# its own time limit, stopping when the call's budget BUDGET_S (default 400 s) is spent; an
+# interrupted experiment is resumed by a later call with the same command (--resume, rows kept
+# in $OUT's tarball are not carried back: rerun it whole). Writes $OUT/experiments.tgz (the
+# result folders) and prints each experiment's verdict lines.
+# Expects .carry/decodelab.gz (the static binary).
+set -uo pipefail
+: "${OUT:?}"
+gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
+EXPS=${EXPS:-"E3 E7 E1 E4 E5 E6 E8 E2"}
+BUDGET_S=${BUDGET_S:-400}
+start=$(date +%s)
+mkdir -p /tmp/exp
+for e in $EXPS; do
+    cfg=$(ls experiments/${e}_*.cfg 2>/dev/null | head -1)
+    [ -n "$cfg" ] || { echo "$e: no experiments/${e}_*.cfg"; continue; }
+    left=$(( BUDGET_S - ($(date +%s) - start) ))
+    if [ $left -lt 20 ]; then echo "$e: not run (call budget spent)"; continue; fi
+    name=$(basename "$cfg" .cfg)
+    timeout $left /tmp/dl experiment "$cfg" --full --cache /tmp/gc --out /tmp/exp/$name > /tmp/exp/$name.log 2>&1
+    rc=$?
+    echo "== $name: exit $rc ($(( $(date +%s) - start )) s into the call)"
+    [ -f /tmp/exp/$name/verdicts.csv ] && cat /tmp/exp/$name/verdicts.csv | cut -c1-160
+done
+tar czf "$OUT/experiments.tgz" -C /tmp exp
