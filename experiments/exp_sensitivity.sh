@@ -52,9 +52,9 @@ for line in open(sys.argv[1]):
     if f[1] in ("fp8", "fp8acc") and kv not in ("e4m3", "e5m2"):
         continue  # no fp8 kernel runs on a 16-bit cache
     d = dict(x.split("=") for x in f[3:])
-    runs[f[1]].append((float(d["o"]), float(d["head"]), float(d["lse"]), f[0], d["b"], d["h"]))
+    runs[f[1]].append((float(d["o"]), float(d["head"]), float(d["lse"]), f[0], d["b"], d["h"], d.get("verdict", "?")))
 print(f"{'model':<9} {'runs':>5} {'worst o':>10} {'worst head':>10} {'(file, request, head)':<40} {'worst lse':>10}"
-      f"  {'over limit o / head / lse (limits from decodelab list)'}")
+      f"  {'over limit o / head / lse (limits from decodelab list)'}  judged FAIL (the one judge, flip allowance included)")
 for m in ("fp32", "bf16", "fp8", "fp8acc", "bf16simt"):
     rs = runs.get(m, [])
     if not rs:
@@ -65,5 +65,5 @@ for m in ("fp32", "bf16", "fp8", "fp8acc", "bf16simt"):
     frac = lambda k, lim: sum(r[k] > lim for r in rs) / n
     where = f"{wh[3].split('/')[-2]}/{wh[3].split('/')[-1]} {wh[4]} {wh[5]}"
     print(f"{m:<9} {n:>5} {wo:>10.3e} {wh[1]:>10.3e} {where:<40} {wl:>10.3e}  {frac(0, lo):.4f} / {frac(1, lh):.4f} /"
-          f" {frac(2, ll):.4f}  ({lo:g} / {lh:g} / {ll:g})")
+          f" {frac(2, ll):.4f}  ({lo:g} / {lh:g} / {ll:g})  {sum(r[6] == 'FAIL' for r in rs) / n:.4f}")
 PY

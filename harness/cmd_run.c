@@ -175,6 +175,9 @@ GPU_ONLY static void print_row(const dl_result_row *r, int timed)
     printf("\n");
     if (strcmp(r->model_schedule, "none") && r->model_schedule[0])
         printf("%-18s   judged against the %s model computed for the kernel's schedule %s\n", "", r->model, r->model_schedule);
+    if (r->model_o_flip_allow > 0.0 && r->model_o.head_excess < r->model_o.head_rel_l2)
+        printf("%-18s   P-rounding flips allowed by the %s model: o limit +%.3g; per head judged beyond the "
+               "allowance: %.3e\n", "", r->model, r->model_o_flip_allow, r->model_o.head_excess);
     if (!strcmp(r->verdict, "FAIL") && r->model_o.head_worst >= 0)
         printf("%-18s   limits: o rel L2 %.3g, per head %.3g, lse %.3g; worst head: b=%lld h=%lld\n", "",
                r->limit_o_rel_l2, r->limit_o_head_rel_l2, r->limit_lse_abs,

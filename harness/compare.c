@@ -48,9 +48,10 @@ static int poisoned_at(const double *x, const float *xf, int64_t i)
     return b == DL_POISON_F32_BITS;
 }
 
-/* The shared body: x (double) or xf (float) against r, rows of row_len. */
+/* The shared body: x (double) or xf (float) against r, rows of row_len; row_allow [rows] (or
+ * NULL): an absolute L2 error each row may have on top (head_excess). */
 static void compare_rows(const double *x, const float *xf, const double *r, int64_t n, int64_t row_len,
-                         dl_metrics *m)
+                         const double *row_allow, dl_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->n = n;
@@ -88,7 +89,7 @@ static void compare_rows(const double *x, const float *xf, const double *r, int6
     m->max_rel = mr;
     /* per row: relative L2 with the floor DL_REL_FLOOR * rms row norm */
     double row_floor = rows > 0 ? DL_REL_FLOOR * sqrt(s.ref2 / (double)rows) : 0.0;
-    double hw = 0.0;
+    double hw = 0.0, hx = 0.0;
     int64_t hk = -1;
     for (int64_t k = 0; k < rows; k++) {
         double e2 = 0.0, r2 = 0.0;
@@ -108,24 +109,28 @@ static void compare_rows(const double *x, const float *xf, const double *r, int6
             hw = fmax(hw, q);
             hk = k;
         }
+        const double ex = row_allow ? fmax(0.0, sqrt(e2) - row_allow[k]) : sqrt(e2);
+        const double qx = den > 0.0 ? ex / den : (ex > 0.0 ? INFINITY : 0.0);
+        hx = fmax(hx, qx);
     }
     m->head_rel_l2 = hw;
+    m->head_excess = hx;
     m->head_worst = row_len == 1 ? worst_abs_at : hk;
 }
 
 void dl_compare_rows_f32(const float *x, const double *r, int64_t n, int64_t row_len, dl_metrics *m)
 {
-    compare_rows(NULL, x, r, n, row_len, m);
+    compare_rows(NULL, x, r, n, row_len, NULL, m);
 }
 
 void dl_compare_rows_f64(const double *x, const double *r, int64_t n, int64_t row_len, dl_metrics *m)
 {
-    compare_rows(x, NULL, r, n, row_len, m);
+    compare_rows(x, NULL, r, n, row_len, NULL, m);
 }
 
-void dl_compare_f32(const float *x, const double *r, int64_t n, dl_metrics *m) { compare_rows(NULL, x, r, n, n, m); }
+void dl_compare_f32(const float *x, const double *r, int64_t n, dl_metrics *m) { compare_rows(NULL, x, r, n, n, NULL, m); }
 
-void dl_compare_f64(const double *x, const double *r, int64_t n, dl_metrics *m) { compare_rows(x, NULL, r, n, n, m); }
+void dl_compare_f64(const double *x, const double *r, int64_t n, dl_metrics *m) { compare_rows(x, NULL, r, n, n, NULL, m); }
 
 /* ---- the one routine ---- */
 
@@ -135,11 +140,19 @@ static void score(const double *o64, const float *o32, const double *l64, const 
 {
     const int64_t rows = ref->batch_size * ref->num_qo_heads, D = ref->head_dim;
     memset(s, 0, sizeof *s);
-    compare_rows(o64, o32, ref->o, rows * D, D, &s->o);
+    compare_rows(o64, o32, ref->o, rows * D, D, ref->o_flip, &s->o);
+    /* the global share of the P-rounding flip allowance: ||per-row allowances|| / ||o_ref|| */
+    if (ref->o_flip) {
+        double a2 = 0.0, r2 = 0.0;
+        for (int64_t k = 0; k < rows; k++) a2 += ref->o_flip[k] * ref->o_flip[k];
+        for (int64_t i = 0; i < rows * D; i++)
+            if (isfinite(ref->o[i])) r2 += ref->o[i] * ref->o[i];
+        s->o_allow = r2 > 0.0 ? sqrt(a2 / r2) : (a2 > 0.0 ? INFINITY : 0.0);
+    }
     s->lse.head_worst = -1;
     if (l64 || l32) {
         s->has_lse = 1;
-        compare_rows(l64, l32, ref->lse, rows, 1, &s->lse);
+        compare_rows(l64, l32, ref->lse, rows, 1, NULL, &s->lse);
     }
 }
 
@@ -181,17 +194,21 @@ void dl_score_f64(const double *o, const double *lse, const dl_output *ref, dl_s
  * expf perturbed by -2..+2 float ulps (8 patterns) on the same 32 cases reproduces the H200's
  * worst row exactly (case08, request 6, head 5: 1.535e-3; global 4.97e-5), and the
  * second-largest (case07, 4.3e-4). The fp8/fp8acc models round P to e4m3 (ulp 2^-4 .. 2^-3):
- * flips there are rarer and 16x coarser; none happened on the H200 run (their figures are
- * float-rounding size), so their limits do NOT allow one. KNOWN RISK, not loosened: the same
- * emulation over the test-gpu matrix of six seeds (results/h200_2026-12-01/
- * exp_sensitivity_cpu.txt) puts 1.4 % of (fp8 case, exp pattern) runs over these limits
- * (one flip: per head 1e-3 .. 6.8e-3, global up to 3.5e-4), i.e. about one `make test-gpu`
- * run in four (19 fp8 cases) could FAIL a correct fp8/fp8acc kernel, if its exp deviates as
- * emulated; such a FAIL is one (request, head) row far over the limit with every other row
- * at float rounding. A limit that admits a flip (>= 7e-3 per head) would no longer catch a
- * 1 % error in one head; the remedy is a model that knows which P elements sit near an e4m3
- * boundary (not built). bf16 stays under its cap in that emulation (per head at most
- * 2.4e-3, global 1.0e-4: margins 2.1x and 3.9x).
+ * flips there are rarer and 16x coarser; none happened on the first H200 run (their figures are
+ * float-rounding size), so their limits do not allow one: the fp8 models carry instead a
+ * P-rounding flip allowance per (request, head) (dl_output.o_flip, /golden/<model>/o_flip):
+ * the o change that rounding each fragile P element (x = p * p_scale within a relative
+ * DL_FLIP_ETA = 2^-14 of an e4m3 boundary) the other way can cause; the judge subtracts it from
+ * each row's error (dl_metrics.head_excess) and adds its global share to the o limit
+ * (dl_scores.o_allow). Why: the emulation over the test-gpu matrix of six seeds
+ * (results/h200_2026-12-01/exp_sensitivity_cpu.txt) put 1.4 % of (fp8 case, exp pattern) runs
+ * over the plain limits (one flip: per head 1e-3 .. 6.8e-3, global up to 3.5e-4), and the H200
+ * then failed a correct fp8-none-mma and fp8acc-none-mma so (2026-12-01, seed 20261202, case 20:
+ * global 3.07e-5, per head 1.27e-3; results/h200_2026-12-01b/test-gpu-seed20261202.log). A plain
+ * limit that admits a flip (>= 7e-3 per head) would no longer catch a 1 % error in one head;
+ * the allowance admits only flips of elements that sit at a boundary, and only their size.
+ * bf16 stays under its cap in that emulation (per head at most 2.4e-3, global 1.0e-4: margins
+ * 2.1x and 3.9x) and has no allowance.
  * Floor: a worst figure of 0 would get 8 x 2^-24 (a float32 rounding); none is 0.
  * Earlier H200 figures (2026-11-30, results/h200_2026-11-30/results.csv, llama3-8B B=64
  * length 1024: fp32 8.86e-7, bf16simt 8.04e-7, bf16 4.09e-5; results/fp8_accumulator_h200.txt
@@ -293,8 +310,9 @@ dl_verdict dl_judge_impl(const dl_scores *s, const dl_threshold *t, double o_rou
 {
     const dl_metrics *o = &s->o, *l = &s->lse;
     if (o->nonfinite || o->unwritten || (s->has_lse && (l->nonfinite || l->unwritten))) return DL_FAIL;
-    if (!within(o->rel_l2, dl_limit_widened(t->o_rel_l2, o_round))) return DL_FAIL;
-    if (!within(o->head_rel_l2, dl_limit_widened(t->o_head_rel_l2, o_round))) return DL_FAIL;
+    /* the model's P-rounding flip allowance (fp8, fp8acc; 0 otherwise) on top of each limit */
+    if (!within(o->rel_l2, dl_limit_widened(t->o_rel_l2, o_round) + s->o_allow)) return DL_FAIL;
+    if (!within(o->head_excess, dl_limit_widened(t->o_head_rel_l2, o_round))) return DL_FAIL;
     if (s->has_lse && !within(l->max_abs, t->lse_abs)) return DL_FAIL;
     return DL_PASS;
 }

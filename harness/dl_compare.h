@@ -33,6 +33,11 @@ typedef struct {
      * for rows of several elements, by |x - r| for rows of one element (lse) -; -1 when none */
     double head_rel_l2;
     int64_t head_worst;
+    /* the same per-row figure after each row's allowance (an absolute L2 error, the golden
+     * model's P-rounding flip allowance dl_output.o_flip) is taken off the row's error:
+     * max over rows of max(0, ||x_row - r_row|| - allow_row) / the same denominator; equals
+     * head_rel_l2 when the model gives no allowance. The judge's per-head figure. */
+    double head_excess;
 } dl_metrics;
 
 /* Limits of one golden model. Implementation table: a kernel PASSes when every
@@ -69,6 +74,8 @@ void dl_compare_f64(const double *x, const double *r, int64_t n, dl_metrics *m);
 typedef struct {
     dl_metrics o, lse;    /* lse is all zero (n = 0) when has_lse = 0 */
     int has_lse;
+    double o_allow;       /* the model's flip allowance relative to ||o_ref|| (0 when it gives none):
+                           * the judge adds it to the global o limit */
 } dl_scores;
 void dl_score_f32(const float *o, const float *lse, const dl_output *ref, dl_scores *s);
 void dl_score_f64(const double *o, const double *lse, const dl_output *ref, dl_scores *s);

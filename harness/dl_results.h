@@ -26,7 +26,8 @@ extern "C" {
  * an append rewrites the table as version 2. */
 /* 3: + dist_sink_tokens, dist_sink_delta (the sink distribution), kv_order, p_scale (model parameters
  * of the golden file), p_underflow_frac, p_underflow_pred, p_cast_nmse (the P cast, experiment E8). */
-#define DL_RESULTS_VERSION 3
+/* 4: + model_o_head_excess, model_o_flip_allow (the fp8 models' P-rounding flip allowance). */
+#define DL_RESULTS_VERSION 4
 #define DL_RESULTS_VERSION_MIN 1
 
 /* Error metrics of one tensor against one reference (mirrors dl_metrics). */
@@ -35,6 +36,7 @@ typedef struct {
     double rel_l2, nmse, max_abs, max_rel;
     double head_rel_l2;   /* largest per-(request, head) relative L2 (version 2) */
     int64_t head_worst;   /* that (request, head) as b * num_qo_heads + h; lse: the one of max_abs (version 2) */
+    double head_excess;   /* per-head figure beyond the model's flip allowance (version 4; model_o only) */
 } dl_result_metrics;
 
 /* One row. Strings are owned by the row (fixed buffers); unknown numbers are
@@ -69,6 +71,8 @@ typedef struct {
     double p_scale;             /* (version 3) the golden file's model p_scale */
     double p_underflow_frac;    /* (version 3) CPU model rows: fraction of the non-sink P values that entered P*V as 0 */
     double p_cast_nmse;         /* (version 3) CPU model rows (bf16, fp8, fp8acc): the error of the P cast alone */
+    double model_o_flip_allow;  /* (version 4) the golden model's P-rounding flip allowance relative to ||o||
+                                 * (fp8, fp8acc; 0 for the other models), added to limit_o_rel_l2 */
     double p_underflow_pred;    /* (version 3) sink cases, fp8/fp8acc rows, forward order: the fraction predicted by
                                  * Phi((delta + sigma*E[max of k N(0,1)] + ln(2^-10) ... ), see data/SCHEMA.md */
     double limit_o_rel_l2, limit_o_head_rel_l2, limit_lse_abs; /* implementation limits used (o: output rounding included) */

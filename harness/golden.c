@@ -249,6 +249,11 @@ static int write_model(const wctx *w, const dl_case *c, const dl_output *out)
         rc = ds_write(w, name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, ld, buf, "f32");
     }
     free(buf);
+    /* the P-rounding flip allowance of the models that round P to e4m3 (dl_output.o_flip) */
+    if (!rc && out->o_flip) {
+        snprintf(name, sizeof name, "%s/o_flip", dir);
+        rc = ds_write(w, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 2, ld, out->o_flip, "f64");
+    }
     return rc;
 }
 
@@ -756,6 +761,20 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
             dl_fail("%s: %s[%lld] = %g is not finite", path, ln, (long long)i, out->lse[i]);
             goto fail;
         }
+    /* optional: the P-rounding flip allowance (fp8, fp8acc in files written since 2026-12-01) */
+    char fn[64];
+    snprintf(fn, sizeof fn, "%s/o_flip", dl_model_group(m));
+    if (H5Lexists(r->file, fn, H5P_DEFAULT) > 0) {
+        ds_spec sf = {fn, 2, {cfg->batch_size, cfg->num_qo_heads, 0, 0}, (dl_dtype)ENC_F64};
+        void *f = NULL;
+        if (ds_read(r, &sf, dims, &f)) goto fail;
+        out->o_flip = f;
+        for (int64_t i = 0; i < nl; i++)
+            if (!(out->o_flip[i] >= 0.0) || !isfinite(out->o_flip[i])) {
+                dl_fail("%s: %s[%lld] = %g must be finite and >= 0", path, fn, (long long)i, out->o_flip[i]);
+                goto fail;
+            }
+    }
     free(o);
     free(l);
     g->have[m] = 1;

@@ -36,6 +36,7 @@ typedef struct {
 #define CS3(f) {#f, DL_COL_STR, offsetof(dl_result_row, f), FLD_SIZE(f), 3}
 #define CI3(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 3}
 #define CF3(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 3}
+#define CF4(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 4}
 #define CM(p)                                                                                          \
     {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 1},                                         \
     {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 1},                         \
@@ -62,6 +63,7 @@ static const col_def cols[] = {
     CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
     CS2(model_schedule), CS3(kv_order), CF3(p_scale), CF3(p_underflow_frac), CF3(p_underflow_pred), CF3(p_cast_nmse),
+    {"model_o_head_excess", DL_COL_F64, offsetof(dl_result_row, model_o.head_excess), 8, 4}, CF4(model_o_flip_allow),
     CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
     CF2(band_o_rel_l2), CF2(band_lse_abs),
     CS(verdict_model), CS(verdict_exact), CS(verdict), CI(deterministic), CS(reason),

@@ -240,6 +240,7 @@ void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m)
     d->max_rel = m->max_rel;
     d->head_rel_l2 = m->head_rel_l2;
     d->head_worst = m->head_worst;
+    d->head_excess = m->head_excess;
 }
 
 dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, const dl_output *model_out, dl_model m,
@@ -265,7 +266,8 @@ dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, cons
         dl_score_f32(o, lse, model_out, &sm);
         dl_run_put_metrics(&r->model_o, &sm.o);
         if (lse) dl_run_put_metrics(&r->model_lse, &sm.lse);
-        r->limit_o_rel_l2 = dl_limit_widened(t->o_rel_l2, o_round);
+        r->model_o_flip_allow = sm.o_allow;
+        r->limit_o_rel_l2 = dl_limit_widened(t->o_rel_l2, o_round) + sm.o_allow;
         r->limit_o_head_rel_l2 = dl_limit_widened(t->o_head_rel_l2, o_round);
         r->limit_lse_abs = t->lse_abs;
         v = dl_judge_impl(&sm, t, o_round);

@@ -55,8 +55,10 @@ void dl_output_free(dl_output *o)
     if (!o) return;
     free(o->o);
     free(o->lse);
+    free(o->o_flip);
     o->o = NULL;
     o->lse = NULL;
+    o->o_flip = NULL;
 }
 
 /* ---------------------------------------------------------------- gathering */
@@ -164,7 +166,18 @@ typedef struct {
     int64_t lo, hi;
     int64_t values, zeros;
     float *acc2, *part2;
+    double flip; /* online_softmax_mma: the rounding-flip allowance, sum of |alt - pr| * ||V_j|| (DL_FLIP_ETA) */
 } pstat;
+
+/* The e4m3 value a P element may round to instead of pr = e4m3(x) when a kernel computes x
+ * within a relative DL_FLIP_ETA of the model's x (its own FP32 score order and exp): the
+ * other neighbour when a rounding boundary lies within x * (1 +- eta), else pr itself. */
+static float e4m3_flip_alt(float x, float pr)
+{
+    const float lo = dl_e4m3_to_f32(dl_f32_to_e4m3(x * (1.0f - (float)DL_FLIP_ETA), DL_SATFINITE));
+    const float hi = dl_e4m3_to_f32(dl_f32_to_e4m3(x * (1.0f + (float)DL_FLIP_ETA), DL_SATFINITE));
+    return lo != pr ? lo : hi;
+}
 
 static void pstat_add(pstat *st, int64_t j, float pr)
 {
@@ -309,6 +322,7 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
         float m_new = max_nan(m, bmax);
         float f = m == -INFINITY ? 0.0f : expf(m - m_new);
         sum *= f;
+        if (st) st->flip *= (double)f;
         for (int64_t d = 0; d < D; d++) acc[d] *= f;
         if (acc2)
             for (int64_t d = 0; d < D; d++) acc2[d] *= f;
@@ -321,6 +335,14 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
                 float pr = dl_e4m3_to_f32(dl_f32_to_e4m3(pj * p->p_scale, DL_SATFINITE));
                 pstat_add(st, j, pr);
                 const float *v = V + j * D;
+                if (st) {
+                    const float alt = e4m3_flip_alt(pj * p->p_scale, pr);
+                    if (alt != pr) { /* a fragile element: what its other rounding moves the output by */
+                        double v2 = 0.0;
+                        for (int64_t d = 0; d < D; d++) v2 += (double)v[d] * (double)v[d];
+                        st->flip += fabs((double)alt - (double)pr) * sqrt(v2);
+                    }
+                }
                 for (int64_t d = 0; d < D; d++) chain[d] += pr * v[d];
                 if (acc2) {
                     const float ps = pj * p->p_scale;
@@ -555,7 +577,7 @@ int dl_model_parse(const char *s, dl_model *out)
 
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
                          int64_t b, int64_t g, const int64_t *seg, int64_t nseg, double *o, double *lse,
-                         int64_t *p_values, int64_t *p_zeros, double *pc_err2, double *pc_ref2)
+                         double *o_flip, int64_t *p_values, int64_t *p_zeros, double *pc_err2, double *pc_ref2)
 {
     const dl_config *cfg = &c->cfg;
     const int64_t D = cfg->head_dim, G = dl_group_size(cfg), len = dl_case_seq_len(c, b);
@@ -565,7 +587,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *qv = malloc((size_t)(2 * D) * sizeof(float));
     float *acc = malloc((size_t)(4 * D) * sizeof(float)); /* acc [D], fp8 partial [D], their shadows [D] [D] */
     if (nseg < 1 || !seg) nseg = 1;
-    float *po = nseg > 1 ? malloc((size_t)(nseg * (2 * D + 1)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg], shadow o [nseg, D] */
+    float *po = nseg > 1 ? malloc((size_t)(nseg * (2 * D + 2)) * sizeof(float)) : NULL; /* segment o [nseg, D], lse [nseg], shadow o [nseg, D], flip [nseg] */
     const model_row *row = &models[model];
     /* the shadow output (P not rounded) of the models that round P */
     const int shadow = row->shadow;
@@ -583,6 +605,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     const int64_t nsink = c->cfg.dist.kind == DL_DIST_SINK ? c->cfg.dist.sink_tokens : 0;
     int64_t pv = 0, pz = 0;
     float *pl = po ? po + nseg * D : NULL, *po2 = po ? po + nseg * (D + 1) : NULL;
+    float *pf = po ? po + nseg * (2 * D + 1) : NULL;
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
     emu e = {c, p, model, len, D, sm, c->k_scale[g], c->v_scale[g]};
@@ -604,7 +627,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
             const int64_t n = j1 - j0;
             /* processing position i is token j0 + i (forward) or j1 - 1 - i (reverse); count the
              * positions of non-sink tokens (token >= nsink) */
-            pstat st = {0, n, 0, 0, shadow ? acc + 2 * D : NULL, shadow ? acc + 3 * D : NULL};
+            pstat st = {0, n, 0, 0, shadow ? acc + 2 * D : NULL, shadow ? acc + 3 * D : NULL, 0.0};
             if (rev) {
                 for (int64_t i = 0; i < n; i++) {
                     sr[i] = sk[n - 1 - i];
@@ -627,13 +650,25 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
                 for (int64_t d = 0; d < D; d++) o[r * D + d] = (double)(acc[d] / sum * out_scale);
                 lse[r] = (double)(m + logf(sum));
                 for (int64_t d = 0; shadow && d < D; d++) o2[d] = (double)(acc2[d] / sum * out_scale);
+                if (o_flip) o_flip[r] = st.flip / (double)sum * (double)out_scale;
             } else {
                 for (int64_t d = 0; d < D; d++) po[k * D + d] = acc[d] / sum * out_scale;
                 pl[k] = m + logf(sum);
                 for (int64_t d = 0; shadow && d < D; d++) po2[k * D + d] = acc2[d] / sum * out_scale;
+                pf[k] = (float)(st.flip / (double)sum * (double)out_scale);
             }
         }
         if (nseg > 1) merge_segments(po, pl, nseg, D, o + r * D, lse + r);
+        if (o_flip && nseg > 1) { /* the segments' allowances, weighted as the merge weighs them */
+            double M = -INFINITY, W = 0.0, a = 0.0;
+            for (int64_t k = 0; k < nseg; k++) M = pl[k] > M ? pl[k] : M;
+            for (int64_t k = 0; k < nseg && M > -INFINITY; k++) {
+                const double w = pl[k] == -INFINITY ? 0.0 : exp((double)pl[k] - M);
+                W += w;
+                a += w * (double)pf[k];
+            }
+            o_flip[r] = W > 0.0 ? a / W : 0.0;
+        }
         if (shadow && nseg > 1) merge_segments(po2, pl, nseg, D, o2, o2 + D);
         for (int64_t d = 0; shadow && d < D; d++) {
             const double diff = o[r * D + d] - o2[d];
@@ -820,7 +855,8 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
     out->head_dim = D;
     out->o = dl_malloc((size_t)(B * Hq * D) * sizeof(double), "reference output o");
     out->lse = dl_malloc((size_t)(B * Hq) * sizeof(double), "reference output lse");
-    if (!out->o || !out->lse) {
+    out->o_flip = models[m].mma ? dl_malloc((size_t)(B * Hq) * sizeof(double), "reference output o_flip") : NULL;
+    if (!out->o || !out->lse || (models[m].mma && !out->o_flip)) {
         dl_output_free(out);
         return -1;
     }
@@ -852,11 +888,12 @@ int dl_reference_sched(const dl_case *c, dl_model m, const dl_model_params *para
         const int64_t b = t / Hkv, g = t % Hkv;
         double *o = out->o + (b * Hq + g * G) * D;
         double *lse = out->lse + b * Hq + g * G;
+        double *o_flip = out->o_flip ? out->o_flip + b * Hq + g * G : NULL;
         const int64_t *seg = sched ? sched->seg_begin + sched->seg_indptr[t] : NULL;
         const int64_t nseg = sched ? sched->seg_indptr[t + 1] - sched->seg_indptr[t] : 1;
         int64_t tv = 0, tz = 0;
         int rc = !emulated ? task_fp64(c, lut, m == DL_MODEL_ORIG, b, g, o, lse)
-                           : task_emulated(c, lut, m, params, b, g, seg, nseg, o, lse, &tv, &tz, &pc[2 * t],
+                           : task_emulated(c, lut, m, params, b, g, seg, nseg, o, lse, o_flip, &tv, &tz, &pc[2 * t],
                                            &pc[2 * t + 1]);
         p_values += tv;
         p_zeros += tz;

@@ -112,7 +112,21 @@ typedef struct {
      * sum of o2^2, o2 the same model with P not rounded (p * p_scale, resp. p, into P*V; every other
      * operation the same). NaN for the other models and when unknown. */
     double p_cast_nmse;
+    /* The P-rounding flip allowance [B, Hq] (fp8, fp8acc: P rounded to e4m3; NULL for the other
+     * models and for files without it): per (request, head), an upper bound of ||o_kernel - o||
+     * (L2 over head_dim, absolute) that a correct kernel can reach by rounding a P element to
+     * the other e4m3 neighbour: sum over the fragile elements (those whose x = p * p_scale lies
+     * within a relative DL_FLIP_ETA of a rounding boundary) of |alt - pr| * ||V_j|| (scaled as o,
+     * rescaled to the final max, over the softmax sum). A kernel's own FP32 score order and exp
+     * move x by far less than DL_FLIP_ETA (harness/compare.c); the judge grants this bound on
+     * top of the implementation limits. */
+    double *o_flip;
 } dl_output;
+
+/* Relative window of x = p * p_scale inside which an e4m3 P element counts as fragile (2^-14 =
+ * 6.1e-5): over 6x the FP32 score error of a D = 256 dot of exact e4m3 products against scores
+ * of |s| <= 10 (D * 2^-24 * sum |q k|) and 500x a 2-ulp expf difference. */
+#define DL_FLIP_ETA 6.103515625e-05
 
 /* The fraction of non-sink P values that an e4m3 P cast rounds to zero under an attention sink,
  * as predicted for forward iteration (Lau, arXiv 2606.06521): the sink tokens come first, so the

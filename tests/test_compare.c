@@ -164,6 +164,37 @@ START_TEST(per_row_by_hand)
     dl_score_f32(of, NULL, &ref, &s);
     ck_assert_int_eq(s.has_lse, 0);
     ck_assert_int_eq(s.lse.n, 0);
+    ck_assert(s.o.head_excess == s.o.head_rel_l2); /* no allowance */
+    ck_assert(s.o_allow == 0.0);
+}
+END_TEST
+
+/* The P-rounding flip allowance (dl_output.o_flip): each row's error minus its allowance, over
+ * the same denominator, is the judge's per-head figure; the global share is ||allow|| / ||o||. */
+START_TEST(flip_allowance_by_hand)
+{
+    /* rows (3, 4) x 4; row 1 off by 0.5 (rel 0.1), row 2 off by 0.25 (rel 0.05) */
+    double r[8] = {3, 4, 3, 4, 3, 4, 3, 4};
+    float x[8] = {3, 4, 3, 4.5f, 3, 4.25f, 3, 4};
+    double allow[4] = {0.0, 0.3, 0.5, 0.0};
+    dl_output ref = {.model = DL_MODEL_FP8, .batch_size = 2, .num_qo_heads = 2, .head_dim = 2, .o = r, .o_flip = allow};
+    double l[4] = {0, 0, 0, 0};
+    ref.lse = l;
+    dl_scores s;
+    dl_score_f32(x, NULL, &ref, &s);
+    ck_assert_double_eq_tol(s.o.head_rel_l2, 0.1, 1e-15);             /* the raw figure stays */
+    ck_assert_double_eq_tol(s.o.head_excess, (0.5 - 0.3) / 5.0, 1e-15); /* row 1: 0.2 beyond; row 2: none */
+    ck_assert_double_eq_tol(s.o_allow, sqrt(0.09 + 0.25) / sqrt(100.0), 1e-15);
+    /* judged: per head 0.04 against a 0.05 limit passes although the raw 0.1 is over it */
+    dl_threshold t = {DL_MODEL_FP8, 0.1, 0.05, 1.0};
+    ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_PASS);
+    t.o_head_rel_l2 = 0.039;
+    ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
+    /* without the allowance the same output fails the 0.05 limit */
+    ref.o_flip = NULL;
+    dl_score_f32(x, NULL, &ref, &s);
+    t.o_head_rel_l2 = 0.05;
+    ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
 }
 END_TEST
 
@@ -205,15 +236,23 @@ START_TEST(verdict_boundaries)
     dl_scores s = {0};
     s.has_lse = 1;
     s.o.rel_l2 = 0.1;
-    s.o.head_rel_l2 = 0.2;
+    s.o.head_rel_l2 = s.o.head_excess = 0.2; /* no allowance: the judge's per-head figure is head_excess */
     s.lse.max_abs = 0.01;
     ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_PASS);
     s.o.rel_l2 = nextafter(0.1, 1.0);
     ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
     s.o.rel_l2 = 0.1;
-    s.o.head_rel_l2 = nextafter(0.2, 1.0);
+    s.o.head_rel_l2 = s.o.head_excess = nextafter(0.2, 1.0);
     ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
-    s.o.head_rel_l2 = 0.2;
+    s.o.head_rel_l2 = s.o.head_excess = 0.2;
+    /* a flip allowance widens the global o limit by o_allow, exactly */
+    s.o_allow = 0.05;
+    s.o.rel_l2 = 0.1 + 0.05;
+    ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_PASS);
+    s.o.rel_l2 = nextafter(0.1 + 0.05, 1.0);
+    ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
+    s.o.rel_l2 = 0.1;
+    s.o_allow = 0.0;
     s.lse.max_abs = nextafter(0.01, 1.0);
     ck_assert_int_eq(dl_judge_impl(&s, &t, 0.0), DL_FAIL);
     s.has_lse = 0;
@@ -326,6 +365,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, nonfinite_first);
     tcase_add_test(tc, poison_counts_as_unwritten);
     tcase_add_test(tc, per_row_by_hand);
+    tcase_add_test(tc, flip_allowance_by_hand);
     tcase_add_test(tc, one_head_not_diluted);
     tcase_add_test(tc, verdict_boundaries);
     tcase_add_test(tc, tables_consistent);

@@ -632,6 +632,60 @@ START_TEST(test_fp8_reduced_accumulator)
 }
 END_TEST
 
+/* The P-rounding flip allowance (dl_output.o_flip) bounds what a kernel whose P elements x =
+ * p * p_scale sit a relative eta/2 away from the model's can reach: the fp8 model run with
+ * p_scale * (1 +- eta/2) rounds the fragile elements the other way (the output scale
+ * v_scale / p_scale undone), and every row stays within its allowance; some rows do move, so
+ * the bound is exercised, and the models that do not round P to e4m3 give none. */
+START_TEST(test_fp8_flip_allowance_bounds)
+{
+    const int64_t lens[] = {700, 301, 64, 1000};
+    dl_config cfg = small_cfg(4, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 4242);
+    dl_case c;
+    build(&cfg, &c);
+    dl_model_params p;
+    dl_model_params_default(&p);
+    const int64_t rows = 4 * 8, D = 64;
+    const dl_model ms[] = {DL_MODEL_FP8, DL_MODEL_FP8ACC};
+    for (int mi = 0; mi < 2; mi++) {
+        dl_output base;
+        run_model(&c, ms[mi], &p, &base);
+        ck_assert_ptr_nonnull(base.o_flip);
+        int moved = 0, fragile = 0;
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            dl_model_params q = p;
+            q.p_scale = p.p_scale * (float)(1.0 + sgn * DL_FLIP_ETA / 2);
+            dl_output o2;
+            run_model(&c, ms[mi], &q, &o2);
+            for (int64_t r = 0; r < rows; r++) {
+                double e2 = 0.0, r2 = 0.0;
+                for (int64_t d = 0; d < D; d++) {
+                    const double x = o2.o[r * D + d] * ((double)q.p_scale / (double)p.p_scale), y = base.o[r * D + d];
+                    e2 += (x - y) * (x - y);
+                    r2 += y * y;
+                }
+                ck_assert_msg(base.o_flip[r] >= 0.0 && isfinite(base.o_flip[r]), "o_flip[%lld] = %g", (long long)r,
+                              base.o_flip[r]);
+                ck_assert_msg(sqrt(e2) <= base.o_flip[r] + 1e-6 * sqrt(r2),
+                              "%s row %lld, p_scale x (1 %+g eta): moved %.3g, allowance %.3g", dl_model_name(ms[mi]),
+                              (long long)r, (double)sgn / 2, sqrt(e2), base.o_flip[r]);
+                moved += sqrt(e2) > 1e-6 * sqrt(r2);
+                fragile += base.o_flip[r] > 0.0;
+            }
+            dl_output_free(&o2);
+        }
+        ck_assert_msg(moved > 0 && fragile > 0, "%s: no row moved (%d) or none fragile (%d): the test has no teeth",
+                      dl_model_name(ms[mi]), moved, fragile);
+        dl_output_free(&base);
+    }
+    dl_output none;
+    run_model(&c, DL_MODEL_BF16, &p, &none);
+    ck_assert_ptr_null(none.o_flip);
+    dl_output_free(&none);
+    dl_case_free(&c);
+}
+END_TEST
+
 START_TEST(test_kv_block_changes_little)
 {
     const int64_t lens[] = {300, 65};
@@ -1264,6 +1318,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_models_near_exact_bf16_cache);
     tcase_add_test(tc, test_fp8_reduced_accumulator);
     tcase_add_test(tc, test_kv_block_changes_little);
+    tcase_add_test(tc, test_fp8_flip_allowance_bounds);
     tcase_add_test(tc, test_deterministic_threads);
     tcase_add_test(tc, test_names_and_errors);
     tcase_add_test(tc, test_fp8_truncation_worked);
