@@ -191,6 +191,76 @@ struct stream_params {
     int swz;              /* tile_off swizzle mode */
 };
 
+/* The producer warp of a CTA: it serves the W consumers (warps or warpgroups) in turn, one
+ * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
+ * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
+ * stage, so the load latency hides behind the wait) and issues that page's copies.
+ * Warp-uniform control flow. Consumer w's segments are those of plan slot blockIdx.x * W + w. */
+template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
+__device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
+                                               const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
+                                               uint64_t *empty, int lane)
+{
+    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
+    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
+    const int Hkv = a.num_kv_heads, ps = a.page_size;
+    const int rows = ps < kTile ? ps : kTile; /* box rows */
+    const uint32_t copy_bytes = (uint32_t)(SW * rows);
+    int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+    /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
+    auto start_segment = [&](int w, int k) {
+        const int t = seg_task[k], b = t / Hkv;
+        ckvh[w] = t % Hkv;
+        clen[w] = dl_seq_len(a, b);
+        cpb[w] = a.kv_indptr[b];
+        ctile[w] = seg_t0[k];
+        ct1[w] = seg_t1[k];
+    };
+#pragma unroll
+    for (int w = 0; w < W; w++) {
+        const int slot = blockIdx.x * W + w;
+        ck[w] = slot_ptr[slot];
+        kend[w] = slot_ptr[slot + 1];
+        cj[w] = 0;
+        ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
+        if (ck[w] < kend[w]) start_segment(w, ck[w]);
+    }
+    for (;;) {
+        bool any = false;
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            if (ck[w] >= kend[w]) continue;
+            any = true;
+            const int st = cj[w] % S;
+            uint8_t *tk = smem + (w * S + st) * STAGE, *tv = tk + TILE_BYTES;
+            const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
+            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+            const int32_t *pages = a.kv_indices + cpb[w];
+            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+            const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
+            if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+            __syncwarp();
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int p = lane + 32 * h;
+                if (p < ncopy) {
+                    const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
+#pragma unroll
+                    for (int sl = 0; sl < SLABS; sl++) {
+                        const int off = sl * kTile * SW + p * rows * SW;
+                        tma_load(tk + off, kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                        tma_load(tv + off, vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                    }
+                }
+            }
+            cj[w]++;
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
+        }
+        if (!any) break;
+    }
+}
+
 template <int D, dl_dtype KV, int DQ, int NT>
 __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS)
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
@@ -225,68 +295,10 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
-    const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads, ps = a.page_size;
+    const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
     if (warp == W) {
-        /* ---------------- producer: the whole warp serves the W consumers in
-         * turn, one tile each per round; lane p loads the id of the tile's page p
-         * (before waiting for the free stage, so the load latency hides behind the
-         * wait) and issues that page's copies. Warp-uniform control flow. */
-        const int rows = ps < kTile ? ps : kTile; /* box rows */
-        const uint32_t copy_bytes = (uint32_t)(SW * rows);
-        int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
-        /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
-        auto start_segment = [&](int w, int k) {
-            const int t = seg_task[k], b = t / Hkv;
-            ckvh[w] = t % Hkv;
-            clen[w] = dl_seq_len(a, b);
-            cpb[w] = a.kv_indptr[b];
-            ctile[w] = seg_t0[k];
-            ct1[w] = seg_t1[k];
-        };
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            const int slot = blockIdx.x * W + w;
-            ck[w] = slot_ptr[slot];
-            kend[w] = slot_ptr[slot + 1];
-            cj[w] = 0;
-            ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-            if (ck[w] < kend[w]) start_segment(w, ck[w]);
-        }
-        for (;;) {
-            bool any = false;
-#pragma unroll
-            for (int w = 0; w < W; w++) {
-                if (ck[w] >= kend[w]) continue;
-                any = true;
-                const int st = cj[w] % S;
-                uint8_t *tk = smem + (w * S + st) * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-                const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
-                const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-                const int32_t *pages = a.kv_indices + cpb[w];
-                const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
-                const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
-                mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
-                if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
-                __syncwarp();
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int p = lane + 32 * h;
-                    if (p < ncopy) {
-                        const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
-#pragma unroll
-                        for (int sl = 0; sl < SLABS; sl++) {
-                            const int off = sl * kTile * SW + p * rows * SW;
-                            tma_load(tk + off, &kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
-                            tma_load(tv + off, &vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
-                        }
-                    }
-                }
-                cj[w]++;
-                if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
-            }
-            if (!any) break;
-        }
+        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         return;
     }
 
