@@ -825,28 +825,9 @@ START_TEST(test_sink_shift)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("paged");
-    TCase *tc = tcase_create("paged");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_lengths_in_range);
-    tcase_add_test(tc, test_explicit_lengths_and_page_sizes);
-    tcase_add_test(tc, test_pages_scattered);
-    tcase_add_test(tc, test_poison_exactly_in_unused_slots);
-    tcase_add_test(tc, test_layouts_hold_same_logical_values);
-    tcase_add_test(tc, test_page_size_keeps_logical_values);
-    tcase_add_test(tc, test_quantization_error_bounded);
-    tcase_add_test(tc, test_scale_modes);
-    tcase_add_test(tc, test_channel_outliers);
-    tcase_add_test(tc, test_sink_shift);
-    tcase_add_test(tc, test_q_storage);
-    tcase_add_test(tc, test_threads_bit_identical);
-    tcase_add_test(tc, test_build_rejects_bad_config);
-    tcase_add_test(tc, test_validate_rejects_bad_tables);
-    tcase_add_test(tc, test_share_prefix);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("paged", 120, NULL, NULL,
+              test_lengths_in_range, test_explicit_lengths_and_page_sizes, test_pages_scattered,
+              test_poison_exactly_in_unused_slots, test_layouts_hold_same_logical_values,
+              test_page_size_keeps_logical_values, test_quantization_error_bounded, test_scale_modes,
+              test_channel_outliers, test_sink_shift, test_q_storage, test_threads_bit_identical,
+              test_build_rejects_bad_config, test_validate_rejects_bad_tables, test_share_prefix)

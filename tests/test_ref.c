@@ -1245,41 +1245,13 @@ START_TEST(test_p_cast_stats_deterministic)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("ref");
-    TCase *tc = tcase_create("reference");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_lse_definition);
-    tcase_add_test(tc, test_share_prefix_models);
-    tcase_add_test(tc, test_all_keys_equal);
-    tcase_add_test(tc, test_dominant_key);
-    tcase_add_test(tc, test_length_one);
-    tcase_add_test(tc, test_normalizer_uses_float_p);
-    tcase_add_test(tc, test_bf16_v_scale_folded);
-    tcase_add_test(tc, test_gqa_equals_mha);
-    tcase_add_test(tc, test_nhd_equals_hnd);
-    tcase_add_test(tc, test_page_size_and_order);
-    tcase_add_test(tc, test_models_near_exact_e4m3);
-    tcase_add_test(tc, test_models_near_exact_bf16_cache);
-    tcase_add_test(tc, test_fp8_reduced_accumulator);
-    tcase_add_test(tc, test_kv_block_changes_little);
-    tcase_add_test(tc, test_deterministic_threads);
-    tcase_add_test(tc, test_names_and_errors);
-    tcase_add_test(tc, test_fp8_truncation_worked);
-    tcase_add_test(tc, test_bf16simt_rounds_each_fma);
-    tcase_add_test(tc, test_bf16simt_lanes_add_in_fp32);
-    tcase_add_test(tc, test_fp8acc_promotion_helps);
-    tcase_add_test(tc, test_sched_trivial_bit_for_bit);
-    tcase_add_test(tc, test_sched_segments_by_hand);
-    tcase_add_test(tc, test_sched_split_kv);
-    tcase_add_test(tc, test_sched_refused);
-    tcase_add_test(tc, test_kv_order_reverse_is_reversed_sequence);
-    tcase_add_test(tc, test_sink_p_cast_counts);
-    tcase_add_test(tc, test_p_underflow_prediction);
-    tcase_add_test(tc, test_p_cast_stats_deterministic);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("ref", 60, NULL, NULL,
+              test_lse_definition, test_share_prefix_models, test_all_keys_equal, test_dominant_key, test_length_one,
+              test_normalizer_uses_float_p, test_bf16_v_scale_folded, test_gqa_equals_mha, test_nhd_equals_hnd,
+              test_page_size_and_order, test_models_near_exact_e4m3, test_models_near_exact_bf16_cache,
+              test_fp8_reduced_accumulator, test_kv_block_changes_little, test_deterministic_threads,
+              test_names_and_errors, test_fp8_truncation_worked, test_bf16simt_rounds_each_fma,
+              test_bf16simt_lanes_add_in_fp32, test_fp8acc_promotion_helps, test_sched_trivial_bit_for_bit,
+              test_sched_segments_by_hand, test_sched_split_kv, test_sched_refused,
+              test_kv_order_reverse_is_reversed_sequence, test_sink_p_cast_counts, test_p_underflow_prediction,
+              test_p_cast_stats_deterministic)
