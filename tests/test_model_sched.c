@@ -16,18 +16,11 @@ START_TEST(test_model_for_schedule)
 {
     dl_golden g;
     memset(&g, 0, sizeof g);
+    const int64_t lens[3] = {5, 200, 700};
     dl_config cfg;
-    dl_config_default(&cfg);
-    cfg.batch_size = 3;
-    cfg.num_qo_heads = 4;
-    cfg.num_kv_heads = 2;
-    cfg.head_dim = 32;
-    cfg.page_size = 16;
+    dl_test_shape(&cfg, 3, 4, 2, 32, 16);
+    dl_test_lens(&cfg, lens);
     cfg.kv_dtype = DL_E4M3;
-    cfg.num_explicit_lens = 3;
-    cfg.explicit_lens[0] = 5;
-    cfg.explicit_lens[1] = 200;
-    cfg.explicit_lens[2] = 700;
     ck_assert_int_eq(dl_case_build(&cfg, &g.c), 0);
     dl_model_params_default(&g.params);
     ck_assert_int_eq(dl_reference(&g.c, DL_MODEL_BF16, &g.params, &g.out[DL_MODEL_BF16]), 0);

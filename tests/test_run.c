@@ -26,19 +26,13 @@ typedef struct {
 
 static void build_small(small_case *s)
 {
+    const int64_t lens[2] = {5, 4};
     memset(s, 0, sizeof *s);
-    dl_config_default(&s->c.cfg);
     dl_config *g = &s->c.cfg;
-    g->batch_size = 2;
-    g->num_qo_heads = 4;
-    g->num_kv_heads = 2;
-    g->head_dim = 8;
-    g->page_size = 4;
+    dl_test_shape(g, 2, 4, 2, 8, 4);
+    dl_test_lens(g, lens);
     g->q_dtype = DL_BF16;
     g->kv_dtype = DL_E4M3;
-    g->num_explicit_lens = 2;
-    g->explicit_lens[0] = 5;
-    g->explicit_lens[1] = 4;
     g->seq_len_min = 4;
     g->seq_len_max = 5;
     s->c.num_pages = 3;
