@@ -10,6 +10,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+int dl_cli_read_golden(const char *cmd, int argc, char **argv, void (*help)(FILE *), const char **file, dl_golden *g)
+{
+    int rc = dl_cli_one_file(cmd, argc, argv, file, help);
+    if (rc == 1) return 0;
+    if (rc || dl_golden_read(*file, g)) return dl_cli_error(cmd);
+    return -1;
+}
+
 int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
