@@ -18,6 +18,14 @@ int dl_cli_read_golden(const char *cmd, int argc, char **argv, void (*help)(FILE
     return -1;
 }
 
+int dl_cli_file_arg(const char *cmd, const char *what, const char *a, const char **file)
+{
+    if (a[0] == '-') return dl_fail("unknown flag '%s' (see decodelab %s --help)", a, cmd);
+    if (*file) return dl_fail("one %s expected, got '%s' and '%s'", what, *file, a);
+    *file = a;
+    return 0;
+}
+
 int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
