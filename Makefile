@@ -157,9 +157,10 @@ $(LIB): $(LIB_OBJ) $(CU_OBJ)
 $(BIN): $(BUILD)/harness/main.o $(LIB)
 	$(CC) $(LDFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/dl_test.h
+# Every Check suite is linked with the shared helpers of tests/dl_test.c.
+$(BUILD)/tests/%: tests/%.c $(BUILD)/tests/dl_test.o $(LIB) tests/dl_test.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(CHECK_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CFLAGS) $< $(BUILD)/tests/dl_test.o $(LIB) $(PKG_LIBS) $(LINK_CUDA) $(CHECK_LIBS) $(LDFLAGS) -o $@
 
 # experiments/exp_sensitivity.sh (issue 11): the CPU reference rebuilt with a perturbed expf,
 # to measure how far a correct kernel with another exp may sit from its model.

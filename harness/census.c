@@ -309,12 +309,7 @@ void dl_census_row_init(dl_census_row *r)
     memset(r, 0, sizeof *r);
     r->value = NAN;
     r->launches = -1;
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(r->date_utc, sizeof r->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (gethostname(r->hostname, sizeof r->hostname) != 0) snprintf(r->hostname, sizeof r->hostname, "unknown");
-    r->hostname[sizeof r->hostname - 1] = 0;
+    dl_stamp_date_host(r->date_utc, sizeof r->date_utc, r->hostname, sizeof r->hostname);
     snprintf(r->generator, sizeof r->generator, "%s", dl_generator_string());
 }
 

@@ -10,6 +10,22 @@
 #include <sys/stat.h>
 #include <time.h>
 
+int dl_cli_read_golden(const char *cmd, int argc, char **argv, void (*help)(FILE *), const char **file, dl_golden *g)
+{
+    int rc = dl_cli_one_file(cmd, argc, argv, file, help);
+    if (rc == 1) return 0;
+    if (rc || dl_golden_read(*file, g)) return dl_cli_error(cmd);
+    return -1;
+}
+
+int dl_cli_file_arg(const char *cmd, const char *what, const char *a, const char **file)
+{
+    if (a[0] == '-') return dl_fail("unknown flag '%s' (see decodelab %s --help)", a, cmd);
+    if (*file) return dl_fail("one %s expected, got '%s' and '%s'", what, *file, a);
+    *file = a;
+    return 0;
+}
+
 int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;

@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include "../ref/dl_ref.h"
 
+/* A command-line argument a of `decodelab cmd` that no flag of cmd claimed: a flag is
+ * refused ("unknown flag"); else a is the one FILE (what: e.g. "golden file") of cmd, and
+ * a second one is refused. Returns 0, or -1 with the error recorded. */
+int dl_cli_file_arg(const char *cmd, const char *what, const char *a, const char **file);
 /* Parse a whole string as an integer in lo..hi; on error records
  * "<flag>: '<s>' is not an integer in lo..hi" and returns -1. */
 int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -48,11 +48,9 @@ static void ulp_stats(const double *stored, const double *fresh, int64_t n, int6
 int dl_cmd_check(int argc, char **argv)
 {
     const char *file;
-    int rc = dl_cli_one_file("check", argc, argv, &file, usage);
-    if (rc == 1) return 0;
-    if (rc) return dl_cli_error("check");
     dl_golden g;
-    if (dl_golden_read(file, &g)) return dl_cli_error("check");
+    int rc = dl_cli_read_golden("check", argc, argv, usage, &file, &g);
+    if (rc >= 0) return rc;
     const dl_config *c = &g.c.cfg;
     const int64_t no = c->batch_size * c->num_qo_heads * c->head_dim, nl = c->batch_size * c->num_qo_heads;
     const int progress = isatty(2);

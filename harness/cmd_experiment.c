@@ -142,12 +142,8 @@ static int parse(int argc, char **argv, xp_opts *o)
                 o->merge[o->nmerge++] = argv[++i];
             }
             if (!o->nmerge) return dl_fail("--merge: no directory given (the shard directories to combine)");
-        } else if (a[0] == '-') {
-            return dl_fail("unknown flag '%s' (see decodelab experiment --help)", a);
-        } else if (!o->file) {
-            o->file = a;
         } else {
-            return dl_fail("one experiment file expected, got '%s' and '%s'", o->file, a);
+            DL_TRY(dl_cli_file_arg("experiment", "experiment file", a, &o->file));
         }
     }
     if (!o->file) return dl_fail("missing FILE.cfg (see decodelab experiment --help)");

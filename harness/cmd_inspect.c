@@ -69,11 +69,9 @@ static void row(const char *kind, const dl_golden *g, dl_model m, dl_model ref, 
 int dl_cmd_inspect(int argc, char **argv)
 {
     const char *file;
-    int rc = dl_cli_one_file("inspect", argc, argv, &file, usage);
-    if (rc == 1) return 0;
-    if (rc) return dl_cli_error("inspect");
     dl_golden g;
-    if (dl_golden_read(file, &g)) return dl_cli_error("inspect");
+    int rc = dl_cli_read_golden("inspect", argc, argv, usage, &file, &g);
+    if (rc >= 0) return rc;
     const dl_config *c = &g.c.cfg;
     char name[512];
     dl_config_name(c, name, sizeof name);

@@ -128,12 +128,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
                 DL_TRY(dl_parse_i64(a, argv[i], 1, 4096, &iv));
                 o->x.splits = (int)iv;
             }
-        } else if (a[0] == '-') {
-            return dl_fail("unknown flag '%s' (see decodelab run --help)", a);
-        } else if (!o->golden) {
-            o->golden = a;
         } else {
-            return dl_fail("one golden file expected, got '%s' and '%s'", o->golden, a);
+            DL_TRY(dl_cli_file_arg("run", "golden file", a, &o->golden));
         }
     }
     if (!o->golden) return dl_fail("missing GOLDEN.h5 (see decodelab run --help)");

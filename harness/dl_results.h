@@ -133,6 +133,10 @@ extern int dl_results_fail_before_rename;
 /* Fill date_utc (now) and hostname. */
 void dl_result_row_stamp(dl_result_row *r);
 
+/* The current UTC time (ISO 8601, "...Z") into date_utc and this machine's host name ("unknown" if it
+ * cannot be read) into hostname: the stamp of a results row and of a census row. */
+void dl_stamp_date_host(char *date_utc, size_t ndate, char *hostname, size_t nhost);
+
 /* Write one CSV field (RFC 4180 quoting when it holds a comma, quote, newline or edge space). */
 void dl_csv_put(FILE *f, const char *s);
 

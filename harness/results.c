@@ -110,14 +110,19 @@ static void flush_of_v1_row(dl_result_row *r)
     snprintf(r->flush, sizeof r->flush, "%s", f);
 }
 
-void dl_result_row_stamp(dl_result_row *r)
+void dl_stamp_date_host(char *date_utc, size_t ndate, char *hostname, size_t nhost)
 {
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
-    strftime(r->date_utc, sizeof r->date_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (gethostname(r->hostname, sizeof r->hostname) != 0) snprintf(r->hostname, sizeof r->hostname, "unknown");
-    r->hostname[sizeof r->hostname - 1] = 0;
+    strftime(date_utc, ndate, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(hostname, nhost) != 0) snprintf(hostname, nhost, "unknown");
+    hostname[nhost - 1] = 0;
+}
+
+void dl_result_row_stamp(dl_result_row *r)
+{
+    dl_stamp_date_host(r->date_utc, sizeof r->date_utc, r->hostname, sizeof r->hostname);
 }
 
 void dl_results_format_cell(const dl_result_row *r, int i, char *buf, size_t n)

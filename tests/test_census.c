@@ -368,19 +368,6 @@ START_TEST(test_rows_cover_every_kernel)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("census");
-    TCase *tc = tcase_create("census");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_parse_listing);
-    tcase_add_test(tc, test_find_tool_error_names_every_place);
-    tcase_add_test(tc, test_find_tool_in_site_packages);
-    tcase_add_test(tc, test_csv_round_trip);
-    tcase_add_test(tc, test_design_in_the_disassembly);
-    tcase_add_test(tc, test_rows_cover_every_kernel);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("census", 120, NULL, NULL,
+              test_parse_listing, test_find_tool_error_names_every_place, test_find_tool_in_site_packages,
+              test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel)

@@ -18,100 +18,59 @@
 #include "dl_test.h"
 #include "golden_mutate.h"
 
-static char dir[256], good[300], out_path[300], err_path[300];
-static char out_buf[65536], err_buf[65536];
-
-/* Run decodelab with args (NULL-terminated); stdout/stderr captured into
- * out_buf/err_buf. omp: OMP_NUM_THREADS for the child, or NULL. Returns the exit status. */
-static int run_env(const char *omp, const char *const *args)
-{
-    return dl_test_run(omp, args, out_path, err_path, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
-}
-#define RUN(...) run_env(NULL, (const char *const[]){__VA_ARGS__, NULL})
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
-
-static int has_tmp(const char *d)
-{
-    DIR *dp = opendir(d);
-    int found = 0;
-    for (struct dirent *e; (e = readdir(dp));)
-        if (strstr(e->d_name, ".tmp.")) found = 1;
-    closedir(dp);
-    return found;
-}
-
-static int same_bytes(const char *a, const char *b)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
-    return system(cmd) == 0;
-}
+static char good[300];
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/dl_test_cli_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
-    snprintf(good, sizeof good, "%s/good.h5", dir);
+    dl_test_mkdir("cli");
+    dl_test_path(good, sizeof good, "good.h5");
     ck_assert_int_eq(access(dl_test_bin(), X_OK), 0);
-    int rc = RUN("golden", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "32", "--page-size", "4",
+    int rc = DL_RUN("golden", "--num-qo-heads", "10", "--num-kv-heads", "2", "--head-dim", "32", "--page-size", "4",
                  "--seq-len", "1,4,5,13", "--kv-layout", "HND", "--kv-dtype", "e5m2", "--seed", "3", "--out", good);
-    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
 }
 
-static void teardown(void)
-{
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void teardown(void) { dl_test_rmdir(); }
 
 START_TEST(help_each_subcommand)
 {
     const char *cmds[3] = {"golden", "inspect", "check"};
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(RUN(cmds[i], "--help"), 0);
+        ck_assert_int_eq(DL_RUN(cmds[i], "--help"), 0);
         char want[64];
         snprintf(want, sizeof want, "usage: decodelab %s", cmds[i]);
-        ck_assert_msg(strstr(out_buf, want) != NULL, "%s --help: %s", cmds[i], out_buf);
-        ck_assert_str_eq(err_buf, "");
+        ck_assert_msg(strstr(dl_test_out, want) != NULL, "%s --help: %s", cmds[i], dl_test_out);
+        ck_assert_str_eq(dl_test_err, "");
     }
-    ck_assert_int_eq(RUN("--help"), 0);
-    ck_assert_ptr_nonnull(strstr(out_buf, "golden"));
+    ck_assert_int_eq(DL_RUN("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "golden"));
 }
 END_TEST
 
 START_TEST(golden_summary_check_inspect)
 {
     char p[300];
-    snprintf(p, sizeof p, "%s/llama.h5", dir);
+    dl_test_path(p, sizeof p, "llama.h5");
     /* a preset with one flag overridden: 32 query heads over 4 KV heads */
-    int rc = RUN("golden", "--preset", "llama3-8b", "--num-kv-heads", "4", "--head-dim", "64", "--batch", "2",
+    int rc = DL_RUN("golden", "--preset", "llama3-8b", "--num-kv-heads", "4", "--head-dim", "64", "--batch", "2",
                  "--seq-len", "3:20", "--page-size", "1", "--kv-dtype", "bf16", "--out", p);
-    ck_assert_msg(rc == 0, "%s", err_buf);
-    ck_assert_ptr_nonnull(strstr(out_buf, "Hq=32 Hkv=4 D=64 page=1"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "file:"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "fp8"));
-    ck_assert_str_eq(err_buf, ""); /* no progress: stderr is not a TTY */
-    ck_assert_int_eq(RUN("check", p), 0);
-    ck_assert_msg(strstr(out_buf, "all models verify") != NULL, "%s", out_buf);
-    ck_assert_int_eq(RUN("inspect", p), 0);
-    ck_assert_ptr_nonnull(strstr(out_buf, "storage"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "arithmetic"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "/inputs/k_cache"));
+    ck_assert_msg(rc == 0, "%s", dl_test_err);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "Hq=32 Hkv=4 D=64 page=1"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "file:"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "fp8"));
+    ck_assert_str_eq(dl_test_err, ""); /* no progress: stderr is not a TTY */
+    ck_assert_int_eq(DL_RUN("check", p), 0);
+    ck_assert_msg(strstr(dl_test_out, "all models verify") != NULL, "%s", dl_test_out);
+    ck_assert_int_eq(DL_RUN("inspect", p), 0);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "storage"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "arithmetic"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "/inputs/k_cache"));
     /* only some models */
-    snprintf(p, sizeof p, "%s/two.h5", dir);
-    ck_assert_int_eq(RUN("golden", "--models", "exact,fp8", "--batch", "1", "--seq-len", "7", "--out", p), 0);
-    ck_assert_int_eq(RUN("check", p), 0);
-    ck_assert_ptr_null(strstr(out_buf, "\n  bf16 "));
-    ck_assert_ptr_nonnull(strstr(out_buf, "fp8"));
+    dl_test_path(p, sizeof p, "two.h5");
+    ck_assert_int_eq(DL_RUN("golden", "--models", "exact,fp8", "--batch", "1", "--seq-len", "7", "--out", p), 0);
+    ck_assert_int_eq(DL_RUN("check", p), 0);
+    ck_assert_ptr_null(strstr(dl_test_out, "\n  bf16 "));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "fp8"));
 }
 END_TEST
 
@@ -120,11 +79,11 @@ START_TEST(check_fails_on_changed_model)
 {
     float v = 0.123456f;
     ck_assert_int_eq(gm_write_elem(good, "/golden/bf16/o", 3, H5T_NATIVE_FLOAT, &v), 0);
-    ck_assert_int_eq(RUN("check", good), 1);
-    ck_assert_ptr_nonnull(strstr(out_buf, "DOES NOT VERIFY"));
+    ck_assert_int_eq(DL_RUN("check", good), 1);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "DOES NOT VERIFY"));
     double x = 1.0;
     ck_assert_int_eq(gm_write_elem(good, "/golden/exact/lse", 0, H5T_NATIVE_DOUBLE, &x), 0);
-    ck_assert_int_eq(RUN("check", good), 1);
+    ck_assert_int_eq(DL_RUN("check", good), 1);
 }
 END_TEST
 
@@ -132,16 +91,16 @@ END_TEST
 START_TEST(check_p_cast_counts)
 {
     char p[300];
-    snprintf(p, sizeof p, "%s/sink.h5", dir);
-    ck_assert_int_eq(RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--seq-len", "300",
+    dl_test_path(p, sizeof p, "sink.h5");
+    ck_assert_int_eq(DL_RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--seq-len", "300",
                          "--batch", "2", "--distribution", "sink", "--sink-delta", "9", "--p-scale", "1", "--kv-order",
                          "forward", "--models", "exact,fp8", "--out", p), 0);
-    ck_assert_int_eq(RUN("inspect", p), 0);
-    ck_assert_msg(strstr(out_buf, "non-sink P values enter P*V as 0") && strstr(out_buf, "kv_order=forward"), "%s", out_buf);
-    ck_assert_int_eq(RUN("check", p), 0);
+    ck_assert_int_eq(DL_RUN("inspect", p), 0);
+    ck_assert_msg(strstr(dl_test_out, "non-sink P values enter P*V as 0") && strstr(dl_test_out, "kv_order=forward"), "%s", dl_test_out);
+    ck_assert_int_eq(DL_RUN("check", p), 0);
     ck_assert_int_eq(gm_set_attr_i64(p, "/golden/fp8", "p_zeros", 3), 0);
-    ck_assert_int_eq(RUN("check", p), 1);
-    ck_assert_msg(strstr(out_buf, "P-cast counts: stored 3 zeros"), "%s", out_buf);
+    ck_assert_int_eq(DL_RUN("check", p), 1);
+    ck_assert_msg(strstr(dl_test_out, "P-cast counts: stored 3 zeros"), "%s", dl_test_out);
 }
 END_TEST
 
@@ -190,37 +149,37 @@ START_TEST(golden_bad_flags)
 {
     const bad_flag *b = &bad_flags[_i];
     char p[300];
-    snprintf(p, sizeof p, "%s/out_%d.h5", dir, _i);
+    snprintf(p, sizeof p, "%s/out_%d.h5", dl_test_dir, _i);
     const char *args[16] = {"golden", "--out", p};
     int n = 3;
     for (int i = 0; b->args[i]; i++) args[n++] = b->args[i];
     args[n] = NULL;
-    int rc = run_env(NULL, args);
-    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, err_buf);
-    ck_assert_msg(lines(err_buf) == 1, "case %d: not one line: %s", _i, err_buf);
-    ck_assert_msg(strstr(err_buf, b->field) && strstr(err_buf, b->value), "case %d: lacks '%s' or '%s': %s", _i,
-                  b->field, b->value, err_buf);
+    int rc = dl_test_cli(NULL, args);
+    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, dl_test_err);
+    ck_assert_msg(dl_test_lines(dl_test_err) == 1, "case %d: not one line: %s", _i, dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, b->field) && strstr(dl_test_err, b->value), "case %d: lacks '%s' or '%s': %s", _i,
+                  b->field, b->value, dl_test_err);
     ck_assert_int_eq(access(p, F_OK), -1);
-    ck_assert(!has_tmp(dir));
-    ck_assert_str_eq(out_buf, "");
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
+    ck_assert_str_eq(dl_test_out, "");
 }
 END_TEST
 
 START_TEST(golden_missing_out_and_existing_file)
 {
-    ck_assert_int_eq(RUN("golden", "--batch", "1"), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "--out"));
-    ck_assert_int_eq(RUN("golden", "--out"), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "--out: missing value"));
+    ck_assert_int_eq(DL_RUN("golden", "--batch", "1"), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "--out"));
+    ck_assert_int_eq(DL_RUN("golden", "--out"), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "--out: missing value"));
     char keep[300];
-    snprintf(keep, sizeof keep, "%s/keep.h5", dir);
+    dl_test_path(keep, sizeof keep, "keep.h5");
     ck_assert_int_eq(gm_copy(good, keep), 0);
-    ck_assert_int_eq(RUN("golden", "--seed", "5", "--out", good), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "exists"));
-    ck_assert_int_eq(lines(err_buf), 1);
-    ck_assert(same_bytes(good, keep));
-    ck_assert_int_eq(RUN("golden", "--seed", "5", "--out", good, "--force"), 0);
-    ck_assert(!same_bytes(good, keep));
+    ck_assert_int_eq(DL_RUN("golden", "--seed", "5", "--out", good), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "exists"));
+    ck_assert_int_eq(dl_test_lines(dl_test_err), 1);
+    ck_assert(dl_test_same_bytes(good, keep));
+    ck_assert_int_eq(DL_RUN("golden", "--seed", "5", "--out", good, "--force"), 0);
+    ck_assert(!dl_test_same_bytes(good, keep));
 }
 END_TEST
 
@@ -287,30 +246,30 @@ START_TEST(check_inspect_bad_files)
 {
     const bad_file *b = &bad_files[_i];
     char p[300];
-    snprintf(p, sizeof p, "%s/bad.h5", dir);
+    dl_test_path(p, sizeof p, "bad.h5");
     ck_assert_int_eq(gm_copy(good, p), 0);
     ck_assert_msg(b->fn(p) == 0, "could not apply '%s'", b->what);
     const char *cmds[2] = {"check", "inspect"};
     for (int i = 0; i < 2; i++) {
-        int rc = RUN(cmds[i], p);
-        ck_assert_msg(rc == 2, "%s on '%s': exit %d: %s", cmds[i], b->what, rc, err_buf);
-        ck_assert_msg(lines(err_buf) == 1, "'%s': not one line: %s", b->what, err_buf);
-        ck_assert_msg(strstr(err_buf, p) != NULL, "'%s': lacks the file: %s", b->what, err_buf);
-        ck_assert_msg(strstr(err_buf, b->field) && (!b->value || strstr(err_buf, b->value)),
-                      "'%s': lacks '%s'/'%s': %s", b->what, b->field, b->value ? b->value : "", err_buf);
+        int rc = DL_RUN(cmds[i], p);
+        ck_assert_msg(rc == 2, "%s on '%s': exit %d: %s", cmds[i], b->what, rc, dl_test_err);
+        ck_assert_msg(dl_test_lines(dl_test_err) == 1, "'%s': not one line: %s", b->what, dl_test_err);
+        ck_assert_msg(strstr(dl_test_err, p) != NULL, "'%s': lacks the file: %s", b->what, dl_test_err);
+        ck_assert_msg(strstr(dl_test_err, b->field) && (!b->value || strstr(dl_test_err, b->value)),
+                      "'%s': lacks '%s'/'%s': %s", b->what, b->field, b->value ? b->value : "", dl_test_err);
     }
 }
 END_TEST
 
 START_TEST(check_usage_errors)
 {
-    ck_assert_int_eq(RUN("check"), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "FILE"));
-    ck_assert_int_eq(RUN("inspect", good, "extra"), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "extra"));
-    ck_assert_int_eq(RUN("check", "--frobnicate", good), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "--frobnicate"));
-    ck_assert_int_eq(RUN("nonsense"), 2);
+    ck_assert_int_eq(DL_RUN("check"), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "FILE"));
+    ck_assert_int_eq(DL_RUN("inspect", good, "extra"), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "extra"));
+    ck_assert_int_eq(DL_RUN("check", "--frobnicate", good), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "--frobnicate"));
+    ck_assert_int_eq(DL_RUN("nonsense"), 2);
 }
 END_TEST
 
@@ -319,25 +278,25 @@ END_TEST
  * thread counts like any case. */
 START_TEST(golden_share_prefix)
 {
-    ck_assert_int_eq(RUN("golden", "--help"), 0);
-    ck_assert_msg(strstr(out_buf, "--share-prefix N") && strstr(out_buf, "request 0's"), "%s", out_buf);
+    ck_assert_int_eq(DL_RUN("golden", "--help"), 0);
+    ck_assert_msg(strstr(dl_test_out, "--share-prefix N") && strstr(dl_test_out, "request 0's"), "%s", dl_test_out);
     char a[300], b[300];
-    snprintf(a, sizeof a, "%s/sh1.h5", dir);
-    snprintf(b, sizeof b, "%s/sh2.h5", dir);
+    dl_test_path(a, sizeof a, "sh1.h5");
+    dl_test_path(b, sizeof b, "sh2.h5");
     const char *args_a[] = {"golden", "--seq-len", "40,33,100,257", "--page-size", "16", "--num-qo-heads", "4",
                             "--num-kv-heads", "2", "--head-dim", "32", "--share-prefix", "2", "--out", a, NULL};
     const char *args_b[] = {"golden", "--seq-len", "40,33,100,257", "--page-size", "16", "--num-qo-heads", "4",
                             "--num-kv-heads", "2", "--head-dim", "32", "--share-prefix", "2", "--out", b, NULL};
-    ck_assert_msg(run_env("1", args_a) == 0, "%s", err_buf);
-    ck_assert_ptr_nonnull(strstr(out_buf, "share=2"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "24 pages")); /* 3 + 3 + 7 + 17 = 30 entries, 2 x 3 of them shared */
-    ck_assert_int_eq(run_env("2", args_b), 0);
-    ck_assert(same_bytes(a, b));
-    ck_assert_int_eq(RUN("check", a), 0);
-    ck_assert_msg(strstr(out_buf, "all models verify") != NULL, "%s", out_buf);
-    ck_assert_int_eq(RUN("inspect", a), 0);
-    ck_assert_msg(strstr(out_buf, "share_prefix_pages=2") && strstr(out_buf, "24 physical pages for 30"), "%s",
-                  out_buf);
+    ck_assert_msg(dl_test_cli("1", args_a) == 0, "%s", dl_test_err);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "share=2"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "24 pages")); /* 3 + 3 + 7 + 17 = 30 entries, 2 x 3 of them shared */
+    ck_assert_int_eq(dl_test_cli("2", args_b), 0);
+    ck_assert(dl_test_same_bytes(a, b));
+    ck_assert_int_eq(DL_RUN("check", a), 0);
+    ck_assert_msg(strstr(dl_test_out, "all models verify") != NULL, "%s", dl_test_out);
+    ck_assert_int_eq(DL_RUN("inspect", a), 0);
+    ck_assert_msg(strstr(dl_test_out, "share_prefix_pages=2") && strstr(dl_test_out, "24 physical pages for 30"), "%s",
+                  dl_test_out);
     /* the attribute and the sharing in the file itself */
     hid_t f = gm_open(a);
     ck_assert(f >= 0);
@@ -366,15 +325,15 @@ END_TEST
 START_TEST(deterministic_across_threads)
 {
     char a[300], b[300];
-    snprintf(a, sizeof a, "%s/t1.h5", dir);
-    snprintf(b, sizeof b, "%s/t2.h5", dir);
+    dl_test_path(a, sizeof a, "t1.h5");
+    dl_test_path(b, sizeof b, "t2.h5");
     const char *args_a[] = {"golden", "--batch", "5", "--seq-len", "1:40", "--num-qo-heads", "8", "--num-kv-heads",
                             "8", "--head-dim", "64", "--distribution", "outlier", "--out", a, NULL};
     const char *args_b[] = {"golden", "--batch", "5", "--seq-len", "1:40", "--num-qo-heads", "8", "--num-kv-heads",
                             "8", "--head-dim", "64", "--distribution", "outlier", "--out", b, NULL};
-    ck_assert_int_eq(run_env("1", args_a), 0);
-    ck_assert_int_eq(run_env("2", args_b), 0);
-    ck_assert(same_bytes(a, b));
+    ck_assert_int_eq(dl_test_cli("1", args_a), 0);
+    ck_assert_int_eq(dl_test_cli("2", args_b), 0);
+    ck_assert(dl_test_same_bytes(a, b));
 }
 END_TEST
 
@@ -393,36 +352,36 @@ START_TEST(run_bad_flags)
 {
     const bad_flag *b = &bad_run_flags[_i];
     char res[300];
-    snprintf(res, sizeof res, "%s/res_%d.h5", dir, _i);
+    snprintf(res, sizeof res, "%s/res_%d.h5", dl_test_dir, _i);
     const char *args[16] = {"run", good, "--out", res};
     int n = 4;
     for (int i = 0; b->args[i]; i++) args[n++] = b->args[i];
     args[n] = NULL;
-    int rc = run_env(NULL, args);
-    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, err_buf);
-    ck_assert_msg(lines(err_buf) == 1, "case %d: not one line: %s", _i, err_buf);
-    ck_assert_msg(strstr(err_buf, "decodelab run: ") && strstr(err_buf, b->field) && strstr(err_buf, b->value),
-                  "case %d: lacks '%s' or '%s': %s", _i, b->field, b->value, err_buf);
-    ck_assert_str_eq(out_buf, ""); /* refused before the golden file is read */
+    int rc = dl_test_cli(NULL, args);
+    ck_assert_msg(rc == 2, "case %d: exit %d, stderr: %s", _i, rc, dl_test_err);
+    ck_assert_msg(dl_test_lines(dl_test_err) == 1, "case %d: not one line: %s", _i, dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, "decodelab run: ") && strstr(dl_test_err, b->field) && strstr(dl_test_err, b->value),
+                  "case %d: lacks '%s' or '%s': %s", _i, b->field, b->value, dl_test_err);
+    ck_assert_str_eq(dl_test_out, ""); /* refused before the golden file is read */
     ck_assert_int_eq(access(res, F_OK), -1);
-    ck_assert(!has_tmp(dir));
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
 }
 END_TEST
 
 START_TEST(run_flush_accepted_and_documented)
 {
-    ck_assert_int_eq(RUN("run", "--help"), 0);
+    ck_assert_int_eq(DL_RUN("run", "--help"), 0);
     const char *doc[] = {"--flush write|read", "flush", "ref_read_s", "ref_read_pages_s", "ref_read_contig_s",
                          "frac_ref", "--hot-l2"};
     for (size_t i = 0; i < sizeof doc / sizeof doc[0]; i++)
-        ck_assert_msg(strstr(out_buf, doc[i]) != NULL, "run --help lacks '%s'", doc[i]);
+        ck_assert_msg(strstr(dl_test_out, doc[i]) != NULL, "run --help lacks '%s'", doc[i]);
     if (dl_gpu_device_count() > 0) return; /* below: what a machine without a GPU does */
     const char *modes[] = {"write", "read"};
     for (int i = 0; i < 2; i++) {
-        int rc = RUN("run", good, "--flush", modes[i]);
-        ck_assert_msg(rc == 0, "--flush %s: exit %d: %s", modes[i], rc, err_buf);
-        ck_assert_ptr_nonnull(strstr(out_buf, "GPU variants skipped"));
-        ck_assert_str_eq(err_buf, "");
+        int rc = DL_RUN("run", good, "--flush", modes[i]);
+        ck_assert_msg(rc == 0, "--flush %s: exit %d: %s", modes[i], rc, dl_test_err);
+        ck_assert_ptr_nonnull(strstr(dl_test_out, "GPU variants skipped"));
+        ck_assert_str_eq(dl_test_err, "");
     }
 }
 END_TEST
@@ -436,8 +395,8 @@ START_TEST(canonical_set_verifies)
     glob_t gl;
     ck_assert_msg(glob(pat, 0, NULL, &gl) == 0 && gl.gl_pathc >= 8, "canonical set missing: %s", pat);
     for (size_t i = 0; i < gl.gl_pathc; i++) {
-        int rc = RUN("check", gl.gl_pathv[i]);
-        ck_assert_msg(rc == 0, "%s: exit %d\n%s%s", gl.gl_pathv[i], rc, out_buf, err_buf);
+        int rc = DL_RUN("check", gl.gl_pathv[i]);
+        ck_assert_msg(rc == 0, "%s: exit %d\n%s%s", gl.gl_pathv[i], rc, dl_test_out, dl_test_err);
     }
     globfree(&gl);
 }
@@ -445,25 +404,15 @@ END_TEST
 
 Suite *make_suite(void)
 {
-    Suite *s = suite_create("cli");
-    TCase *tc = tcase_create("cli");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, help_each_subcommand);
-    tcase_add_test(tc, golden_summary_check_inspect);
-    tcase_add_test(tc, check_fails_on_changed_model);
-    tcase_add_test(tc, check_p_cast_counts);
+    const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, check_fails_on_changed_model,
+                            check_p_cast_counts, golden_missing_out_and_existing_file, check_usage_errors,
+                            run_flush_accepted_and_documented, deterministic_across_threads, golden_share_prefix,
+                            canonical_set_verifies};
+    TCase *tc;
+    Suite *s = dl_test_suite("cli", 120, setup, teardown, tests, (int)(sizeof tests / sizeof tests[0]), &tc);
     tcase_add_loop_test(tc, golden_bad_flags, 0, num_bad_flags);
-    tcase_add_test(tc, golden_missing_out_and_existing_file);
     tcase_add_loop_test(tc, check_inspect_bad_files, 0, num_bad_files);
-    tcase_add_test(tc, check_usage_errors);
-    tcase_add_test(tc, check_p_cast_counts);
     tcase_add_loop_test(tc, run_bad_flags, 0, num_bad_run_flags);
-    tcase_add_test(tc, run_flush_accepted_and_documented);
-    tcase_add_test(tc, deterministic_across_threads);
-    tcase_add_test(tc, golden_share_prefix);
-    tcase_add_test(tc, canonical_set_verifies);
-    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -21,23 +21,9 @@
 #include "dl_test.h"
 #include "golden_mutate.h"
 
-static char dir[256], gold[300], gold2[300], cand[300], res[300], out_path[300], err_path[300];
-static char out_buf[65536], err_buf[65536];
+static char gold[300], gold2[300], cand[300], res[300];
 static dl_golden G;
 static char hash[32];
-
-static int run_args(const char *const *args)
-{
-    return dl_test_run(NULL, args, out_path, err_path, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
-}
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
-
-static int lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
 
 static int64_t n_o(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads * G.c.cfg.head_dim; }
 static int64_t n_l(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads; }
@@ -73,8 +59,8 @@ static void write_cand(const dl_candidate *c, const char *path)
 static int compare_to_row(const char *extra_model, dl_result_row *row)
 {
     unlink(res);
-    int rc = extra_model ? RUN("compare", gold, cand, "--model", extra_model, "--out", res)
-                         : RUN("compare", gold, cand, "--out", res);
+    int rc = extra_model ? DL_RUN("compare", gold, cand, "--model", extra_model, "--out", res)
+                         : DL_RUN("compare", gold, cand, "--out", res);
     if (rc > 1) return rc;
     dl_result_row *rows = NULL;
     int64_t n = 0;
@@ -87,19 +73,16 @@ static int compare_to_row(const char *extra_model, dl_result_row *row)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/dl_test_compare_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
-    snprintf(gold, sizeof gold, "%s/g.h5", dir);
-    snprintf(gold2, sizeof gold2, "%s/g2.h5", dir);
-    snprintf(cand, sizeof cand, "%s/cand.h5", dir);
-    snprintf(res, sizeof res, "%s/res.h5", dir);
+    dl_test_mkdir("compare");
+    dl_test_path(gold, sizeof gold, "g.h5");
+    dl_test_path(gold2, sizeof gold2, "g2.h5");
+    dl_test_path(cand, sizeof cand, "cand.h5");
+    dl_test_path(res, sizeof res, "res.h5");
     ck_assert_int_eq(access(dl_test_bin(), X_OK), 0);
-    int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+    int rc = DL_RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
                  "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact,fp32,bf16", "--seed", "5", "--out",
                  gold);
-    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
     memset(&G, 0, sizeof G);
     ck_assert_msg(dl_golden_read(gold, &G) == 0, "%s", dl_last_error());
     dl_run_hash_string(dl_run_inputs_hash(&G.c), hash, sizeof hash);
@@ -108,22 +91,20 @@ static void setup(void)
 static void teardown(void)
 {
     dl_golden_free(&G);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    dl_test_rmdir();
 }
 
 START_TEST(help_and_hash)
 {
-    ck_assert_int_eq(RUN("compare", "--help"), 0);
-    ck_assert_ptr_nonnull(strstr(out_buf, "usage: decodelab compare"));
-    ck_assert_int_eq(RUN("--help"), 0);
-    ck_assert_ptr_nonnull(strstr(out_buf, "compare"));
+    ck_assert_int_eq(DL_RUN("compare", "--help"), 0);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "usage: decodelab compare"));
+    ck_assert_int_eq(DL_RUN("--help"), 0);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "compare"));
     /* the hash producers must write is the one run records */
-    ck_assert_int_eq(RUN("compare", "--golden-hash", gold), 0);
+    ck_assert_int_eq(DL_RUN("compare", "--golden-hash", gold), 0);
     char want[64];
     snprintf(want, sizeof want, "%s\n", hash);
-    ck_assert_str_eq(out_buf, want);
+    ck_assert_str_eq(dl_test_out, want);
     ck_assert_int_eq(strncmp(hash, "fnv1a64:", 8), 0);
     ck_assert_int_eq(strlen(hash), 24);
 }
@@ -135,7 +116,7 @@ START_TEST(exact_copy_passes_vs_exact)
     make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0);
     write_cand(&c, cand);
     dl_result_row r;
-    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
     ck_assert_str_eq(r.variant, "ext:unit-test 1.0:copy-exact");
     ck_assert_str_eq(r.compute, "unknown");
     ck_assert_str_eq(r.unit, "unknown");
@@ -157,7 +138,7 @@ START_TEST(exact_copy_passes_vs_exact)
     ck_assert_str_eq(r.timing_mode, "none");
     ck_assert(isnan(r.time_median_s));
     ck_assert_ptr_nonnull(strstr(r.reason, "no model claimed"));
-    ck_assert_ptr_nonnull(strstr(out_buf, "ext:unit-test 1.0:copy-exact"));
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "ext:unit-test 1.0:copy-exact"));
     dl_candidate_free(&c);
 }
 END_TEST
@@ -170,7 +151,7 @@ START_TEST(bf16_model_as_bf16_passes_at_bf16_level)
     snprintf(c.compute, sizeof c.compute, "bf16");
     write_cand(&c, cand);
     dl_result_row r;
-    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
     ck_assert_str_eq(r.model, "bf16");
     ck_assert_str_eq(r.compute, "bf16");
     ck_assert_str_eq(r.verdict_model, "PASS");
@@ -299,10 +280,10 @@ START_TEST(timing_columns_from_attributes)
     /* two candidates in one call: two rows, one append */
     unlink(res);
     char cand2[320];
-    snprintf(cand2, sizeof cand2, "%s/cand2.h5", dir);
+    dl_test_path(cand2, sizeof cand2, "cand2.h5");
     snprintf(c.backend, sizeof c.backend, "second");
     write_cand(&c, cand2);
-    ck_assert_int_eq(RUN("compare", gold, cand, cand2, "--out", res), 0);
+    ck_assert_int_eq(DL_RUN("compare", gold, cand, cand2, "--out", res), 0);
     dl_result_row *rows = NULL;
     int64_t n = 0;
     ck_assert_int_eq(dl_results_read(res, &rows, &n), 0);
@@ -317,11 +298,11 @@ END_TEST
 static void refused(const char *want)
 {
     unlink(res);
-    int rc = RUN("compare", gold, cand, "--out", res);
-    ck_assert_msg(rc == 2, "expected exit 2 (%s), got %d: %s", want, rc, err_buf);
-    ck_assert_msg(lines(err_buf) == 1, "one line expected: %s", err_buf);
-    ck_assert_msg(strstr(err_buf, want) != NULL, "'%s' not in: %s", want, err_buf);
-    ck_assert_msg(strstr(err_buf, cand) != NULL || strstr(err_buf, "--model") != NULL, "file not named: %s", err_buf);
+    int rc = DL_RUN("compare", gold, cand, "--out", res);
+    ck_assert_msg(rc == 2, "expected exit 2 (%s), got %d: %s", want, rc, dl_test_err);
+    ck_assert_msg(dl_test_lines(dl_test_err) == 1, "one line expected: %s", dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, want) != NULL, "'%s' not in: %s", want, dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, cand) != NULL || strstr(dl_test_err, "--model") != NULL, "file not named: %s", dl_test_err);
     ck_assert_int_eq(access(res, F_OK), -1);
 }
 
@@ -373,7 +354,7 @@ START_TEST(refusals)
     ck_assert_int_eq(gm_replace(cand, "/lse", H5T_IEEE_F32LE, 2, ld, "f32"), 0);
     refused("/lse has shape [4,7]");
     /* a candidate made for another golden file (same shape, another seed) */
-    int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+    int rc = DL_RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
                  "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact", "--seed", "6", "--out", gold2);
     ck_assert_int_eq(rc, 0);
     dl_golden g2;
@@ -392,10 +373,10 @@ START_TEST(refusals)
     snprintf(c.golden_hash, sizeof c.golden_hash, "%s", hash);
     write_cand(&c, cand);
     unlink(res);
-    ck_assert_int_eq(RUN("compare", gold, cand, "--model", "fp16"), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "--model: 'fp16'"));
-    ck_assert_int_eq(RUN("compare", gold), 2);
-    ck_assert_ptr_nonnull(strstr(err_buf, "missing CANDIDATE.h5"));
+    ck_assert_int_eq(DL_RUN("compare", gold, cand, "--model", "fp16"), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "--model: 'fp16'"));
+    ck_assert_int_eq(DL_RUN("compare", gold), 2);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "missing CANDIDATE.h5"));
     dl_candidate_free(&c);
 }
 END_TEST
@@ -412,11 +393,11 @@ START_TEST(python_baseline_writes_what_compare_reads)
     const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
     char cmd[1400], fake[320];
     snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' --fake-o bf16 > '%s' 2>&1",
-             root, gold, dir, out_path);
-    ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (dl_test_slurp(out_path, out_buf, sizeof out_buf), out_buf));
-    snprintf(fake, sizeof fake, "%s/g.fake-bf16.cand.h5", dir);
+             root, gold, dl_test_dir, dl_test_out_path);
+    ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out), dl_test_out));
+    dl_test_path(fake, sizeof fake, "g.fake-bf16.cand.h5");
     unlink(res);
-    ck_assert_msg(RUN("compare", gold, fake, "--out", res) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_msg(DL_RUN("compare", gold, fake, "--out", res) == 0, "%s%s", dl_test_out, dl_test_err);
     dl_result_row *rows = NULL;
     int64_t n = 0;
     ck_assert_int_eq(dl_results_read(res, &rows, &n), 0);
@@ -429,31 +410,15 @@ START_TEST(python_baseline_writes_what_compare_reads)
     free(rows);
     /* per-head scales (this golden file's e4m3 default) are refused before torch is imported */
     snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' > '%s' 2> '%s'",
-             root, gold, dir, out_path, err_path);
+             root, gold, dl_test_dir, dl_test_out_path, dl_test_err_path);
     int st = system(cmd);
-    dl_test_slurp(err_path, err_buf, sizeof err_buf);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, err_buf);
-    ck_assert_ptr_nonnull(strstr(err_buf, "k_scale differs between KV heads"));
-    ck_assert_int_eq(lines(err_buf), 1);
+    dl_test_slurp(dl_test_err_path, dl_test_err, sizeof dl_test_err);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, dl_test_err);
+    ck_assert_ptr_nonnull(strstr(dl_test_err, "k_scale differs between KV heads"));
+    ck_assert_int_eq(dl_test_lines(dl_test_err), 1);
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("compare_cli");
-    TCase *t = tcase_create("compare");
-    tcase_add_checked_fixture(t, setup, teardown);
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, help_and_hash);
-    tcase_add_test(t, exact_copy_passes_vs_exact);
-    tcase_add_test(t, bf16_model_as_bf16_passes_at_bf16_level);
-    tcase_add_test(t, perturbed_fails);
-    tcase_add_test(t, log2_lse_converted);
-    tcase_add_test(t, timing_columns_from_attributes);
-    tcase_add_test(t, refusals);
-    tcase_add_test(t, python_baseline_writes_what_compare_reads);
-    suite_add_tcase(s, t);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("compare_cli", 120, setup, teardown,
+              help_and_hash, exact_copy_passes_vs_exact, bf16_model_as_bf16_passes_at_bf16_level, perturbed_fails,
+              log2_lse_converted, timing_columns_from_attributes, refusals, python_baseline_writes_what_compare_reads)

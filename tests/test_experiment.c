@@ -15,25 +15,14 @@
 #include "../harness/dl_results.h"
 #include "dl_test.h"
 
-static char dir[64];
+static void setup(void) { dl_test_mkdir("xp"); }
 
-static void setup(void)
-{
-    snprintf(dir, sizeof dir, "/tmp/dl_test_xp.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void teardown(void) { ck_assert_int_eq(dl_test_rmdir(), 0); }
 
 static const char *write_cfg(const char *name, const char *text)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    static char path[300];
+    dl_test_path(path, sizeof path, name);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);
@@ -74,7 +63,7 @@ START_TEST(test_parse)
     ck_assert_str_eq(x.hyp[0].where[0].vals[0], "e4m3");
     dl_xp_point *pts = NULL;
     int n = 0;
-    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
     ck_assert_int_eq(n, 4); /* 2 kv dtypes x 2 seeds */
     /* distinct configs get distinct cache names; the label names only swept fields */
     for (int i = 0; i < n; i++)
@@ -92,7 +81,7 @@ START_TEST(test_parse)
     load_ok(text2, &y);
     dl_xp_point *q = NULL;
     int m = 0;
-    ck_assert_int_eq(dl_xp_points(&y, 0, dir, &q, &m), 0);
+    ck_assert_int_eq(dl_xp_points(&y, 0, dl_test_dir, &q, &m), 0);
     for (int i = 0; i < n; i++) {
         int same = 0;
         for (int j = 0; j < m; j++) same |= !strcmp(pts[i].hash, q[j].hash);
@@ -112,7 +101,7 @@ static void expect_bad(const char *text, const char *key, const char *value, int
     if (at_points && rc == 0) {
         dl_xp_point *pts = NULL;
         int n = 0;
-        rc = dl_xp_points(&x, 0, dir, &pts, &n);
+        rc = dl_xp_points(&x, 0, dl_test_dir, &pts, &n);
         if (rc == 0) dl_xp_points_free(pts, n);
     }
     ck_assert_msg(rc != 0, "accepted: %s", text);
@@ -199,7 +188,7 @@ START_TEST(test_verdicts)
     load_ok(text, &x);
     dl_xp_point *pts = NULL;
     int n = 0;
-    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
     /* the e4m3 points are the ones the rule looks at */
     const dl_xp_point *a = NULL, *b = NULL;
     for (int i = 0; i < n; i++)
@@ -321,7 +310,7 @@ START_TEST(test_selector_metric)
     ck_assert_str_eq(x.hyp[0].num.metric, "");
     dl_xp_point *pts = NULL;
     int n = 0;
-    ck_assert_int_eq(dl_xp_points(&x, 0, dir, &pts, &n), 0);
+    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
     ck_assert_int_eq(n, 2);
     dl_result_row rows[2];
     for (int i = 0; i < 2; i++) {
@@ -386,11 +375,11 @@ START_TEST(test_end_to_end_and_resume)
     const char *cfg = write_cfg("tiny.cfg", tiny_e5);
     char out[16384], args[1024], res_path[256], log[256], verdicts[256];
     static char line[4096];
-    snprintf(res_path, sizeof res_path, "%s/out/results.h5", dir);
-    snprintf(log, sizeof log, "%s/out/steps.log", dir);
-    snprintf(verdicts, sizeof verdicts, "%s/out/verdicts.csv", dir);
+    dl_test_path(res_path, sizeof res_path, "out/results.h5");
+    dl_test_path(log, sizeof log, "out/steps.log");
+    dl_test_path(verdicts, sizeof verdicts, "out/verdicts.csv");
     /* interrupted after 3 steps (golden 1, ref 1, golden 2) */
-    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --stop-after 3", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --stop-after 3", cfg, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 3);
     ck_assert_int_eq(count_lines_with(log, " golden "), 2);
     dl_result_row *rows = NULL;
@@ -399,11 +388,11 @@ START_TEST(test_end_to_end_and_resume)
     ck_assert_int_eq(n, 2); /* one point's ref-orig and ref-fp8 */
     free(rows);
     /* without --resume the directory is refused (nothing is overwritten) */
-    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache'", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache'", cfg, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "--resume"));
     /* resume: the rest, nothing twice */
-    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --resume", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/out' --cache '%s/cache' --resume", cfg, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 0);
     ck_assert_int_eq(count_lines_with(log, " golden "), 4); /* 4 points, each generated once */
     ck_assert_int_eq(dl_results_read(res_path, &rows, &n), 0);
@@ -438,7 +427,7 @@ START_TEST(test_end_to_end_and_resume)
     ck_assert_int_eq(run_bin(args, out, sizeof out), 0);
     ck_assert_int_eq(count_lines_with(log, " golden "), 4);
     ck_assert_ptr_nonnull(strstr(out, "HOLDS") ? out : strstr(out, "REJECTED"));
-    snprintf(line, sizeof line, "%s/out/report.md", dir);
+    dl_test_path(line, sizeof line, "out/report.md");
     ck_assert_int_gt(count_lines_with(line, "| H1 |"), 0);
 }
 END_TEST
@@ -471,15 +460,15 @@ START_TEST(test_shard_flag_validation)
     const char *why[] = {"0..2", "0..2", "K/N", "1..4096", "K/N", "K/N", "K/N", "K/N", "K/N", "1..4096"};
     char args[1024], want[64];
     for (int i = 0; i < 10; i++) {
-        snprintf(args, sizeof args, "experiment '%s' --cache '%s/c' --out '%s/o' --shard '%s'", cfg, dir, dir, bad[i]);
+        snprintf(args, sizeof args, "experiment '%s' --cache '%s/c' --out '%s/o' --shard '%s'", cfg, dl_test_dir, dl_test_dir, bad[i]);
         snprintf(want, sizeof want, "--shard: '%s'", bad[i]);
         expect_exit2(args, want, why[i]);
     }
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/x' --shard 0/2", cfg, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/x' --shard 0/2", cfg, dl_test_dir);
     expect_exit2(args, "--merge", "only --out");
     snprintf(args, sizeof args, "experiment '%s' --merge", cfg);
     expect_exit2(args, "--merge", NULL);
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/nothing'", cfg, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/nothing'", cfg, dl_test_dir);
     expect_exit2(args, "nothing/shard.cfg", "not a shard directory");
 }
 END_TEST
@@ -536,35 +525,35 @@ START_TEST(test_shard_merge_equals_one_piece)
 {
     const char *cfg = write_cfg("six.cfg", tiny_six);
     char out[16384], args[2048], p1[512], p2[512];
-    snprintf(args, sizeof args, "experiment '%s' --out '%s/one' --cache '%s/cache'", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/one' --cache '%s/cache'", cfg, dl_test_dir, dl_test_dir);
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
     /* shard 1 stopped after one step (its first golden file) */
-    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --stop-after 1", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --stop-after 1", cfg, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 3);
     for (int k = 0; k < 3; k += 2) {
-        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/cache2'", cfg, k, dir, k, dir);
+        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/cache2'", cfg, k, dl_test_dir, k, dl_test_dir);
         ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
         ck_assert_ptr_nonnull(strstr(out, "--merge"));
-        snprintf(p1, sizeof p1, "%s/s%d/report.md", dir, k);
+        snprintf(p1, sizeof p1, "%s/s%d/report.md", dl_test_dir, k);
         ck_assert_int_lt(count_lines_with(p1, "H1"), 0); /* a shard writes no report */
     }
     /* the unfinished shard is refused by the merge, naming it and the way to finish it */
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "shard 1/3 did not finish") && strstr(out, "--resume"), "%s", out);
     /* resuming shard 1 finishes it; a second resume does nothing again */
-    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --resume", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --shard 1/3 --out '%s/s1' --cache '%s/cache2' --resume", cfg, dl_test_dir, dl_test_dir);
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
-    snprintf(p1, sizeof p1, "%s/s1/steps.log", dir);
+    dl_test_path(p1, sizeof p1, "s1/steps.log");
     ck_assert_int_eq(count_lines_with(p1, " golden "), 2); /* its 2 points, each generated once */
     /* the merge, given in any order */
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/m'", cfg, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
     /* same rows, same order, as the one-piece run (the golden cache differs: compare by hash) */
     char **a = NULL, **b = NULL;
-    snprintf(p1, sizeof p1, "%s/one/results.h5", dir);
-    snprintf(p2, sizeof p2, "%s/m/results.h5", dir);
+    dl_test_path(p1, sizeof p1, "one/results.h5");
+    dl_test_path(p2, sizeof p2, "m/results.h5");
     int na = rows_text(p1, &a), nb = rows_text(p2, &b);
     ck_assert_int_eq(na, 12);
     ck_assert_int_eq(nb, na);
@@ -578,16 +567,16 @@ START_TEST(test_shard_merge_equals_one_piece)
     free_text(a, na);
     free_text(b, nb);
     static char va[16384], vb[16384];
-    snprintf(p1, sizeof p1, "%s/one/verdicts.csv", dir);
-    snprintf(p2, sizeof p2, "%s/m/verdicts.csv", dir);
+    dl_test_path(p1, sizeof p1, "one/verdicts.csv");
+    dl_test_path(p2, sizeof p2, "m/verdicts.csv");
     verdicts_text(p1, va, sizeof va);
     verdicts_text(p2, vb, sizeof vb);
     ck_assert_str_eq(va, vb);
-    snprintf(p2, sizeof p2, "%s/m/report.md", dir);
+    dl_test_path(p2, sizeof p2, "m/report.md");
     ck_assert_int_eq(count_lines_with(p2, "| H1 |"), 1);
     /* merging again over its own output is allowed (it was a merge); over a one-piece run it is not */
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/one'", cfg, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/one'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "not of a merge"));
 }
@@ -599,19 +588,19 @@ START_TEST(test_merge_refusals)
 {
     char cfg[256];
     snprintf(cfg, sizeof cfg, "%s", write_cfg("six.cfg", tiny_six));
-    char out[16384], args[4096], p[512];
+    char out[16384], args[4096], p[1400];
     for (int k = 0; k < 3; k++) {
-        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/c'", cfg, k, dir, k, dir);
+        snprintf(args, sizeof args, "experiment '%s' --shard %d/3 --out '%s/s%d' --cache '%s/c'", cfg, k, dl_test_dir, k, dl_test_dir);
         ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
     }
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s2' --out '%s/m'", cfg, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "shards missing: 1/3", "--shard 1/3");
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s1' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "shard 1/3 given twice", NULL);
     /* a one-piece run or another shard number in a shard directory */
-    snprintf(args, sizeof args, "experiment '%s' --out '%s/s1' --cache '%s/c' --resume", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/s1' --cache '%s/c' --resume", cfg, dl_test_dir, dl_test_dir);
     expect_exit2(args, "holds shard 1/3", NULL);
-    snprintf(args, sizeof args, "experiment '%s' --shard 0/2 --out '%s/s1' --cache '%s/c' --resume", cfg, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --shard 0/2 --out '%s/s1' --cache '%s/c' --resume", cfg, dl_test_dir, dl_test_dir);
     expect_exit2(args, "--shard: '0/2'", "holds shard 1/3");
     /* another sweep: the same name, other seeds */
     static char other[4096];
@@ -620,57 +609,41 @@ START_TEST(test_merge_refusals)
     ck_assert_ptr_nonnull(seeds);
     memcpy(seeds, "seed = [3, 4, 6]", 16);
     const char *cfg2 = write_cfg("other.cfg", other);
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg2, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg2, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "other sweep points", NULL);
     /* a row twice: shard 0's first row copied into shard 1 */
     dl_result_row *r0 = NULL, *r1 = NULL;
     int64_t n0 = 0, n1 = 0;
     char h0[512], h1[512];
-    snprintf(h0, sizeof h0, "%s/s0/results.h5", dir);
-    snprintf(h1, sizeof h1, "%s/s1/results.h5", dir);
+    dl_test_path(h0, sizeof h0, "s0/results.h5");
+    dl_test_path(h1, sizeof h1, "s1/results.h5");
     ck_assert_int_eq(dl_results_read(h0, &r0, &n0), 0);
     ck_assert_int_eq(dl_results_read(h1, &r1, &n1), 0);
-    snprintf(p, sizeof p, "cp -r '%s/s1' '%s/s1x'", dir, dir);
+    snprintf(p, sizeof p, "cp -r '%s/s1' '%s/s1x'", dl_test_dir, dl_test_dir);
     ck_assert_int_eq(system(p), 0);
-    snprintf(h1, sizeof h1, "%s/s1x/results.h5", dir);
+    dl_test_path(h1, sizeof h1, "s1x/results.h5");
     ck_assert_int_eq(dl_results_append(h1, &r0[0], 1), 0);
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1x' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1x' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "which is shard 0's", NULL);
     /* the same row twice within shard 1 */
-    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x'", dir, dir, dir);
+    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x'", dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(system(p), 0);
     ck_assert_int_eq(dl_results_append(h1, &r1[1], 1), 0);
     expect_exit2(args, "twice", r1[1].variant);
     /* a row missing: shard 1 without its last row */
-    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x' && rm '%s/s1x/results.h5'", dir, dir, dir, dir);
+    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x' && rm '%s/s1x/results.h5'", dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(system(p), 0);
     ck_assert_int_eq(dl_results_append(h1, r1, n1 - 2), 0); /* the last point loses both its rows */
     expect_exit2(args, "rows missing", "no ref-<model> rows (shard 1/3");
     free(r0);
     free(r1);
     /* and the three good shards merge */
-    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dir, dir, dir, dir);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("experiment");
-    TCase *tc = tcase_create("experiment");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_parse);
-    tcase_add_test(tc, test_validation);
-    tcase_add_test(tc, test_verdicts);
-    tcase_add_test(tc, test_census_verdict);
-    tcase_add_test(tc, test_selector_metric);
-    tcase_add_test(tc, test_end_to_end_and_resume);
-    tcase_add_test(tc, test_shard_flag_validation);
-    tcase_add_test(tc, test_shard_merge_equals_one_piece);
-    tcase_add_test(tc, test_merge_refusals);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("experiment", 120, setup, teardown,
+              test_parse, test_validation, test_verdicts, test_census_verdict, test_selector_metric,
+              test_end_to_end_and_resume, test_shard_flag_validation, test_shard_merge_equals_one_piece,
+              test_merge_refusals)

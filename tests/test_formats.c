@@ -377,23 +377,7 @@ START_TEST(test_fast_dequant_nan_difference)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("formats");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_e4m3_decode_all_codes);
-    tcase_add_test(tc, test_e5m2_decode_all_codes);
-    tcase_add_test(tc, test_f16_bf16_decode_all_codes);
-    tcase_add_test(tc, test_roundtrip_all_codes);
-    tcase_add_test(tc, test_rne_ties);
-    tcase_add_test(tc, test_overflow_inf_nan);
-    tcase_add_test(tc, test_subnormals_zero);
-    tcase_add_test(tc, test_f16_bf16_facts);
-    tcase_add_test(tc, test_fast_dequant_equals_exact);
-    tcase_add_test(tc, test_fast_dequant_nan_difference);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("formats", 60, NULL, NULL,
+              test_e4m3_decode_all_codes, test_e5m2_decode_all_codes, test_f16_bf16_decode_all_codes,
+              test_roundtrip_all_codes, test_rne_ties, test_overflow_inf_nan, test_subnormals_zero,
+              test_f16_bf16_facts, test_fast_dequant_equals_exact, test_fast_dequant_nan_difference)

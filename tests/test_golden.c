@@ -14,22 +14,15 @@
 #include "dl_test.h"
 #include "golden_mutate.h"
 
-static char dir[256];
 static char good[300]; /* a valid golden file written by the fixture */
 
 static void small_config(dl_config *c, dl_layout layout)
 {
-    dl_config_default(c);
-    c->batch_size = 3;
-    c->num_qo_heads = 4;
-    c->num_kv_heads = 2;
-    c->head_dim = 16;
-    c->page_size = 4;
+    /* 1: one slot used, three poison slots; 4: exactly one full page; 9: three pages, the last with one slot */
+    const int64_t lens[3] = {1, 4, 9};
+    dl_test_shape(c, 3, 4, 2, 16, 4);
+    dl_test_lens(c, lens);
     c->kv_layout = layout;
-    c->num_explicit_lens = 3;
-    c->explicit_lens[0] = 1; /* one slot used: three poison slots */
-    c->explicit_lens[1] = 4; /* exactly one full page */
-    c->explicit_lens[2] = 9; /* three pages, last with one slot */
     c->seed = 7;
     c->sm_scale = dl_sm_scale(c);
 }
@@ -59,21 +52,10 @@ static int count_entries(const char *d)
     return n;
 }
 
-static int has_tmp(const char *d)
-{
-    DIR *dp = opendir(d);
-    int found = 0;
-    for (struct dirent *e; (e = readdir(dp));)
-        if (strstr(e->d_name, ".tmp.")) found = 1;
-    closedir(dp);
-    return found;
-}
-
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/dl_test_golden_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(good, sizeof good, "%s/good.h5", dir);
+    dl_test_mkdir("golden");
+    dl_test_path(good, sizeof good, "good.h5");
     dl_config cfg;
     dl_case c;
     dl_output outs[DL_MODEL_COUNT];
@@ -84,12 +66,7 @@ static void setup(void)
     free_all(&c, outs);
 }
 
-static void teardown(void)
-{
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void teardown(void) { dl_test_rmdir(); }
 
 static void round_trip(dl_layout layout, dl_dtype kv, dl_dtype q)
 {
@@ -104,7 +81,7 @@ static void round_trip(dl_layout layout, dl_dtype kv, dl_dtype q)
     build_all(&cfg, &c, outs, &p);
     p.kv_block = 3; /* non-default params must come back too */
     p.acc_mantissa_bits = 13;
-    snprintf(path, sizeof path, "%s/rt_%s_%s.h5", dir, dl_layout_name(layout), dl_dtype_name(kv));
+    snprintf(path, sizeof path, "%s/rt_%s_%s.h5", dl_test_dir, dl_layout_name(layout), dl_dtype_name(kv));
     ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
 
     dl_golden g;
@@ -179,7 +156,7 @@ START_TEST(sink_reverse_round_trip_and_legacy)
     ck_assert_msg(dl_case_build(&cfg, &c) == 0, "%s", dl_last_error());
     for (int m = 0; m < DL_MODEL_COUNT; m++)
         ck_assert_msg(dl_reference(&c, (dl_model)m, &p, &outs[m]) == 0, "%s", dl_last_error());
-    snprintf(path, sizeof path, "%s/sink.h5", dir);
+    dl_test_path(path, sizeof path, "sink.h5");
     ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
     dl_golden g;
     ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
@@ -231,7 +208,7 @@ START_TEST(round_trip_shared_prefix)
     cfg.share_prefix_pages = 2;
     build_all(&cfg, &c, outs, &p);
     ck_assert_int_eq(c.num_pages, c.kv_indptr[3] - 2 * 2);
-    snprintf(path, sizeof path, "%s/shared.h5", dir);
+    dl_test_path(path, sizeof path, "shared.h5");
     ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
     dl_golden g;
     ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
@@ -253,7 +230,7 @@ START_TEST(round_trip_shared_prefix)
     free_all(&c, outs);
     /* no attribute: 0 */
     char old[300];
-    snprintf(old, sizeof old, "%s/no_share_attr.h5", dir);
+    dl_test_path(old, sizeof old, "no_share_attr.h5");
     ck_assert_int_eq(gm_copy(good, old), 0);
     ck_assert_int_eq(gm_delete_attr(old, "/config", "share_prefix_pages"), 0);
     ck_assert_msg(dl_golden_read(old, &g) == 0, "%s", dl_last_error());
@@ -265,7 +242,7 @@ END_TEST
 START_TEST(same_case_same_bytes)
 {
     char path[300];
-    snprintf(path, sizeof path, "%s/again.h5", dir);
+    dl_test_path(path, sizeof path, "again.h5");
     dl_config cfg;
     dl_case c;
     dl_output outs[DL_MODEL_COUNT];
@@ -305,7 +282,7 @@ START_TEST(refuse_overwrite_without_force)
     stat(good, &after);
     (void)before;
     free_all(&c, outs);
-    ck_assert(!has_tmp(dir));
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
 }
 END_TEST
 
@@ -321,26 +298,26 @@ START_TEST(atomic_write_no_temp_on_error)
     char path[300];
     small_config(&cfg, DL_NHD);
     build_all(&cfg, &c, outs, &p);
-    snprintf(path, sizeof path, "%s/broken.h5", dir);
-    int before = count_entries(dir);
+    dl_test_path(path, sizeof path, "broken.h5");
+    int before = count_entries(dl_test_dir);
 
     outs[DL_MODEL_FP8].head_dim = 8;
     ck_assert_int_ne(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0), 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "fp8"));
     outs[DL_MODEL_FP8].head_dim = cfg.head_dim;
     ck_assert_int_eq(access(path, F_OK), -1);
-    ck_assert(!has_tmp(dir));
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
 
     dl_output twice[2] = {outs[0], outs[0]};
     ck_assert_int_ne(dl_golden_write(path, &c, twice, 2, &p, 0), 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "twice"));
     ck_assert_int_eq(access(path, F_OK), -1);
-    ck_assert_int_eq(count_entries(dir), before);
+    ck_assert_int_eq(count_entries(dl_test_dir), before);
 
-    snprintf(path, sizeof path, "%s/no/such/dir.h5", dir);
+    dl_test_path(path, sizeof path, "no/such/dir.h5");
     ck_assert_int_ne(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0), 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "H5Fcreate"));
-    ck_assert_int_eq(count_entries(dir), before);
+    ck_assert_int_eq(count_entries(dl_test_dir), before);
     free_all(&c, outs);
 }
 END_TEST
@@ -350,7 +327,7 @@ END_TEST
 START_TEST(checksum_corruption_detected)
 {
     char bad[300];
-    snprintf(bad, sizeof bad, "%s/corrupt.h5", dir);
+    dl_test_path(bad, sizeof bad, "corrupt.h5");
     ck_assert_int_eq(gm_copy(good, bad), 0);
     ck_assert_int_eq(gm_flip_raw_byte(bad, "/inputs/k_cache", 5), 0);
     dl_golden g;
@@ -550,7 +527,7 @@ START_TEST(validation_refusals)
 {
     const refusal *r = &refusals[_i];
     char bad[300];
-    snprintf(bad, sizeof bad, "%s/bad_%d.h5", dir, _i);
+    snprintf(bad, sizeof bad, "%s/bad_%d.h5", dl_test_dir, _i);
     ck_assert_int_eq(gm_copy(good, bad), 0);
     ck_assert_msg(r->fn(bad) == 0, "mutation '%s' could not be applied", r->what);
     dl_golden g;
@@ -571,40 +548,30 @@ START_TEST(not_a_file_not_hdf5)
 {
     dl_golden g;
     char p[300];
-    snprintf(p, sizeof p, "%s/missing.h5", dir);
+    dl_test_path(p, sizeof p, "missing.h5");
     ck_assert_int_ne(dl_golden_read(p, &g), 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), p));
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "No such file"));
-    snprintf(p, sizeof p, "%s/text.h5", dir);
+    dl_test_path(p, sizeof p, "text.h5");
     FILE *f = fopen(p, "w");
     fputs("this is not HDF5\n", f);
     fclose(f);
     ck_assert_int_ne(dl_golden_read(p, &g), 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "not an HDF5 file"));
-    ck_assert_int_ne(dl_golden_read(dir, &g), 0); /* a directory */
+    ck_assert_int_ne(dl_golden_read(dl_test_dir, &g), 0); /* a directory */
     ck_assert_ptr_nonnull(strstr(dl_last_error(), "not a regular file"));
 }
 END_TEST
 
 Suite *make_suite(void)
 {
-    Suite *s = suite_create("golden");
-    TCase *tc = tcase_create("io");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, round_trip_nhd_e4m3);
-    tcase_add_test(tc, round_trip_hnd_e5m2);
-    tcase_add_test(tc, round_trip_nhd_f16_q_f32);
-    tcase_add_test(tc, round_trip_hnd_bf16);
-    tcase_add_test(tc, round_trip_shared_prefix);
-    tcase_add_test(tc, sink_reverse_round_trip_and_legacy);
-    tcase_add_test(tc, same_case_same_bytes);
-    tcase_add_test(tc, refuse_overwrite_without_force);
-    tcase_add_test(tc, atomic_write_no_temp_on_error);
-    tcase_add_test(tc, checksum_corruption_detected);
+    const TTest *tests[] = {round_trip_nhd_e4m3, round_trip_hnd_e5m2, round_trip_nhd_f16_q_f32, round_trip_hnd_bf16,
+                            round_trip_shared_prefix, sink_reverse_round_trip_and_legacy, same_case_same_bytes,
+                            refuse_overwrite_without_force, atomic_write_no_temp_on_error,
+                            checksum_corruption_detected, not_a_file_not_hdf5};
+    TCase *tc;
+    Suite *s = dl_test_suite("golden", 60, setup, teardown, tests, (int)(sizeof tests / sizeof tests[0]), &tc);
     tcase_add_loop_test(tc, validation_refusals, 0, num_refusals);
-    tcase_add_test(tc, not_a_file_not_hdf5);
-    suite_add_tcase(s, tc);
     return s;
 }
 

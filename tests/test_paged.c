@@ -16,22 +16,11 @@
 static dl_config small_cfg(void)
 {
     dl_config c;
-    dl_config_default(&c);
-    c.batch_size = 5;
-    c.num_qo_heads = 8;
-    c.num_kv_heads = 2;
-    c.head_dim = 16;
-    c.page_size = 4;
+    dl_test_shape(&c, 5, 8, 2, 16, 4);
     c.seq_len_min = 1;
     c.seq_len_max = 23;
     c.seed = 1234;
     return c;
-}
-
-static void build_ok(const dl_config *cfg, dl_case *c)
-{
-    int rc = dl_case_build(cfg, c);
-    ck_assert_msg(rc == 0, "build failed: %s", dl_last_error());
 }
 
 /* The test's own offset formulas (independent of dl_kv_offset). */
@@ -106,7 +95,7 @@ START_TEST(test_lengths_in_range)
     cfg.seq_len_min = 3;
     cfg.seq_len_max = 5;
     dl_case c;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int hit[6] = {0};
     for (int64_t b = 0; b < cfg.batch_size; b++) {
         int64_t len = dl_case_seq_len(&c, b);
@@ -119,7 +108,7 @@ START_TEST(test_lengths_in_range)
     dl_case_free(&c);
     /* fixed length */
     cfg.seq_len_min = cfg.seq_len_max = 9;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     for (int64_t b = 0; b < cfg.batch_size; b++) ck_assert_int_eq(dl_case_seq_len(&c, b), 9);
     check_table(&c, NULL);
     dl_case_free(&c);
@@ -137,7 +126,7 @@ START_TEST(test_explicit_lengths_and_page_sizes)
         memcpy(cfg.explicit_lens, lens, sizeof lens);
         cfg.page_size = sizes[k];
         dl_case c;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         check_table(&c, lens);
         /* closed-form counts: ceil(len/ps) pages, last = len - (pages-1)*ps */
         for (int b = 0; b < 8; b++) {
@@ -163,18 +152,18 @@ START_TEST(test_pages_scattered)
     cfg.batch_size = 10;
     cfg.seq_len_min = cfg.seq_len_max = 40; /* 100 pages */
     dl_case c, c2;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     ck_assert_int_eq(c.num_pages, 100);
     int fixed = 0, ascending = 0;
     for (int64_t i = 0; i < c.num_pages; i++) fixed += c.kv_indices[i] == i;
     for (int64_t i = 1; i < c.num_pages; i++) ascending += c.kv_indices[i] == c.kv_indices[i - 1] + 1;
     /* a uniform permutation of 100 has ~1 fixed point and ~1 ascending neighbour pair */
     ck_assert_msg(fixed < 10 && ascending < 10, "fixed %d ascending %d", fixed, ascending);
-    build_ok(&cfg, &c2);
+    dl_test_build(&cfg, &c2);
     ck_assert(memcmp(c.kv_indices, c2.kv_indices, 100 * sizeof(int32_t)) == 0); /* deterministic */
     dl_case_free(&c2);
     cfg.seed++;
-    build_ok(&cfg, &c2);
+    dl_test_build(&cfg, &c2);
     ck_assert(memcmp(c.kv_indices, c2.kv_indices, 100 * sizeof(int32_t)) != 0); /* seed matters */
     dl_case_free(&c2);
     dl_case_free(&c);
@@ -203,7 +192,7 @@ START_TEST(test_poison_exactly_in_unused_slots)
             cfg.batch_size = 7;
             cfg.page_size = 5;
             dl_case c;
-            build_ok(&cfg, &c);
+            dl_test_build(&cfg, &c);
             int64_t D = cfg.head_dim, H = cfg.num_kv_heads, ps = cfg.page_size;
             /* mark used (page, slot) pairs from the page table */
             char *used = calloc((size_t)(c.num_pages * ps), 1);
@@ -263,9 +252,9 @@ START_TEST(test_layouts_hold_same_logical_values)
     cfg.dist.std = 2.0;
     dl_case n, h;
     cfg.kv_layout = DL_NHD;
-    build_ok(&cfg, &n);
+    dl_test_build(&cfg, &n);
     cfg.kv_layout = DL_HND;
-    build_ok(&cfg, &h);
+    dl_test_build(&cfg, &h);
     ck_assert_int_eq(n.num_pages, h.num_pages);
     ck_assert(memcmp(n.kv_indices, h.kv_indices, (size_t)n.num_pages * 4) == 0);
     int64_t H = cfg.num_kv_heads, D = cfg.head_dim;
@@ -299,12 +288,12 @@ START_TEST(test_page_size_keeps_logical_values)
     cfg.kv_dtype = DL_E5M2;
     dl_case a, b;
     cfg.page_size = 1;
-    build_ok(&cfg, &a);
+    dl_test_build(&cfg, &a);
     static const int64_t other[] = {3, 16, 256};
     for (int k = 0; k < 3; k++) {
         cfg.page_size = other[k];
         cfg.kv_layout = k == 1 ? DL_HND : DL_NHD;
-        build_ok(&cfg, &b);
+        dl_test_build(&cfg, &b);
         ck_assert(memcmp(a.k_scale, b.k_scale, (size_t)cfg.num_kv_heads * 4) == 0);
         for (int64_t r = 0; r < cfg.batch_size; r++) {
             ck_assert_int_eq(dl_case_seq_len(&a, r), dl_case_seq_len(&b, r));
@@ -377,7 +366,7 @@ START_TEST(test_quantization_error_bounded)
             cfg.seq_len_min = 30;
             cfg.seq_len_max = 60;
             dl_case c;
-            build_ok(&cfg, &c);
+            dl_test_build(&cfg, &c);
             check_quant_error(&c, c.k_orig, c.k_scale, 1);
             check_quant_error(&c, c.v_orig, c.v_scale, 0);
             ck_assert_int_eq(dl_case_check_values(&c, "built"), 0);
@@ -422,7 +411,7 @@ START_TEST(test_scale_modes)
         dl_case c;
         /* per head: scale = absmax / format max, and the largest code is the format max */
         cfg.kv_scale_mode = DL_SCALE_ABSMAX_HEAD;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         float gmax = 0;
         int distinct = 0;
         for (int64_t h = 0; h < 4; h++) {
@@ -437,7 +426,7 @@ START_TEST(test_scale_modes)
         dl_case_free(&c);
         /* per tensor: one scale from the global absmax */
         cfg.kv_scale_mode = DL_SCALE_ABSMAX_TENSOR;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         for (int64_t h = 0; h < 4; h++) ck_assert_float_eq(c.k_scale[h], gmax / (float)fmax8[k]);
         double top = 0;
         for (int64_t h = 0; h < 4; h++) top = fmax(top, head_code_absmax(&c, h));
@@ -447,7 +436,7 @@ START_TEST(test_scale_modes)
         /* given */
         cfg.kv_scale_mode = DL_SCALE_GIVEN;
         cfg.kv_scale_value = 0.0625;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         for (int64_t h = 0; h < 4; h++) ck_assert(c.k_scale[h] == 0.0625f && c.v_scale[h] == 0.0625f);
         int64_t o = walk_off(&c, 0, 0, 1);
         uint8_t want = k == 0 ? dl_f32_to_e4m3(c.k_orig[o] / 0.0625f, DL_SATFINITE)
@@ -460,7 +449,7 @@ START_TEST(test_scale_modes)
     /* f16/bf16: scale 1 unless given */
     cfg.kv_dtype = DL_BF16;
     dl_case c;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     for (int64_t h = 0; h < 4; h++) ck_assert(c.k_scale[h] == 1.0f && c.v_scale[h] == 1.0f);
     int64_t o = walk_off(&c, 1, 0, 0);
     ck_assert_uint_eq(((uint16_t *)c.k_cache)[o], dl_f32_to_bf16(c.k_orig[o], DL_SATFINITE));
@@ -468,14 +457,14 @@ START_TEST(test_scale_modes)
     cfg.kv_scale_mode = DL_SCALE_GIVEN;
     cfg.kv_scale_value = 2.0;
     cfg.kv_dtype = DL_F16;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     for (int64_t h = 0; h < 4; h++) ck_assert(c.k_scale[h] == 2.0f);
     check_quant_error(&c, c.k_orig, c.k_scale, 1);
     dl_case_free(&c);
     /* a tensor of zeros (std so small the floats underflow to 0) gets scale 1 */
     cfg = small_cfg();
     cfg.dist.std = 1e-300;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     ck_assert(head_absmax(&c, c.k_orig, 0) == 0.0f);
     for (int64_t h = 0; h < cfg.num_kv_heads; h++) ck_assert(c.k_scale[h] == 1.0f);
     dl_case_free(&c);
@@ -493,7 +482,7 @@ START_TEST(test_channel_outliers)
     ck_assert_int_eq(dl_outlier_channels(&cfg, ch), 0);
     ck_assert(ch[0] != ch[1] && ch[0] != ch[2] && ch[1] != ch[2]);
     dl_case c;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int64_t D = cfg.head_dim;
     double sum_sq[16] = {0}, vsum_sq[16] = {0};
     long n = 0;
@@ -530,7 +519,7 @@ START_TEST(test_q_storage)
         dl_config cfg = small_cfg();
         cfg.q_dtype = qd[k];
         dl_case c;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         int64_t n = cfg.batch_size * cfg.num_qo_heads * cfg.head_dim;
         for (int64_t b = 0; b < cfg.batch_size; b++)
             for (int64_t h = 0; h < cfg.num_qo_heads; h++)
@@ -577,13 +566,13 @@ START_TEST(test_threads_bit_identical)
         cfg.kv_layout = lay ? DL_HND : DL_NHD;
         dl_case one, four;
         omp_set_num_threads(1);
-        build_ok(&cfg, &one);
+        dl_test_build(&cfg, &one);
         omp_set_num_threads(4);
-        build_ok(&cfg, &four);
+        dl_test_build(&cfg, &four);
         ck_assert(cases_identical(&one, &four));
         dl_case_free(&four);
         cfg.seed++; /* and the comparison can fail: another seed differs */
-        build_ok(&cfg, &four);
+        dl_test_build(&cfg, &four);
         ck_assert(!cases_identical(&one, &four));
         dl_case_free(&four);
         dl_case_free(&one);
@@ -624,7 +613,7 @@ START_TEST(test_validate_rejects_bad_tables)
     int64_t lens[5] = {9, 1, 4, 13, 6}; /* page 4: pages 3,1,1,4,2 -> indptr 0,3,4,5,9,11 */
     memcpy(cfg.explicit_lens, lens, sizeof lens);
     dl_case c;
-    build_ok(&cfg, &c);
+    dl_test_build(&cfg, &c);
     ck_assert_int_eq(c.kv_indptr[3], 5);
     ck_assert_int_eq(dl_case_validate(&c, "good.h5"), 0);
     int32_t ip[6], ix[11], lp[5];
@@ -697,14 +686,14 @@ START_TEST(test_share_prefix)
         const int64_t lens[5] = {13, 8, 9, 23, 12}; /* page 4: full pages 3, 2, 2, 5, 3 */
         memcpy(cfg.explicit_lens, lens, sizeof lens);
         dl_case plain, c;
-        build_ok(&cfg, &plain);
+        dl_test_build(&cfg, &plain);
         cfg.share_prefix_pages = 0;
-        build_ok(&cfg, &c); /* N = 0: the same bytes as before the option existed */
+        dl_test_build(&cfg, &c); /* N = 0: the same bytes as before the option existed */
         ck_assert_int_eq(c.num_pages, plain.num_pages);
         ck_assert(!memcmp(c.kv_indices, plain.kv_indices, (size_t)plain.num_pages * 4));
         dl_case_free(&c);
         cfg.share_prefix_pages = 2;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         const int64_t B = 5, N = 2, nnz = c.kv_indptr[B];
         ck_assert_int_eq(nnz, plain.kv_indptr[B]); /* the page table has as many entries */
         ck_assert_int_eq(c.num_pages, nnz - (B - 1) * N);
@@ -764,7 +753,7 @@ START_TEST(test_share_prefix)
         cfg.seq_len_min = 8;
         cfg.seq_len_max = 30;
         cfg.share_prefix_pages = 2;
-        build_ok(&cfg, &c);
+        dl_test_build(&cfg, &c);
         ck_assert_int_eq(dl_case_check_share(&c, "range.h5"), 0);
         dl_case_free(&c);
         cfg.seq_len_min = 7;
@@ -785,8 +774,8 @@ START_TEST(test_sink_shift)
     cs.dist.sink_tokens = 3;
     cs.dist.sink_delta = 7.25;
     dl_case n, s;
-    build_ok(&cn, &n);
-    build_ok(&cs, &s);
+    dl_test_build(&cn, &n);
+    dl_test_build(&cs, &s);
     const int64_t H = cn.num_kv_heads, D = cn.head_dim, G = cn.num_qo_heads / H;
     const double sm = 1.0 / sqrt((double)D);
     int shifted = 0;
@@ -825,28 +814,9 @@ START_TEST(test_sink_shift)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("paged");
-    TCase *tc = tcase_create("paged");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_lengths_in_range);
-    tcase_add_test(tc, test_explicit_lengths_and_page_sizes);
-    tcase_add_test(tc, test_pages_scattered);
-    tcase_add_test(tc, test_poison_exactly_in_unused_slots);
-    tcase_add_test(tc, test_layouts_hold_same_logical_values);
-    tcase_add_test(tc, test_page_size_keeps_logical_values);
-    tcase_add_test(tc, test_quantization_error_bounded);
-    tcase_add_test(tc, test_scale_modes);
-    tcase_add_test(tc, test_channel_outliers);
-    tcase_add_test(tc, test_sink_shift);
-    tcase_add_test(tc, test_q_storage);
-    tcase_add_test(tc, test_threads_bit_identical);
-    tcase_add_test(tc, test_build_rejects_bad_config);
-    tcase_add_test(tc, test_validate_rejects_bad_tables);
-    tcase_add_test(tc, test_share_prefix);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("paged", 120, NULL, NULL,
+              test_lengths_in_range, test_explicit_lengths_and_page_sizes, test_pages_scattered,
+              test_poison_exactly_in_unused_slots, test_layouts_hold_same_logical_values,
+              test_page_size_keeps_logical_values, test_quantization_error_bounded, test_scale_modes,
+              test_channel_outliers, test_sink_shift, test_q_storage, test_threads_bit_identical,
+              test_build_rejects_bad_config, test_validate_rejects_bad_tables, test_share_prefix)

@@ -147,17 +147,5 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("plan");
-    TCase *tc = tcase_create("plan");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_seed_case_shape);
-    tcase_add_test(tc, test_ragged_and_tiny);
-    tcase_add_test(tc, test_long_single_request_splits);
-    tcase_add_test(tc, test_bad_arguments);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("plan", 60, NULL, NULL,
+              test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments)

@@ -22,18 +22,11 @@
 #include "../ref/dl_formats.h"
 #include "dl_test.h"
 
-static char dir[256], gold16[300], gold1[300], cand[300], out_path[300], err_path[300];
-static char out_buf[65536], err_buf[65536];
+static char gold16[300], gold1[300], cand[300];
 static dl_golden G16, G1;
 
 static const dl_model models[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT};
 #define NMODELS ((int)(sizeof models / sizeof models[0]))
-
-static int run_args(const char *const *args)
-{
-    return dl_test_run(NULL, args, out_path, err_path, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
-}
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
 
 /* ---- a case as a buggy kernel sees it: its own copy of the page table, scales and q ---- */
 typedef struct {
@@ -151,21 +144,18 @@ static void model_on(const mod_case *mc, const dl_golden *g, dl_model m, dl_outp
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/dl_test_planted_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
-    snprintf(gold16, sizeof gold16, "%s/g16.h5", dir);
-    snprintf(gold1, sizeof gold1, "%s/g1.h5", dir);
-    snprintf(cand, sizeof cand, "%s/cand.h5", dir);
-    int rc = RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+    dl_test_mkdir("planted");
+    dl_test_path(gold16, sizeof gold16, "g16.h5");
+    dl_test_path(gold1, sizeof gold1, "g1.h5");
+    dl_test_path(cand, sizeof cand, "cand.h5");
+    int rc = DL_RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
                  "--seq-len", "1,17,200,515", "--kv-dtype", "e4m3", "--models", "exact,fp32,bf16,fp8,fp8acc,bf16simt",
                  "--seed", "21", "--out", gold16);
-    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
-    rc = RUN("golden", "--num-qo-heads", "4", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "1",
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
+    rc = DL_RUN("golden", "--num-qo-heads", "4", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "1",
              "--kv-layout", "HND", "--seq-len", "2,33,300", "--kv-dtype", "e5m2", "--models",
              "exact,fp32,bf16,fp8,fp8acc,bf16simt", "--seed", "22", "--out", gold1);
-    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, err_buf);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
     memset(&G16, 0, sizeof G16);
     memset(&G1, 0, sizeof G1);
     ck_assert_msg(dl_golden_read(gold16, &G16) == 0, "%s", dl_last_error());
@@ -176,9 +166,7 @@ static void teardown(void)
 {
     dl_golden_free(&G16);
     dl_golden_free(&G1);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    dl_test_rmdir();
 }
 
 /* ---------------------------------------------------------------- the planted bugs */
@@ -367,34 +355,19 @@ START_TEST(through_the_cli)
     dl_candidate c;
     cand_init(&c, &G16, DL_MODEL_BF16, "head x 1.01");
     ck_assert_int_eq(dl_candidate_write(cand, &c, 1), 0);
-    ck_assert_msg(RUN("compare", gold16, cand) == 0, "%s%s", out_buf, err_buf);
+    ck_assert_msg(DL_RUN("compare", gold16, cand) == 0, "%s%s", dl_test_out, dl_test_err);
     for (int64_t d = 0; d < c.head_dim; d++) c.o[(2 * c.num_qo_heads + 5) * c.head_dim + d] *= 1.01f;
     ck_assert_int_eq(dl_candidate_write(cand, &c, 1), 0);
-    ck_assert_int_eq(RUN("compare", gold16, cand), 1);
-    ck_assert_msg(strstr(out_buf, "FAIL") && strstr(out_buf, "b=2 h=5"), "%s", out_buf);
+    ck_assert_int_eq(DL_RUN("compare", gold16, cand), 1);
+    ck_assert_msg(strstr(dl_test_out, "FAIL") && strstr(dl_test_out, "b=2 h=5"), "%s", dl_test_out);
     free(c.lse);
     c.lse = NULL; /* o alone */
     ck_assert_int_eq(dl_candidate_write(cand, &c, 1), 0);
-    ck_assert_int_eq(RUN("compare", gold16, cand), 1);
+    ck_assert_int_eq(DL_RUN("compare", gold16, cand), 1);
     dl_candidate_free(&c);
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("planted");
-    TCase *tc = tcase_create("planted");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, clean_passes);
-    tcase_add_test(tc, scaled_head_and_request);
-    tcase_add_test(tc, token_dropped);
-    tcase_add_test(tc, page_missing_or_neighbour);
-    tcase_add_test(tc, wrong_kv_head);
-    tcase_add_test(tc, scale_off_one_head);
-    tcase_add_test(tc, through_the_cli);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("planted", 120, setup, teardown,
+              clean_passes, scaled_head_and_request, token_dropped, page_missing_or_neighbour, wrong_kv_head,
+              scale_off_one_head, through_the_cli)

@@ -23,24 +23,12 @@ static dl_config small_cfg(int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_
                            dl_dtype kv, const int64_t *lens, uint64_t seed)
 {
     dl_config cfg;
-    dl_config_default(&cfg);
-    cfg.batch_size = B;
-    cfg.num_qo_heads = Hq;
-    cfg.num_kv_heads = Hkv;
-    cfg.head_dim = D;
-    cfg.page_size = page;
+    dl_test_shape(&cfg, B, Hq, Hkv, D, page);
+    dl_test_lens(&cfg, lens);
     cfg.kv_layout = layout;
     cfg.kv_dtype = kv;
     cfg.seed = seed;
-    cfg.num_explicit_lens = B;
-    for (int64_t b = 0; b < B; b++) cfg.explicit_lens[b] = lens[b];
     return cfg;
-}
-
-static void build(const dl_config *cfg, dl_case *c)
-{
-    int rc = dl_case_build(cfg, c);
-    ck_assert_msg(rc == 0, "dl_case_build: %s", dl_last_error());
 }
 
 static void run_model(const dl_case *c, dl_model m, const dl_model_params *p, dl_output *out)
@@ -226,7 +214,7 @@ START_TEST(test_lse_definition)
     const int64_t lens[] = {1, 15, 16, 17, 100};
     dl_config cfg = small_cfg(5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 11);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int64_t n = 5 * 8;
     double *o = malloc((size_t)(n * 32) * sizeof(double)), *lse = malloc((size_t)n * sizeof(double));
     naive(&c, o, lse);
@@ -249,7 +237,7 @@ START_TEST(test_all_keys_equal)
     const int64_t lens[] = {3, 16, 41};
     dl_config cfg = small_cfg(3, 4, 2, 16, 8, DL_HND, DL_E4M3, lens, 5);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     const int64_t B = 3, Hq = 4, D = 16, G = 2;
     size_t esz = dl_dtype_size(cfg.kv_dtype);
     /* every key of (b, g) := the key of token 0 (raw codes copied) */
@@ -291,7 +279,7 @@ START_TEST(test_dominant_key)
     dl_config cfg = small_cfg(3, 2, 2, 32, 16, DL_NHD, DL_F16, lens, 7);
     cfg.q_dtype = DL_F32;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     const int64_t B = 3, H = 2, D = 32;
     double sm = dl_sm_scale(&cfg);
     double o[3 * 2 * 32], lse[3 * 2];
@@ -328,7 +316,7 @@ START_TEST(test_length_one)
     const int64_t lens[] = {1, 1, 1};
     dl_config cfg = small_cfg(3, 6, 2, 24, 4, DL_NHD, DL_E5M2, lens, 3);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     const int64_t B = 3, Hq = 6, D = 24, G = 3;
     double o[3 * 6 * 24], lse[3 * 6];
     double o32[3 * 6 * 24];
@@ -397,7 +385,7 @@ START_TEST(test_normalizer_uses_float_p)
     dl_config cfg = small_cfg(2, 4, 2, 32, 16, DL_NHD, DL_E4M3, lens, 13);
     cfg.q_dtype = DL_F32;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     size_t esz = dl_dtype_size(cfg.kv_dtype);
     for (int64_t b = 0; b < 2; b++)
         for (int64_t g = 0; g < 2; g++)
@@ -444,7 +432,7 @@ START_TEST(test_bf16_v_scale_folded)
     const int64_t lens[] = {1, 70, 129};
     dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_HND, DL_F16, lens, 17);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     const int64_t n = 3 * 4, no = n * 32;
     c.v_scale[0] = 1.0f;
     c.v_scale[1] = 1.0f;
@@ -474,8 +462,8 @@ START_TEST(test_gqa_equals_mha)
     dl_config cg = small_cfg(B, Hq, 2, D, 8, DL_NHD, DL_E4M3, lens, 21);
     dl_config cm = small_cfg(B, Hq, Hq, D, 8, DL_NHD, DL_E4M3, lens, 22);
     dl_case gq, mh;
-    build(&cg, &gq);
-    build(&cm, &mh);
+    dl_test_build(&cg, &gq);
+    dl_test_build(&cm, &mh);
     size_t esz = dl_dtype_size(cg.kv_dtype);
     memcpy(mh.q, gq.q, (size_t)(B * Hq * D) * dl_dtype_size(cg.q_dtype));
     for (int64_t h = 0; h < Hq; h++) {
@@ -502,8 +490,8 @@ START_TEST(test_nhd_equals_hnd)
     dl_config cn = small_cfg(4, 10, 2, 16, 16, DL_NHD, DL_E4M3, lens, 31);
     dl_config ch = small_cfg(4, 10, 2, 16, 16, DL_HND, DL_E4M3, lens, 31);
     dl_case a, b;
-    build(&cn, &a);
-    build(&ch, &b);
+    dl_test_build(&cn, &a);
+    dl_test_build(&ch, &b);
     fill_logical(&a, 99);
     fill_logical(&b, 99);
     assert_same_outputs(&a, &b, 1e-12, "NHD vs HND");
@@ -518,12 +506,12 @@ START_TEST(test_page_size_and_order)
     const int64_t pages[] = {16, 1, 5, 64};
     dl_case base;
     dl_config c0 = small_cfg(5, 4, 1, 32, pages[0], DL_NHD, DL_BF16, lens, 41);
-    build(&c0, &base);
+    dl_test_build(&c0, &base);
     fill_logical(&base, 7);
     for (size_t i = 1; i < sizeof pages / sizeof *pages; i++) {
         dl_config ci = small_cfg(5, 4, 1, 32, pages[i], i % 2 ? DL_HND : DL_NHD, DL_BF16, lens, 41 + i);
         dl_case other;
-        build(&ci, &other);
+        dl_test_build(&ci, &other);
         fill_logical(&other, 7);
         char what[64];
         snprintf(what, sizeof what, "page size 16 vs %lld", (long long)pages[i]);
@@ -532,7 +520,7 @@ START_TEST(test_page_size_and_order)
     }
     /* permute the physical pages: page p moves to P-1-p, the page table follows */
     dl_case perm;
-    build(&c0, &perm);
+    dl_test_build(&c0, &perm);
     fill_logical(&perm, 7);
     int64_t P = perm.num_pages, page_elems = c0.page_size * c0.num_kv_heads * c0.head_dim;
     size_t pb = (size_t)page_elems * dl_dtype_size(c0.kv_dtype);
@@ -557,18 +545,13 @@ END_TEST
 static void models_near_exact(dl_dtype kv, double tol_fp8)
 {
     dl_config cfg;
-    dl_config_default(&cfg);
-    cfg.batch_size = 4;
-    cfg.num_qo_heads = 8;
-    cfg.num_kv_heads = 2;
-    cfg.head_dim = 64;
-    cfg.page_size = 16;
+    dl_test_shape(&cfg, 4, 8, 2, 64, 16);
     cfg.kv_dtype = kv;
     cfg.seq_len_min = 1;
     cfg.seq_len_max = 300;
     cfg.seed = 1234;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_output ex, out;
     run_model(&c, DL_MODEL_EXACT, NULL, &ex);
     ck_assert(all_finite(&ex));
@@ -606,7 +589,7 @@ START_TEST(test_fp8_reduced_accumulator)
     const int64_t lens[] = {200, 77, 128};
     dl_config cfg = small_cfg(3, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 77);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_model_params p;
     dl_model_params_default(&p);
     dl_output ex, full, red;
@@ -642,7 +625,7 @@ START_TEST(test_fp8_flip_allowance_bounds)
     const int64_t lens[] = {700, 301, 64, 1000};
     dl_config cfg = small_cfg(4, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 4242);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_model_params p;
     dl_model_params_default(&p);
     const int64_t rows = 4 * 8, D = 64;
@@ -691,7 +674,7 @@ START_TEST(test_kv_block_changes_little)
     const int64_t lens[] = {300, 65};
     dl_config cfg = small_cfg(2, 4, 1, 64, 16, DL_NHD, DL_E4M3, lens, 5);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_model_params p;
     dl_model_params_default(&p);
     for (size_t i = 0; i < sizeof emulated / sizeof *emulated; i++) {
@@ -712,16 +695,12 @@ END_TEST
 START_TEST(test_deterministic_threads)
 {
     dl_config cfg;
-    dl_config_default(&cfg);
-    cfg.batch_size = 6;
-    cfg.num_qo_heads = 8;
-    cfg.num_kv_heads = 4;
-    cfg.head_dim = 32;
+    dl_test_shape(&cfg, 6, 8, 4, 32, 16);
     cfg.seq_len_min = 1;
     cfg.seq_len_max = 200;
     cfg.seed = 8;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int saved = omp_get_max_threads();
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
         dl_output one, four;
@@ -760,7 +739,7 @@ START_TEST(test_names_and_errors)
     const int64_t lens[] = {4};
     dl_config cfg = small_cfg(1, 2, 1, 8, 4, DL_NHD, DL_E4M3, lens, 1);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_output out;
     float *keep = c.v_orig;
     c.v_orig = NULL;
@@ -790,7 +769,7 @@ static void one_token_case(dl_dtype kv, const float *q_vals, const float *k_vals
     const int64_t lens[] = {1};
     dl_config cfg = small_cfg(1, 1, 1, 64, 16, DL_NHD, kv, lens, 3);
     cfg.q_dtype = DL_BF16;
-    build(&cfg, c);
+    dl_test_build(&cfg, c);
     c->k_scale[0] = c->v_scale[0] = 1.0f;
     const int64_t off = test_offset(c, 0, 0, 0);
     for (int64_t d = 0; d < 64; d++) {
@@ -886,7 +865,7 @@ START_TEST(test_fp8acc_promotion_helps)
     const int64_t lens[] = {1000, 700};
     dl_config cfg = small_cfg(2, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 91);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_model_params p;
     dl_model_params_default(&p);
     dl_output ref, acc23, plain10, acc10;
@@ -917,7 +896,7 @@ START_TEST(test_sched_trivial_bit_for_bit)
     const int64_t lens[3] = {1, 100, 300};
     dl_config cfg = small_cfg(3, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 11);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int64_t indptr[7], begin[6];
     for (int t = 0; t <= 6; t++) indptr[t] = t;
     for (int t = 0; t < 6; t++) begin[t] = 0;
@@ -956,7 +935,7 @@ START_TEST(test_sched_segments_by_hand)
     const int64_t lens[1] = {300};
     dl_config cfg = small_cfg(1, 4, 1, 64, 16, DL_HND, DL_E4M3, lens, 12);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     const int32_t np = c.kv_indptr[1];
     int32_t ip_a[2] = {0, 8}, last_a[1] = {16}, ip_b[2] = {0, np - 8};
     dl_case ca = c, cb = c;
@@ -1012,7 +991,7 @@ START_TEST(test_sched_split_kv)
     const int64_t lens[3] = {1, 300, 1000};
     dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_NHD, DL_BF16, lens, 13);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_schedule s;
     int64_t chunk = 0;
     ck_assert_int_eq(dl_schedule_split_kv(&c, 4, 64, &s, &chunk), 0);
@@ -1034,7 +1013,7 @@ START_TEST(test_sched_refused)
     const int64_t lens[2] = {10, 40};
     dl_config cfg = small_cfg(2, 2, 1, 32, 16, DL_NHD, DL_BF16, lens, 14);
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_output o;
     struct {
         int64_t ntask, indptr[3], begin[4];
@@ -1066,7 +1045,7 @@ START_TEST(test_share_prefix_models)
     dl_config cfg = small_cfg(5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 71);
     cfg.share_prefix_pages = 2;
     dl_case sh;
-    build(&cfg, &sh);
+    dl_test_build(&cfg, &sh);
     const int64_t B = 5, nnz = sh.kv_indptr[B];
     ck_assert_int_eq(sh.num_pages, nnz - (B - 1) * 2);
     ck_assert_int_eq(sh.kv_indices[sh.kv_indptr[3] + 1], sh.kv_indices[1]);
@@ -1154,8 +1133,8 @@ START_TEST(test_kv_order_reverse_is_reversed_sequence)
     const int64_t lens[3] = {1, 70, 200};
     dl_config cfg = small_cfg(3, 8, 2, 32, 1, DL_NHD, DL_E4M3, lens, 61);
     dl_case c, cr;
-    build(&cfg, &c);
-    build(&cfg, &cr);
+    dl_test_build(&cfg, &c);
+    dl_test_build(&cfg, &cr);
     for (int64_t b = 0; b < 3; b++) {
         int32_t *ix = cr.kv_indices + cr.kv_indptr[b];
         const int64_t n = cr.kv_indptr[b + 1] - cr.kv_indptr[b];
@@ -1214,7 +1193,7 @@ START_TEST(test_sink_p_cast_counts)
     cfg.dist.sink_tokens = 4;
     cfg.dist.sink_delta = 10.0;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     dl_model_params p;
     dl_model_params_default(&p);
     p.p_scale = 1.0f;
@@ -1282,7 +1261,7 @@ START_TEST(test_p_cast_stats_deterministic)
     dl_config cfg = small_cfg(4, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 63);
     cfg.dist.kind = DL_DIST_SINK;
     dl_case c;
-    build(&cfg, &c);
+    dl_test_build(&cfg, &c);
     int saved = omp_get_max_threads();
     dl_output one, three;
     omp_set_num_threads(1);
@@ -1299,42 +1278,14 @@ START_TEST(test_p_cast_stats_deterministic)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("ref");
-    TCase *tc = tcase_create("reference");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_lse_definition);
-    tcase_add_test(tc, test_share_prefix_models);
-    tcase_add_test(tc, test_all_keys_equal);
-    tcase_add_test(tc, test_dominant_key);
-    tcase_add_test(tc, test_length_one);
-    tcase_add_test(tc, test_normalizer_uses_float_p);
-    tcase_add_test(tc, test_bf16_v_scale_folded);
-    tcase_add_test(tc, test_gqa_equals_mha);
-    tcase_add_test(tc, test_nhd_equals_hnd);
-    tcase_add_test(tc, test_page_size_and_order);
-    tcase_add_test(tc, test_models_near_exact_e4m3);
-    tcase_add_test(tc, test_models_near_exact_bf16_cache);
-    tcase_add_test(tc, test_fp8_reduced_accumulator);
-    tcase_add_test(tc, test_kv_block_changes_little);
-    tcase_add_test(tc, test_fp8_flip_allowance_bounds);
-    tcase_add_test(tc, test_deterministic_threads);
-    tcase_add_test(tc, test_names_and_errors);
-    tcase_add_test(tc, test_fp8_truncation_worked);
-    tcase_add_test(tc, test_bf16simt_rounds_each_fma);
-    tcase_add_test(tc, test_bf16simt_lanes_add_in_fp32);
-    tcase_add_test(tc, test_fp8acc_promotion_helps);
-    tcase_add_test(tc, test_sched_trivial_bit_for_bit);
-    tcase_add_test(tc, test_sched_segments_by_hand);
-    tcase_add_test(tc, test_sched_split_kv);
-    tcase_add_test(tc, test_sched_refused);
-    tcase_add_test(tc, test_kv_order_reverse_is_reversed_sequence);
-    tcase_add_test(tc, test_sink_p_cast_counts);
-    tcase_add_test(tc, test_p_underflow_prediction);
-    tcase_add_test(tc, test_p_cast_stats_deterministic);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("ref", 60, NULL, NULL,
+              test_lse_definition, test_share_prefix_models, test_all_keys_equal, test_dominant_key, test_length_one,
+              test_normalizer_uses_float_p, test_bf16_v_scale_folded, test_gqa_equals_mha, test_nhd_equals_hnd,
+              test_page_size_and_order, test_models_near_exact_e4m3, test_models_near_exact_bf16_cache,
+              test_fp8_reduced_accumulator, test_kv_block_changes_little, test_fp8_flip_allowance_bounds,
+              test_deterministic_threads,
+              test_names_and_errors, test_fp8_truncation_worked, test_bf16simt_rounds_each_fma,
+              test_bf16simt_lanes_add_in_fp32, test_fp8acc_promotion_helps, test_sched_trivial_bit_for_bit,
+              test_sched_segments_by_hand, test_sched_split_kv, test_sched_refused,
+              test_kv_order_reverse_is_reversed_sequence, test_sink_p_cast_counts, test_p_underflow_prediction,
+              test_p_cast_stats_deterministic)

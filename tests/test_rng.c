@@ -213,23 +213,8 @@ START_TEST(test_uniform_and_normal_params)
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("rng");
-    TCase *tc = tcase_create("rng");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_same_counter_same_value);
-    tcase_add_test(tc, test_call_order_independent);
-    tcase_add_test(tc, test_seeds_streams_indices_differ);
-    tcase_add_test(tc, test_uniform_moments);
-    tcase_add_test(tc, test_below_uniform_buckets);
-    tcase_add_test(tc, test_normal_is_box_muller_of_two_uniforms);
-    tcase_add_test(tc, test_normal_moments);
-    tcase_add_test(tc, test_normal_pair_halves);
-    tcase_add_test(tc, test_outlier_rate_and_variance);
-    tcase_add_test(tc, test_uniform_and_normal_params);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("rng", 60, NULL, NULL,
+              test_same_counter_same_value, test_call_order_independent, test_seeds_streams_indices_differ,
+              test_uniform_moments, test_below_uniform_buckets, test_normal_is_box_muller_of_two_uniforms,
+              test_normal_moments, test_normal_pair_halves, test_outlier_rate_and_variance,
+              test_uniform_and_normal_params)

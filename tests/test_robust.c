@@ -32,18 +32,7 @@
 #include "dl_test.h"
 #include "golden_mutate.h"
 
-static char dir[256], small[300];
-
-static const char *bin(void)
-{
-    const char *b = getenv("DL_BIN");
-    return b ? b : "build/decodelab";
-}
-static const char *root(void)
-{
-    const char *r = getenv("DL_ROOT");
-    return r ? r : ".";
-}
+static char small[300];
 
 static void sleep_ms(double ms)
 {
@@ -51,69 +40,14 @@ static void sleep_ms(double ms)
     nanosleep(&t, NULL);
 }
 
-/* Start decodelab with args (NULL-terminated), stdout/stderr to /dev/null. */
-static pid_t spawn(const char *omp, const char *const *args)
-{
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = bin();
-    for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int dn = open("/dev/null", O_WRONLY);
-        dup2(dn, 1);
-        dup2(dn, 2);
-        if (omp) setenv("OMP_NUM_THREADS", omp, 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int wait_status(pid_t pid)
-{
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int run_cli(const char *omp, const char *const *args) { return wait_status(spawn(omp, args)); }
-#define RUN(...) run_cli(NULL, (const char *const[]){__VA_ARGS__, NULL})
-
-/* Run and capture stdout into buf. */
+/* Run and capture stdout and stderr together into buf. */
 static int run_capture(char *buf, size_t n, const char *const *args)
 {
     char out[320];
-    snprintf(out, sizeof out, "%s/capture.txt", dir);
-    const char *argv[64];
-    int k = 0;
-    argv[k++] = bin();
-    for (; args[k - 1] && k < 63; k++) argv[k] = args[k - 1];
-    argv[k] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(o, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int rc = wait_status(pid);
-    FILE *f = fopen(out, "rb");
-    size_t got = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[got] = 0;
-    if (f) fclose(f);
+    dl_test_path(out, sizeof out, "capture.txt");
+    int rc = dl_test_wait(dl_test_spawn(NULL, args, out, out));
+    dl_test_slurp(out, buf, n);
     return rc;
-}
-
-static int same_bytes(const char *a, const char *b)
-{
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
-    return system(cmd) == 0;
 }
 
 /* Does a file whose name starts with prefix exist in dir? */
@@ -129,20 +63,17 @@ static int exists_prefix(const char *d, const char *prefix)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/dl_test_robust_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(small, sizeof small, "%s/small.h5", dir);
-    ck_assert_int_eq(access(bin(), X_OK), 0);
-    ck_assert_int_eq(RUN("golden", "--num-qo-heads", "4", "--num-kv-heads", "2", "--head-dim", "16", "--page-size",
+    dl_test_mkdir("robust");
+    dl_test_path(small, sizeof small, "small.h5");
+    ck_assert_int_eq(access(dl_test_bin(), X_OK), 0);
+    ck_assert_int_eq(DL_RUN("golden", "--num-qo-heads", "4", "--num-kv-heads", "2", "--head-dim", "16", "--page-size",
                          "4", "--seq-len", "1,5,9", "--kv-dtype", "e4m3", "--seed", "5", "--out", small),
                      0);
 }
 
 static void teardown(void)
 {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    dl_test_rmdir();
 }
 
 /* ------------------------------------------------------------ SIGKILL golden */
@@ -157,30 +88,30 @@ static void kill_golden(const char *target, double when)
     snprintf(name, sizeof name, "%s", strrchr(target, '/') + 1);
     char prefix[320];
     snprintf(prefix, sizeof prefix, "%s.tmp.", name);
-    pid_t pid = spawn("2", (const char *const[]){"golden", BIG_ARGS, "--out", target, NULL});
+    pid_t pid = dl_test_spawn("2", (const char *const[]){"golden", BIG_ARGS, "--out", target, NULL}, NULL, NULL);
     if (when > 0) {
         sleep_ms(when);
     } else {
         double waited = 0;
-        while (!exists_prefix(dir, prefix) && waited < 60000) {
+        while (!exists_prefix(dl_test_dir, prefix) && waited < 60000) {
             sleep_ms(0.5);
             waited += 0.5;
         }
-        ck_assert_msg(exists_prefix(dir, prefix), "golden never started writing %s", target);
+        ck_assert_msg(exists_prefix(dl_test_dir, prefix), "golden never started writing %s", target);
         sleep_ms(20); /* well inside the write of ~100 MB */
     }
     int st = 0;
     pid_t r = waitpid(pid, &st, WNOHANG);
     ck_assert_msg(r == 0, "golden finished before it could be killed; make BIG_ARGS bigger");
     kill(pid, SIGKILL);
-    ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+    ck_assert_int_eq(dl_test_wait(pid), 128 + SIGKILL);
 }
 
 START_TEST(sigkill_golden_leaves_old_file)
 {
     char target[300], saved[300];
-    snprintf(target, sizeof target, "%s/target.h5", dir);
-    snprintf(saved, sizeof saved, "%s/saved_copy.h5", dir);
+    dl_test_path(target, sizeof target, "target.h5");
+    dl_test_path(saved, sizeof saved, "saved_copy.h5");
     /* no file before: none after */
     kill_golden(target, 150);
     ck_assert_int_ne(access(target, F_OK), 0);
@@ -190,10 +121,10 @@ START_TEST(sigkill_golden_leaves_old_file)
     ck_assert_int_eq(gm_copy(small, target), 0);
     ck_assert_int_eq(gm_copy(small, saved), 0);
     kill_golden(target, 150);
-    ck_assert(same_bytes(target, saved));
+    ck_assert(dl_test_same_bytes(target, saved));
     kill_golden(target, 0);
-    ck_assert(same_bytes(target, saved));
-    ck_assert_int_eq(RUN("check", target), 0);
+    ck_assert(dl_test_same_bytes(target, saved));
+    ck_assert_int_eq(DL_RUN("check", target), 0);
 }
 END_TEST
 
@@ -240,7 +171,7 @@ static int64_t check_rows(const char *path)
 START_TEST(sigkill_results_append_loop)
 {
     char path[300];
-    snprintf(path, sizeof path, "%s/results.h5", dir);
+    dl_test_path(path, sizeof path, "results.h5");
     int64_t n = 0;
     srand(12345);
     for (int round = 0; round < 8; round++) {
@@ -252,7 +183,7 @@ START_TEST(sigkill_results_append_loop)
         for (int waited = 0; waited < 20000 && (stat(path, &st) != 0 || check_rows(path) == n); waited++) sleep_ms(1);
         sleep_ms(rand() % 25);
         kill(pid, SIGKILL);
-        ck_assert_int_eq(wait_status(pid), 128 + SIGKILL);
+        ck_assert_int_eq(dl_test_wait(pid), 128 + SIGKILL);
         int64_t m = check_rows(path);
         ck_assert_msg(m > n, "round %d: no row appended (%lld rows)", round, (long long)m);
         n = m;
@@ -278,7 +209,7 @@ START_TEST(resume_skips_recorded_variants)
     ck_assert(dl_golden_read(small, &g) == 0);
     char hash[32], res[300];
     dl_run_hash_string(dl_run_inputs_hash(&g.c), hash, sizeof hash);
-    snprintf(res, sizeof res, "%s/res.h5", dir);
+    dl_test_path(res, sizeof res, "res.h5");
     /* variant 0 recorded for this file (splits 1, untimed); variant 1 for another file */
     dl_result_row r[2];
     dl_result_row_init(&r[0]);
@@ -333,7 +264,7 @@ START_TEST(resume_skips_recorded_variants)
     ck_assert_int_ge(dl_run_resolve_splits(&g.c, 0), 1);
     /* a missing results file: nothing recorded, nothing dropped */
     char none[320];
-    snprintf(none, sizeof none, "%s/none.h5", dir);
+    dl_test_path(none, sizeof none, "none.h5");
     nsel = dl_num_variants;
     ck_assert_int_eq(dl_run_resume_filter(none, &g.c, 1, "none", "none", sel, &nsel), 0);
     ck_assert_int_eq(nsel, dl_num_variants);
@@ -408,7 +339,7 @@ START_TEST(refuse_data_not_in_file)
     /* NHD [pages, page_size, Hkv, D]: 2^24 pages claimed = 1 GiB of e4m3 in a file of ~100 KB */
     hsize_t dims[4] = {1u << 24, (hsize_t)cfg.page_size, (hsize_t)cfg.num_kv_heads, (hsize_t)cfg.head_dim};
     hsize_t chunk[4] = {1024, dims[1], dims[2], dims[3]};
-    snprintf(p, sizeof p, "%s/claims.h5", dir);
+    dl_test_path(p, sizeof p, "claims.h5");
     ck_assert_int_eq(gm_copy(small, p), 0);
     ck_assert_int_eq(replace_unwritten(p, "/inputs/k_cache", H5T_STD_U8LE, 4, dims, chunk, "e4m3"), 0);
     keep_hostile(p, "golden-claims-1GiB-k_cache.h5");
@@ -420,15 +351,15 @@ START_TEST(refuse_data_not_in_file)
     keep_hostile(p, "golden-chunk-over-64MiB.h5");
     expect_refusal(p, "/inputs/k_cache", "chunks");
     /* the same through the CLI: exit 2, one line */
-    ck_assert_int_eq(RUN("check", p), 2);
+    ck_assert_int_eq(DL_RUN("check", p), 2);
 }
 END_TEST
 
 START_TEST(refuse_external_storage)
 {
     char p[300], raw[300];
-    snprintf(p, sizeof p, "%s/external.h5", dir);
-    snprintf(raw, sizeof raw, "%s/raw.bin", dir);
+    dl_test_path(p, sizeof p, "external.h5");
+    dl_test_path(raw, sizeof raw, "raw.bin");
     ck_assert_int_eq(gm_copy(small, p), 0);
     FILE *f = fopen(raw, "wb");
     ck_assert_ptr_nonnull(f);
@@ -454,7 +385,7 @@ END_TEST
 START_TEST(nonfinite_inputs_need_allow_flag)
 {
     char p[300];
-    snprintf(p, sizeof p, "%s/nan.h5", dir);
+    dl_test_path(p, sizeof p, "nan.h5");
     ck_assert_int_eq(gm_copy(small, p), 0);
     uint16_t nan_bf16 = 0x7FC0; /* q is bf16 */
     ck_assert_int_eq(gm_write_elem(p, "/inputs/q", 3, H5T_NATIVE_UINT16, &nan_bf16), 0);
@@ -478,7 +409,7 @@ END_TEST
 START_TEST(results_rows_bounded_by_file)
 {
     char p[300];
-    snprintf(p, sizeof p, "%s/r.h5", dir);
+    dl_test_path(p, sizeof p, "r.h5");
     dl_result_row r;
     make_row(&r, 0);
     ck_assert_int_eq(dl_results_append(p, &r, 1), 0);
@@ -498,7 +429,7 @@ START_TEST(fuzz_regressions_replay)
     char pat[600];
     glob_t gl;
     int total = 0;
-    snprintf(pat, sizeof pat, "%s/tests/fuzz/regressions/golden/*", root());
+    snprintf(pat, sizeof pat, "%s/tests/fuzz/regressions/golden/*", dl_test_root());
     if (glob(pat, 0, NULL, &gl) == 0) {
         for (size_t i = 0; i < gl.gl_pathc; i++, total++) {
             dl_golden g;
@@ -511,7 +442,7 @@ START_TEST(fuzz_regressions_replay)
         }
         globfree(&gl);
     }
-    snprintf(pat, sizeof pat, "%s/tests/fuzz/regressions/results/*", root());
+    snprintf(pat, sizeof pat, "%s/tests/fuzz/regressions/results/*", dl_test_root());
     if (glob(pat, 0, NULL, &gl) == 0) {
         for (size_t i = 0; i < gl.gl_pathc; i++, total++) {
             dl_result_row *rows = NULL;
@@ -521,7 +452,7 @@ START_TEST(fuzz_regressions_replay)
         globfree(&gl);
     }
     /* and the seed corpus is accepted as it is */
-    snprintf(pat, sizeof pat, "%s/tests/fuzz/corpus/golden/*.h5", root());
+    snprintf(pat, sizeof pat, "%s/tests/fuzz/corpus/golden/*.h5", dl_test_root());
     ck_assert_int_eq(glob(pat, 0, NULL, &gl), 0);
     for (size_t i = 0; i < gl.gl_pathc; i++) {
         dl_golden g;
@@ -539,37 +470,21 @@ END_TEST
 START_TEST(deterministic_1_vs_3_threads)
 {
     char a[300], b[300];
-    snprintf(a, sizeof a, "%s/t1.h5", dir);
-    snprintf(b, sizeof b, "%s/t3.h5", dir);
-    ck_assert_int_eq(run_cli("1", (const char *const[]){"golden", "--batch", "7", "--seq-len", "1:70", "--num-qo-heads",
+    dl_test_path(a, sizeof a, "t1.h5");
+    dl_test_path(b, sizeof b, "t3.h5");
+    ck_assert_int_eq(dl_test_cli("1", (const char *const[]){"golden", "--batch", "7", "--seq-len", "1:70", "--num-qo-heads",
                                                         "12", "--num-kv-heads", "3", "--head-dim", "40", "--kv-layout",
                                                         "HND", "--distribution", "channel-outlier", "--out", a, NULL}),
                      0);
-    ck_assert_int_eq(run_cli("3", (const char *const[]){"golden", "--batch", "7", "--seq-len", "1:70", "--num-qo-heads",
+    ck_assert_int_eq(dl_test_cli("3", (const char *const[]){"golden", "--batch", "7", "--seq-len", "1:70", "--num-qo-heads",
                                                         "12", "--num-kv-heads", "3", "--head-dim", "40", "--kv-layout",
                                                         "HND", "--distribution", "channel-outlier", "--out", b, NULL}),
                      0);
-    ck_assert(same_bytes(a, b));
+    ck_assert(dl_test_same_bytes(a, b));
 }
 END_TEST
 
-Suite *make_suite(void)
-{
-    Suite *s = suite_create("robust");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, sigkill_golden_leaves_old_file);
-    tcase_add_test(tc, sigkill_results_append_loop);
-    tcase_add_test(tc, resume_skips_recorded_variants);
-    tcase_add_test(tc, refuse_data_not_in_file);
-    tcase_add_test(tc, refuse_external_storage);
-    tcase_add_test(tc, nonfinite_inputs_need_allow_flag);
-    tcase_add_test(tc, results_rows_bounded_by_file);
-    tcase_add_test(tc, fuzz_regressions_replay);
-    tcase_add_test(tc, deterministic_1_vs_3_threads);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-DL_TEST_MAIN
+DL_TEST_SUITE("robust", 300, setup, teardown,
+              sigkill_golden_leaves_old_file, sigkill_results_append_loop, resume_skips_recorded_variants,
+              refuse_data_not_in_file, refuse_external_storage, nonfinite_inputs_need_allow_flag,
+              results_rows_bounded_by_file, fuzz_regressions_replay, deterministic_1_vs_3_threads)

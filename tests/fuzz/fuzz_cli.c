@@ -12,13 +12,7 @@
 
 static void no_help(FILE *f) { fputs("usage\n", f); }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_init("dl_fuzz_cli", ".txt");
-    return 0;
-}
+FUZZ_INIT("dl_fuzz_cli", ".txt")
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -22,6 +22,16 @@ static void fuzz_init(const char *stem, const char *suffix)
     if (!freopen("/dev/null", "w", stdout)) perror("freopen /dev/null");
 }
 
+/* The LLVMFuzzerInitialize of a target whose scratch file is named after stem, with suffix. */
+#define FUZZ_INIT(stem, suffix)                            \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)      \
+    {                                                      \
+        (void)argc;                                        \
+        (void)argv;                                        \
+        fuzz_init(stem, suffix);                           \
+        return 0;                                          \
+    }
+
 /* Write the input to fuzz_path; returns 0 on success. */
 static int fuzz_write(const uint8_t *data, size_t size)
 {

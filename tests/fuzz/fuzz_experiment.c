@@ -7,13 +7,7 @@
 #include "../../harness/dl_experiment.h"
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_init("dl_fuzz_experiment", ".cfg");
-    return 0;
-}
+FUZZ_INIT("dl_fuzz_experiment", ".cfg")
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

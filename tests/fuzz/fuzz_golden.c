@@ -9,13 +9,7 @@
 #include "../../harness/dl_golden.h"
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_init("dl_fuzz_golden", ".h5");
-    return 0;
-}
+FUZZ_INIT("dl_fuzz_golden", ".h5")
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,13 +6,7 @@
 #include "../../harness/dl_results.h"
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_init("dl_fuzz_results", ".h5");
-    return 0;
-}
+FUZZ_INIT("dl_fuzz_results", ".h5")
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

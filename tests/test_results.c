@@ -1,0 +1,391 @@
+/* test_results.c - Check suite for the results table (harness/results.c): the HDF5
+ * table and its CSV twin written by dl_results_append (every column round-trips, CSV
+ * quoting), the atomic append (a failed append leaves both files as they were, no
+ * temporary file left), and older tables: format versions 1 and 2 still read (the
+ * columns added later read as unknown) and are rewritten as the current version on
+ * append; the committed H200 run (version 1) reads. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/dl_results.h"
+#include "dl_test.h"
+#include "golden_mutate.h"
+
+static void setup(void) { dl_test_mkdir("results"); }
+static void teardown(void) { dl_test_rmdir(); }
+
+/* h5 = <scratch dir>/<name>, csv = the path of its CSV twin. */
+static void table_paths(const char *name, char h5[512], char csv[600])
+{
+    dl_test_path(h5, 512, name);
+    dl_results_csv_path(h5, csv, 600);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return b;
+}
+
+static int count_tmp_files(void)
+{
+    DIR *d = opendir(dl_test_dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
+
+/* A row with a distinct value in every column, derived from k. */
+static void sample_row(dl_result_row *r, int k)
+{
+    dl_result_row_init(r);
+    snprintf(r->golden_path, sizeof r->golden_path, "/tmp/g%d.h5", k);
+    snprintf(r->golden_hash, sizeof r->golden_hash, "fnv1a64:%016x", 0xabc00 + k);
+    snprintf(r->variant, sizeof r->variant, "fp32-cast-simt");
+    snprintf(r->compute, sizeof r->compute, "fp32");
+    snprintf(r->config_name, sizeof r->config_name, "B=%d Hq=32, \"quoted\" name", k);
+    snprintf(r->seq_lens, sizeof r->seq_lens, "1,16,17,%d", 30 + k);
+    snprintf(r->reason, sizeof r->reason, "line one\nline two, with comma");
+    snprintf(r->verdict, sizeof r->verdict, k ? "PASS" : "SKIP");
+    r->batch_size = 64 + k;
+    r->head_dim = 128;
+    r->seed = UINT64_C(0xFFFFFFFFFFFFFFF0) + (uint64_t)k; /* above INT64_MAX: must survive as unsigned */
+    r->sm_scale = 1.0 / sqrt(128.0);
+    r->model_o.rel_l2 = 1.25e-7 * (k + 1);
+    r->exact_lse.max_rel = k ? INFINITY : NAN;
+    r->time_median_s = 0.000127 + k * 1e-9;
+    snprintf(r->timing_mode, sizeof r->timing_mode, k ? "cold-l2" : "hot-l2");
+    snprintf(r->flush, sizeof r->flush, k ? "read" : "none");
+    r->ref_read_pages_s = 3.8125e-5 + k * 1e-9;
+    r->ref_read_contig_s = 3.75e-5 - k * 1e-9;
+    r->ref_read_s = r->ref_read_contig_s;
+    r->frac_ref = r->ref_read_s / r->time_median_s;
+    r->bytes_total = INT64_C(134217728) + k;
+    r->sm_clock_mhz_before = -1;
+    r->dist_sink_tokens = 4 + k;
+    r->dist_sink_delta = 6.5;
+    snprintf(r->kv_order, sizeof r->kv_order, k ? "reverse" : "forward");
+    r->p_scale = 256;
+    r->p_underflow_frac = 0.25 + k;
+    r->p_underflow_pred = 0.5;
+    r->p_cast_nmse = 1.5e-4;
+}
+
+/* Parse one CSV record starting at *p (RFC 4180 quoting) into fields. */
+static int csv_record(const char **p, char fields[][9000], int max)
+{
+    int n = 0;
+    const char *s = *p;
+    if (!*s) return 0;
+    for (;;) {
+        ck_assert_int_lt(n, max);
+        char *out = fields[n];
+        size_t k = 0;
+        if (*s == '"') {
+            s++;
+            for (;;) {
+                ck_assert(*s != 0);
+                if (*s == '"' && s[1] == '"') {
+                    out[k++] = '"';
+                    s += 2;
+                } else if (*s == '"') {
+                    s++;
+                    break;
+                } else {
+                    out[k++] = *s++;
+                }
+            }
+        } else {
+            while (*s && *s != ',' && *s != '\n') out[k++] = *s++;
+        }
+        out[k] = 0;
+        n++;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s == '\n') s++;
+        break;
+    }
+    *p = s;
+    return n;
+}
+
+START_TEST(test_results_append_roundtrip)
+{
+    char h5[512], csv[600];
+    table_paths("res.h5", h5, csv);
+    ck_assert_str_eq(csv + strlen(csv) - 8, "/res.csv");
+
+    dl_result_row in[2];
+    sample_row(&in[0], 0);
+    sample_row(&in[1], 1);
+    ck_assert_int_eq(dl_results_append(h5, &in[0], 1), 0);
+    ck_assert_int_eq(dl_results_append(h5, &in[1], 1), 0);
+
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 2);
+    /* every column reads back as written */
+    int nc = dl_results_num_columns();
+    char a[9000], b[9000];
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < nc; i++) {
+            dl_results_format_cell(&in[r], i, a, sizeof a);
+            dl_results_format_cell(&out[r], i, b, sizeof b);
+            ck_assert_msg(!strcmp(a, b), "row %d column %s: wrote '%s', read '%s'", r, dl_results_column_name(i), a, b);
+        }
+    ck_assert_uint_eq(out[1].seed, UINT64_C(0xFFFFFFFFFFFFFFF1));
+    ck_assert(out[1].model_o.rel_l2 == 2.5e-7);
+    ck_assert(isnan(out[0].exact_lse.max_rel) && isinf(out[1].exact_lse.max_rel));
+    ck_assert(isnan(out[0].gbps)); /* never set: unknown */
+    ck_assert_int_eq(out[0].time_samples, -1);
+    ck_assert_str_eq(out[1].reason, "line one\nline two, with comma");
+    ck_assert_str_eq(out[1].flush, "read");
+    ck_assert(out[1].frac_ref == in[1].frac_ref && out[1].ref_read_pages_s == in[1].ref_read_pages_s);
+
+    /* the CSV twin: header = column names, then the same two rows */
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    const char *p = text;
+    static char fields[200][9000];
+    ck_assert_int_le(nc, 200);
+    ck_assert_int_eq(csv_record(&p, fields, 200), nc);
+    for (int i = 0; i < nc; i++) ck_assert_str_eq(fields[i], dl_results_column_name(i));
+    /* the read reference's columns are in the table, the CSV carries them */
+    const char *added[] = {"flush", "ref_read_s", "ref_read_pages_s", "ref_read_contig_s", "frac_ref"};
+    for (int k = 0; k < 5; k++) {
+        int found = 0;
+        for (int i = 0; i < nc; i++) found |= !strcmp(fields[i], added[k]);
+        ck_assert_msg(found, "CSV header lacks %s", added[k]);
+    }
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(csv_record(&p, fields, 200), nc);
+        for (int i = 0; i < nc; i++) {
+            dl_results_format_cell(&in[r], i, a, sizeof a);
+            ck_assert_msg(!strcmp(a, fields[i]), "csv row %d column %s: '%s' vs '%s'", r, dl_results_column_name(i),
+                          fields[i], a);
+        }
+    }
+    ck_assert_int_eq(csv_record(&p, fields, 200), 0);
+    free(text);
+    free(out);
+    ck_assert_int_eq(count_tmp_files(), 0);
+}
+END_TEST
+
+START_TEST(test_results_atomic)
+{
+    char h5[512], csv[600];
+    table_paths("res.h5", h5, csv);
+    dl_result_row r0, r1;
+    sample_row(&r0, 0);
+    sample_row(&r1, 1);
+    ck_assert_int_eq(dl_results_append(h5, &r0, 1), 0);
+    size_t n_h5, n_csv, n_h5b, n_csvb;
+    char *h5_before = slurp(h5, &n_h5), *csv_before = slurp(csv, &n_csv);
+
+    /* a write that fails after the temporaries are written leaves both files as they were */
+    dl_results_fail_before_rename = 1;
+    ck_assert_int_ne(dl_results_append(h5, &r1, 1), 0);
+    dl_results_fail_before_rename = 0;
+    char *h5_after = slurp(h5, &n_h5b), *csv_after = slurp(csv, &n_csvb);
+    ck_assert_uint_eq(n_h5, n_h5b);
+    ck_assert(!memcmp(h5_before, h5_after, n_h5));
+    ck_assert_uint_eq(n_csv, n_csvb);
+    ck_assert(!memcmp(csv_before, csv_after, n_csv));
+    ck_assert_int_eq(count_tmp_files(), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 1);
+    free(out);
+    free(h5_after);
+    free(csv_after);
+
+    /* a file that is not a results table is refused and left alone */
+    char bad[512];
+    dl_test_path(bad, sizeof bad, "bad.h5");
+    FILE *f = fopen(bad, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("not an HDF5 file\n", f);
+    fclose(f);
+    ck_assert_int_ne(dl_results_append(bad, &r1, 1), 0);
+    char *bad_after = slurp(bad, NULL);
+    ck_assert_str_eq(bad_after, "not an HDF5 file\n");
+    free(bad_after);
+    ck_assert_int_eq(count_tmp_files(), 0);
+    free(h5_before);
+    free(csv_before);
+}
+END_TEST
+
+/* A version-1 table (written before the flush and read-reference columns):
+ * its rows read with the new columns filled (flush from the timing mode, the
+ * references NaN), an append upgrades it to version 2; a version-2 table
+ * lacking one of them, or a later version, is refused. */
+static int make_v1(const char *path)
+{
+    const char *added[] = {"/results/flush", "/results/ref_read_s", "/results/ref_read_pages_s",
+                           "/results/ref_read_contig_s", "/results/frac_ref"};
+    for (int k = 0; k < 5; k++)
+        if (gm_delete(path, added[k])) return -1;
+    return gm_set_attr_i64(path, "/", "format_version", 1);
+}
+
+/* A version-2 table (before E8's columns) reads with the version-3 columns unknown, and an append
+ * rewrites it as version 3. */
+START_TEST(test_results_version2)
+{
+    char h5[512];
+    dl_test_path(h5, sizeof h5, "v2.h5");
+    dl_result_row in[2];
+    sample_row(&in[0], 0);
+    sample_row(&in[1], 1);
+    ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
+    const char *added[] = {"/results/dist_sink_tokens", "/results/dist_sink_delta", "/results/kv_order",
+                           "/results/p_scale", "/results/p_underflow_frac", "/results/p_underflow_pred",
+                           "/results/p_cast_nmse"};
+    for (int k = 0; k < 7; k++) ck_assert_int_eq(gm_delete(h5, added[k]), 0);
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 2), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(out[1].dist_sink_tokens, -1);
+    ck_assert(isnan(out[1].dist_sink_delta) && isnan(out[1].p_scale) && isnan(out[1].p_underflow_frac));
+    ck_assert(isnan(out[1].p_underflow_pred) && isnan(out[1].p_cast_nmse));
+    ck_assert_str_eq(out[1].kv_order, "");
+    ck_assert_str_eq(out[1].flush, "read"); /* version-2 columns intact */
+    free(out);
+    dl_result_row extra;
+    sample_row(&extra, 2);
+    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(out[2].kv_order, "reverse");
+    ck_assert(out[2].p_underflow_frac == 2.25 && out[2].dist_sink_tokens == 6);
+    ck_assert(isnan(out[0].p_cast_nmse));
+    free(out);
+    /* a version-3 table missing one of them is refused, naming it */
+    ck_assert_int_eq(gm_delete(h5, "/results/p_cast_nmse"), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "/results/p_cast_nmse") != NULL, "%s", dl_last_error());
+}
+END_TEST
+
+START_TEST(test_results_version1)
+{
+    char h5[512], csv[600];
+    table_paths("old.h5", h5, csv);
+    /* cold-l2 ours, hot-l2 ours, cold-l2 external, untimed */
+    const char *modes[4] = {"cold-l2", "graph-hot-l2", "cold-l2", "none"};
+    const char *want[4] = {"write", "none", "unknown", "none"};
+    dl_result_row in[4];
+    for (int k = 0; k < 4; k++) {
+        sample_row(&in[k], k + 1);
+        snprintf(in[k].timing_mode, sizeof in[k].timing_mode, "%s", modes[k]);
+        snprintf(in[k].kernel_file, sizeof in[k].kernel_file, "%s", k == 2 ? "external" : "gpu/decode_simt.cu");
+    }
+    ck_assert_int_eq(dl_results_append(h5, in, 4), 0);
+    ck_assert_int_eq(make_v1(h5), 0);
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 4);
+    for (int k = 0; k < 4; k++) {
+        ck_assert_str_eq(out[k].flush, want[k]);
+        ck_assert(isnan(out[k].ref_read_s) && isnan(out[k].ref_read_pages_s) && isnan(out[k].ref_read_contig_s));
+        ck_assert(isnan(out[k].frac_ref));
+        ck_assert(out[k].time_median_s == in[k].time_median_s && out[k].seed == in[k].seed);
+        ck_assert_str_eq(out[k].config_name, in[k].config_name);
+    }
+    free(out);
+
+    /* appending rewrites it as version 2, the old rows with their filled-in values */
+    dl_result_row extra;
+    sample_row(&extra, 9);
+    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
+    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(out[0].flush, "write");
+    ck_assert_str_eq(out[2].flush, "unknown");
+    ck_assert_str_eq(out[4].flush, "read");
+    ck_assert(out[4].frac_ref == extra.frac_ref);
+    free(out);
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, ",frac_ref,"));
+    free(text);
+    hid_t f = gm_open(h5);
+    ck_assert_int_ge(f, 0);
+    int64_t ver = 0;
+    hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    ck_assert_int_ge(H5Aread(a, H5T_NATIVE_INT64, &ver), 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    ck_assert_int_eq(ver, DL_RESULTS_VERSION);
+
+    /* a version-2 table without one of the new columns is refused, naming it */
+    ck_assert_int_eq(gm_delete(h5, "/results/ref_read_contig_s"), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "/results/ref_read_contig_s") != NULL, "%s", dl_last_error());
+    /* so is a version this program does not know */
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", DL_RESULTS_VERSION + 1), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "format_version") != NULL, "%s", dl_last_error());
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 0), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+
+    /* a table written by the version-1 writer itself (the fuzz seed, committed before version 2) */
+    const char *root = getenv("DL_ROOT");
+    char seed[600];
+    snprintf(seed, sizeof seed, "%s/tests/fuzz/corpus/results/one_row.h5", root ? root : ".");
+    ck_assert_msg(dl_results_read(seed, &out, &n) == 0, "%s: %s", seed, dl_last_error());
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(out[0].timing_mode, "none");
+    ck_assert_str_eq(out[0].flush, "none");
+    ck_assert(isnan(out[0].frac_ref));
+    free(out);
+}
+END_TEST
+
+/* A results table of format version 1 (the committed H200 run) still reads:
+ * the columns new in version 2 read as unknown. */
+START_TEST(test_results_v1_readable)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/results/h200_2026-11-30/results.h5", dl_test_root());
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(path, &rows, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 27);
+    ck_assert(isnan(rows[0].model_o.head_rel_l2) && rows[0].model_o.head_worst == -1);
+    ck_assert(isnan(rows[0].limit_o_rel_l2));
+    ck_assert_str_eq(rows[0].model_schedule, "");
+    ck_assert(rows[0].model_o.rel_l2 > 0);
+    free(rows);
+}
+END_TEST
+
+DL_TEST_SUITE("results", 120, setup, teardown,
+              test_results_append_roundtrip, test_results_atomic, test_results_version1, test_results_version2,
+              test_results_v1_readable)

@@ -1,0 +1,211 @@
+/* test_run.c - Check suite for the CPU side of `decodelab run` (harness/run_util.c,
+ * harness/run.c): bytes-moved accounting and the result row's configuration columns,
+ * the inputs hash, the read reference's expected byte count and checksum (NHD and HND,
+ * page table order and contiguous), and `run` on a machine without a GPU (every
+ * variant listed, nothing written, a missing file is exit 2). No GPU is needed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../gpu/dl_registry.h"
+#include "../harness/dl_results.h"
+#include "../harness/dl_run.h"
+#include "dl_test.h"
+
+/* B=2, Hq=4, Hkv=2, D=8, page 4, q bf16, kv e4m3; lengths 5 (pages 2,0, last 1) and 4 (page 1, last 4). */
+typedef struct {
+    dl_case c;
+    uint16_t q[2 * 4 * 8];
+    uint8_t k[3 * 4 * 2 * 8], v[3 * 4 * 2 * 8];
+    float ks[2], vs[2];
+    int32_t indptr[3], indices[3], last[2];
+} small_case;
+
+static void build_small(small_case *s)
+{
+    const int64_t lens[2] = {5, 4};
+    memset(s, 0, sizeof *s);
+    dl_config *g = &s->c.cfg;
+    dl_test_shape(g, 2, 4, 2, 8, 4);
+    dl_test_lens(g, lens);
+    g->q_dtype = DL_BF16;
+    g->kv_dtype = DL_E4M3;
+    g->seq_len_min = 4;
+    g->seq_len_max = 5;
+    s->c.num_pages = 3;
+    for (size_t i = 0; i < sizeof s->q / 2; i++) s->q[i] = (uint16_t)(0x3f80 + i);
+    for (size_t i = 0; i < sizeof s->k; i++) {
+        s->k[i] = (uint8_t)(i * 7);
+        s->v[i] = (uint8_t)(i * 13);
+    }
+    s->ks[0] = s->ks[1] = s->vs[0] = s->vs[1] = 0.5f;
+    int32_t indptr[] = {0, 2, 3}, indices[] = {2, 0, 1}, last[] = {1, 4};
+    memcpy(s->indptr, indptr, sizeof indptr);
+    memcpy(s->indices, indices, sizeof indices);
+    memcpy(s->last, last, sizeof last);
+    s->c.q = s->q;
+    s->c.k_cache = s->k;
+    s->c.v_cache = s->v;
+    s->c.k_scale = s->ks;
+    s->c.v_scale = s->vs;
+    s->c.kv_indptr = s->indptr;
+    s->c.kv_indices = s->indices;
+    s->c.kv_last_page_len = s->last;
+}
+
+START_TEST(test_bytes_moved)
+{
+    static small_case s;
+    build_small(&s);
+    ck_assert_int_eq(dl_case_seq_len(&s.c, 0), 5);
+    ck_assert_int_eq(dl_case_seq_len(&s.c, 1), 4);
+    dl_bytes b;
+    dl_run_bytes(&s.c, &b);
+    /* by hand: q 2*4*8*2 B; K+V over 9 tokens 2*9*2*8*1; whole pages 2*3*4*2*8;
+     * scales 2*2*4; page table (3+3+2)*4; o 2*4*8*4; lse 2*4*4 */
+    ck_assert_int_eq(b.q, 128);
+    ck_assert_int_eq(b.kv, 288);
+    ck_assert_int_eq(b.kv_pages, 384);
+    ck_assert_int_eq(b.scales, 16);
+    ck_assert_int_eq(b.page_table, 32);
+    ck_assert_int_eq(b.o, 256);
+    ck_assert_int_eq(b.lse, 32);
+    ck_assert_int_eq(b.total, 128 + 288 + 16 + 32 + 256 + 32);
+
+    dl_result_row r;
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, "x.h5", &s.c);
+    ck_assert_str_eq(r.seq_lens, "5,4");
+    ck_assert_int_eq(r.total_tokens, 9);
+    ck_assert_int_eq(r.max_seq_len, 5);
+    ck_assert_int_eq(r.num_pages, 3);
+    ck_assert_str_eq(r.kv_dtype, "e4m3");
+    ck_assert_str_eq(r.q_dtype, "bf16");
+    ck_assert_double_eq_tol(r.sm_scale, 1.0 / sqrt(8.0), 1e-15);
+}
+END_TEST
+
+START_TEST(test_inputs_hash)
+{
+    static small_case a, b;
+    build_small(&a);
+    build_small(&b);
+    uint64_t ha = dl_run_inputs_hash(&a.c);
+    ck_assert(ha == dl_run_inputs_hash(&b.c));
+    /* FNV-1a 64 of the empty input is its offset basis; ours covers the data, so differs */
+    ck_assert(ha != UINT64_C(0xcbf29ce484222325));
+    b.v[191] ^= 1; /* last byte of the V cache */
+    ck_assert(ha != dl_run_inputs_hash(&b.c));
+    b.v[191] ^= 1;
+    b.indices[0] = 1; /* page table */
+    b.indices[2] = 2;
+    ck_assert(ha != dl_run_inputs_hash(&b.c));
+    char str[32];
+    dl_run_hash_string(UINT64_C(0x0123456789abcdef), str, sizeof str);
+    ck_assert_str_eq(str, "fnv1a64:0123456789abcdef");
+}
+END_TEST
+
+/* The read reference's expected bytes and xor-fold, recomputed here by hand:
+ * NHD token rows are Hkv*D bytes at (page*page_size + slot)*Hkv*D, HND rows of
+ * one head D bytes at ((page*Hkv + h)*page_size + slot)*D. */
+static uint32_t fold_ref(const uint8_t *p, int64_t off, int64_t n)
+{
+    uint32_t x = 0;
+    for (int64_t i = off; i < off + n; i++) {
+        uint32_t word = (uint32_t)p[i] << (8 * (i % 4));
+        x ^= word;
+    }
+    return x;
+}
+
+START_TEST(test_read_sum)
+{
+    static small_case s;
+    build_small(&s);
+    const int lens[2] = {5, 4};
+    for (int layout = 0; layout < 2; layout++) {
+        s.c.cfg.kv_layout = layout ? DL_HND : DL_NHD;
+        uint32_t want = 0;
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < lens[b]; t++) {
+                int64_t page = s.indices[s.indptr[b] + t / 4], slot = t % 4;
+                for (int h = 0; h < 2; h++) {
+                    int64_t off = layout ? ((page * 2 + h) * 4 + slot) * 8 : (page * 4 + slot) * 16 + h * 8;
+                    want ^= fold_ref(s.k, off, 8) ^ fold_ref(s.v, off, 8);
+                }
+            }
+        int64_t bytes = 0;
+        uint32_t x = 0;
+        dl_run_read_sum(&s.c, 0, &bytes, &x);
+        ck_assert_int_eq(bytes, 288); /* = dl_run_bytes kv (test_bytes_moved) */
+        ck_assert_msg(x == want, "layout %d: %08x, by hand %08x", layout, x, want);
+        /* contiguous: the first 144 bytes of each cache */
+        dl_run_read_sum(&s.c, 1, &bytes, &x);
+        ck_assert_int_eq(bytes, 288);
+        ck_assert(x == (fold_ref(s.k, 0, 144) ^ fold_ref(s.v, 0, 144)));
+    }
+    /* a byte lands at bits 8*(offset % 4): one byte changed at offset 6 flips bits 16..23 */
+    s.c.cfg.kv_layout = DL_NHD;
+    int64_t bytes;
+    uint32_t x0, x1;
+    dl_run_read_sum(&s.c, 1, &bytes, &x0);
+    s.k[6] ^= 0x5A;
+    dl_run_read_sum(&s.c, 1, &bytes, &x1);
+    ck_assert_uint_eq(x0 ^ x1, 0x5Au << 16);
+    /* the page table decides: slot 1 of page 0 (the last page of request 0, 1 token) is
+     * not read; slot 1 of page 2 (its first page) is */
+    s.k[6] ^= 0x5A;
+    dl_run_read_sum(&s.c, 0, &bytes, &x0);
+    s.k[(0 * 4 + 1) * 16] ^= 0xFF;
+    dl_run_read_sum(&s.c, 0, &bytes, &x1);
+    ck_assert_uint_eq(x0, x1);
+    s.k[(2 * 4 + 1) * 16] ^= 0xFF;
+    dl_run_read_sum(&s.c, 0, &bytes, &x1);
+    ck_assert_uint_eq(x0 ^ x1, 0xFFu);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- run, no GPU */
+
+START_TEST(test_run_without_gpu)
+{
+    if (dl_gpu_device_count() > 0) {
+        printf("test_run_without_gpu: this machine has a CUDA device; not applicable\n");
+        return;
+    }
+    if (access(dl_test_bin(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", dl_test_bin());
+    dl_test_mkdir("run");
+    char cmd[2048], out[512];
+    dl_test_path(out, sizeof out, "run.txt");
+    snprintf(cmd, sizeof cmd,
+             "%s golden --seq-len 1,16,17 --page-size 16 --num-qo-heads 4 --num-kv-heads 1 --head-dim 64 "
+             "--kv-dtype e4m3 --out %s/g.h5 > /dev/null 2>&1",
+             dl_test_bin(), dl_test_dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s run %s/g.h5 --time --out %s/res.h5 > %s 2>&1", dl_test_bin(), dl_test_dir, dl_test_dir, out);
+    int st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    static char text[65536];
+    dl_test_slurp(out, text, sizeof text);
+    ck_assert_msg(WEXITSTATUS(st) == 0, "run exited %d: %s", WEXITSTATUS(st), text);
+    ck_assert_msg(strstr(text, "no CUDA device (") != NULL, "output: %s", text);
+    ck_assert_msg(strstr(text, "GPU variants skipped") != NULL, "output: %s", text);
+    /* every registry variant is listed */
+    for (int i = 0; i < dl_num_variants; i++) ck_assert_msg(strstr(text, dl_variants[i].name), "%s missing", dl_variants[i].name);
+    /* nothing is written without a device */
+    char res[512];
+    dl_test_path(res, sizeof res, "res.h5");
+    ck_assert_int_ne(access(res, F_OK), 0);
+    /* a missing golden file is bad input: exit 2 */
+    snprintf(cmd, sizeof cmd, "%s run %s/missing.h5 > /dev/null 2>&1", dl_test_bin(), dl_test_dir);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    dl_test_rmdir();
+}
+END_TEST
+
+DL_TEST_SUITE("run", 120, NULL, NULL, test_bytes_moved, test_inputs_hash, test_read_sum, test_run_without_gpu)
