@@ -72,11 +72,6 @@ template <int D> struct fp8_shape {
     static constexpr int E = W / 8;       /* n8 tiles per warp = bytes per token load */
 };
 
-__device__ __forceinline__ uint32_t e4m3_sat(float x)
-{
-    return (uint32_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
-}
-
 /* E bytes at p (E = 2, 4 or 8) as 32-bit words (low bytes first). */
 template <int E> __device__ __forceinline__ void lds_bytes(const uint8_t *p, uint32_t *w)
 {
@@ -131,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
         for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
         const float scale = amax > 0.0f ? __fdiv_rn(amax, 448.0f) : 1.0f;
 #pragma unroll
-        for (int i = 0; i < D / 32; i++) sQ[row * QS + lane + 32 * i] = (uint8_t)e4m3_sat(__fdiv_rn(q[i], scale));
+        for (int i = 0; i < D / 32; i++) sQ[row * QS + lane + 32 * i] = (uint8_t)dl_e4m3_sat(__fdiv_rn(q[i], scale));
         if (lane == 0) sQs[row] = scale;
     }
     __syncthreads();
@@ -194,7 +189,7 @@ __global__ void __launch_bounds__(kThreads) fp8_mma_decode_kernel(const dl_gpu_a
                 const float p0 = expf(s[n][2 * r] - m[r]), p1 = expf(s[n][2 * r + 1] - m[r]);
                 dsum[r] += p0;
                 dsum[r] += p1;
-                const uint32_t pk = e4m3_sat(p0 * kPScale) | (e4m3_sat(p1 * kPScale) << 8);
+                const uint32_t pk = dl_e4m3_sat(p0 * kPScale) | (dl_e4m3_sat(p1 * kPScale) << 8);
                 *(uint16_t *)(sP + (g + 8 * r) * PS + kbase + 8 * n + 2 * c) = (uint16_t)pk;
             }
         __syncthreads();

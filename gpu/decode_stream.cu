@@ -185,11 +185,36 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *
     }
 }
 
+struct stream_params;
+__device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
+                                                   int t, int G, size_t row0, int lane);
+
 struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
     int num_slots, num_segs, num_tasks;
     int swz;              /* tile_off swizzle mode */
 };
+
+/* A split task's segment is written (by this warp, or by the warpgroup before this warp): the
+ * warp takes the task's ticket; the one that finishes the task's last segment merges them all
+ * (merge_task) and resets the ticket for the next launch. Called by one whole warp. */
+__device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
+                                                   int t, int G, size_t row0, int lane)
+{
+    const int32_t *task_ptr = seg_out + sp.num_segs;
+    int *tickets = (int *)(task_ptr + sp.num_tasks + 1);
+    const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
+    __threadfence();
+    __syncwarp();
+    int old = 0;
+    if (lane == 0) old = atomicAdd(&tickets[t], 1);
+    old = __shfl_sync(0xffffffffu, old, 0);
+    if (old == k1 - k0 - 1) {
+        __threadfence();
+        merge_task(a, seg_out, k0, k1, G, row0, lane);
+        if (lane == 0) tickets[t] = 0; /* ready for the next launch */
+    }
+}
 
 /* The producer warp of a CTA: it serves the W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
@@ -588,20 +613,309 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     else orow[D] = lse;
                 }
             }
-        if (part >= 0) { /* a split task: the last of its segments to finish merges them all */
-            const int32_t *task_ptr = seg_out + sp.num_segs;
-            int *tickets = (int *)(task_ptr + sp.num_tasks + 1);
-            const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
-            __threadfence();
-            __syncwarp();
-            int old = 0;
-            if (lane == 0) old = atomicAdd(&tickets[t], 1);
-            old = __shfl_sync(0xffffffffu, old, 0);
-            if (old == k1 - k0 - 1) {
-                __threadfence();
-                merge_task(a, seg_out, k0, k1, G, row0, lane);
-                if (lane == 0) tickets[t] = 0; /* ready for the next launch */
+        if (part >= 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
+    }
+}
+
+/* ------------------------------------------------------------ the wgmma consumer (issue 12)
+ * fp8-none-wgmma: the same producer, plan and merge; the consumer of a ring is a warpgroup
+ * (4 warps, 128 threads) that computes in FP8 on the native Hopper path (wgmma.mma_async,
+ * QGMMA in SASS), with the fp8 model's numerics:
+ *  - S^T = K Q^T as m64n8k32 e4m3 (e5m2 K: .e5m2.e4m3): A = the K tile straight from the TMA
+ *    stage (a 128- or 64-byte swizzled K-major descriptor, D/32 instructions chained in the
+ *    FP32 accumulator), B = Q quantized to e4m3 per head (scale absmax/448), written once per
+ *    segment into a swizzled [8 heads][D] buffer; s = ((dot * q_scale) * k_scale) * sm_scale;
+ *  - the tile max over the 4 warps through shared memory; acc and sum rescaled by
+ *    expf(m - m_new); p = expf(s - m_new) summed in FP32, P = e4m3_satfinite(p * 448);
+ *  - O^T += V^T P as m64n8k32 per 64 dims and 32 tokens: A = V^T from registers (per warp 16
+ *    dims x 32 tokens; the rows are permuted so that a thread's two rows are adjacent dims:
+ *    one 16-bit load per token, then byte permutes), B = P from a [32-token][8-head]
+ *    core-matrix buffer; a 32-token step with no valid token is skipped, as the model has no
+ *    such k-block;
+ *  - o = acc / sum * (v_scale / 448), lse = m + logf(sum), per segment (merged by ticket).
+ * Group <= 8 (one n8 tile), page_size >= 8 (the swizzled layouts wgmma reads); else SKIP. */
+template <int D> struct wg_shape {
+    static constexpr int R = D; /* FP8 row bytes */
+    static constexpr int SW = R >= 128 ? 128 : R;
+    static constexpr int SLABS = R / SW;
+    static constexpr int TILE_BYTES = kTile * R;
+    static constexpr int STAGE = 2 * TILE_BYTES;
+    static constexpr int W = 2;                     /* consumer warpgroups per CTA */
+    static constexpr int S = 2;                     /* stages per warpgroup */
+    static constexpr int QB = 8 * R;                /* Q: SLABS x [8 heads][SW] */
+    static constexpr int PB = 8 * kTile;            /* P: 4 core matrices [8 heads][16 tokens] */
+    static constexpr int RED = 128 * 4;             /* floats: 2 x [4 warps][8 heads] maxima, [4][8] sums, [8] q scales */
+    static constexpr int PER_WG = ((QB + PB + RED + 1023) / 1024) * 1024;
+    static constexpr int THREADS = 32 * (4 * W + 1);
+    static constexpr int SMEM = W * S * STAGE + W * PER_WG + 2 * W * S * 8 + 1024;
+};
+
+/* A wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets,
+ * swizzle (sw = row bytes of the swizzle pattern: 128, 64, or 0 for none). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int sw)
+{
+    const uint64_t mode = sw == 128 ? 1 : sw == 64 ? 2 : 0;
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (mode << 62);
+}
+
+/* d[4] (+)= A B, m64n8k32, FP32 accumulators; A and B from descriptors; KV: the A type. */
+template <dl_dtype KV> __device__ __forceinline__ void wg_mma_ss(float *d, uint64_t da, uint64_t db, int accumulate)
+{
+    if constexpr (KV == DL_E5M2)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "l"(da), "l"(db), "r"(accumulate));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "l"(da), "l"(db), "r"(accumulate));
+}
+/* d[4] += A B, m64n8k32, A (4 registers of 4 codes) from registers, B from a descriptor. */
+template <dl_dtype KV> __device__ __forceinline__ void wg_mma_rs(float *d, const uint32_t *a, uint64_t db)
+{
+    if constexpr (KV == DL_E5M2)
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+    else
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+/* Wait for every committed group; the accumulators are named so that no read of them moves
+ * above the wait. */
+template <int N> __device__ __forceinline__ void wg_wait(float (*acc)[4])
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(acc[i][0]), "+f"(acc[i][1]), "+f"(acc[i][2]), "+f"(acc[i][3])::"memory");
+}
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* The 128 threads of warpgroup wg (named barrier 1 + wg). */
+__device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory"); }
+
+template <int D, dl_dtype KV>
+__global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
+    wgmma_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
+                        const __grid_constant__ CUtensorMap vmap)
+{
+    using SH = wg_shape<D>;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS, MB = D / 64;
+    constexpr float kPScale = 448.0f;
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    uint8_t *extra = smem + W * S * SH::STAGE;
+    uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < W * S; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], 128);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == 4 * W) {
+        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        return;
+    }
+
+    /* ---------------- consumer warpgroup */
+    const int wg = warp / 4, wq = warp % 4, tid = threadIdx.x % 128, g = lane / 4, c = lane % 4;
+    uint8_t *ring = smem + wg * S * SH::STAGE;
+    uint8_t *sQ = extra + wg * SH::PER_WG, *sP = sQ + SH::QB;
+    float *sRed = (float *)(sP + SH::PB); /* [0, 64): tile maxima (2 buffers); [64, 96): sums; [96, 104): q scales */
+    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
+    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
+    const int slot = blockIdx.x * W + wg;
+    const uint32_t qaddr = smem_u32(sQ), paddr = smem_u32(sP);
+
+    int j = 0; /* tiles consumed */
+    for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
+        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+        const int len = dl_seq_len(a, b);
+        const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
+
+        /* Q to e4m3 per head: 16 threads per head, D/16 dims each; scale = absmax / 448 */
+        {
+            constexpr int PER = D / 16;
+            const int head = tid / 16, sub = tid % 16;
+            float q[PER], amax = 0.0f;
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                q[i] = head < G ? dl_load_q(a.q, (row0 + head) * D + sub * PER + i, a.q_dtype) : 0.0f;
+                amax = fmaxf(amax, fabsf(q[i]));
             }
+#pragma unroll
+            for (int off = 8; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+            const float scale = amax > 0.0f ? __fdiv_rn(amax, 448.0f) : 1.0f;
+            wg_sync(wg); /* the previous segment's wgmmas and reads of sQ / sRed are done */
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int d = sub * PER + i, sl = d / SW, cb = d % SW, ch = cb / 16;
+                const int x = SW == 128 ? (head & 7) : ((head >> 1) & 3);
+                sQ[sl * 8 * SW + head * SW + ((ch ^ x) << 4) + cb % 16] = (uint8_t)dl_e4m3_sat(__fdiv_rn(q[i], scale));
+            }
+            if (sub == 0) sRed[96 + head] = scale;
+            fence_async_smem();
+            wg_sync(wg);
+        }
+        const float ks = a.k_scale[kvh], sm = a.sm_scale;
+        const float qs[2] = {sRed[96 + 2 * c], sRed[96 + 2 * c + 1]};
+
+        float acc[MB][4];
+#pragma unroll
+        for (int i = 0; i < MB; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
+
+        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+            const int st = j % S;
+            const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
+            const int nvalid = min(kTile, len - 1 - tile * kTile);
+#else
+            const int nvalid = min(kTile, len - tile * kTile);
+#endif
+            mbar_wait(&full[wg * S + st], (j / S) & 1);
+
+            /* S^T = K Q^T: rows = tokens (warp wq: 16wq + g, + 8), columns = heads 2c, 2c+1 */
+            float s[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 32; kk++) {
+                const int sl = kk * 32 / SW, off = kk * 32 % SW;
+                const uint64_t da = wg_desc(smem_u32(tk) + sl * kTile * SW + off, 16, 8 * SW, SW);
+                const uint64_t db = wg_desc(qaddr + sl * 8 * SW + off, 16, 8 * SW, SW);
+                wg_mma_ss<KV>(s[0], da, db, kk > 0);
+            }
+            wg_commit();
+            wg_wait<1>(s);
+
+            /* scale in the model's order, mask, tile max over the 4 warps */
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = 16 * wq + g + 8 * (i >> 1);
+                float x = __fmul_rn(__fmul_rn(__fmul_rn(s[0][i], qs[i & 1]), ks), sm);
+                if (tok >= nvalid) x = -INFINITY;
+                s[0][i] = x;
+                mx[i & 1] = fmaxf(mx[i & 1], x);
+            }
+            float *red = sRed + (j & 1) * 32;
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float x = mx[e];
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+                if (g == 0) red[wq * 8 + 2 * c + e] = x;
+            }
+            wg_sync(wg);
+            float f[2], mn[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int h = 2 * c + e;
+                const float tm = fmaxf(fmaxf(red[h], red[8 + h]), fmaxf(red[16 + h], red[24 + h]));
+                mn[e] = fmaxf(m[e], tm);
+                f[e] = m[e] == -INFINITY ? 0.0f : expf(m[e] - mn[e]);
+                m[e] = mn[e];
+                dsum[e] *= f[e];
+            }
+#pragma unroll
+            for (int i = 0; i < MB; i++) {
+                acc[i][0] *= f[0]; acc[i][1] *= f[1];
+                acc[i][2] *= f[0]; acc[i][3] *= f[1];
+            }
+            /* P = e4m3(p * 448) into the core-matrix buffer: token t, head n at (t/16)*128 + n*16 + t%16 */
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = 16 * wq + g + 8 * (i >> 1), n = 2 * c + (i & 1);
+                const float p = expf(s[0][i] - m[i & 1]);
+                dsum[i & 1] += p;
+                sP[(tok / 16) * 128 + n * 16 + tok % 16] = (uint8_t)dl_e4m3_sat(p * kPScale);
+            }
+            fence_async_smem();
+            wg_sync(wg);
+
+            /* O^T += V^T P: per 64 dims (m-block) and 32 tokens; row r of the warp's 16 holds dim
+             * 64 mb + 16 wq + 2 (r % 8) + r / 8, so a thread's rows g, g + 8 are the adjacent dims
+             * 2g, 2g + 1 of one 16-bit load per token */
+            uint32_t af[2][MB][4]; /* every A fragment first: wgmma.fence must follow their writes */
+#pragma unroll
+            for (int kc = 0; kc < 2; kc++)
+#pragma unroll
+                for (int mb = 0; mb < MB; mb++) {
+                    const int d0 = 64 * mb + 16 * wq + 2 * g;
+#pragma unroll
+                    for (int half = 0; half < 2; half++) {
+                        uint32_t h[4];
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const int tok = 32 * kc + 16 * half + 4 * c + i;
+                            const uint16_t v = *(const uint16_t *)(tv + tile_off<SW>(tok, d0 / 16, sp.swz) + d0 % 16);
+                            h[i] = tok < nvalid ? v : 0u;
+                        }
+                        const uint32_t x01 = __byte_perm(h[0], h[1], 0x5410), x23 = __byte_perm(h[2], h[3], 0x5410);
+                        af[kc][mb][2 * half] = __byte_perm(x01, x23, 0x6420);     /* dim d0: tokens i = 0..3 */
+                        af[kc][mb][2 * half + 1] = __byte_perm(x01, x23, 0x7531); /* dim d0 + 1 */
+                    }
+                }
+            wg_fence();
+#pragma unroll
+            for (int kc = 0; kc < 2; kc++) {
+                if (32 * kc >= nvalid) continue; /* the model has no k-block without a valid token */
+                const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
+#pragma unroll
+                for (int mb = 0; mb < MB; mb++) wg_mma_rs<KV>(acc[mb], af[kc][mb], db);
+            }
+            wg_commit();
+            wg_wait<MB>(acc);
+            mbar_arrive(&empty[wg * S + st]);
+        }
+
+        /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale / 448) */
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float x = dsum[e];
+            x += __shfl_xor_sync(0xffffffffu, x, 4);
+            x += __shfl_xor_sync(0xffffffffu, x, 8);
+            x += __shfl_xor_sync(0xffffffffu, x, 16);
+            if (g == 0) sRed[64 + wq * 8 + 2 * c + e] = x;
+        }
+        wg_sync(wg);
+        const int part = seg_out[k];
+        float *ws = (float *)a.workspace;
+        const float out_scale = a.v_scale[kvh] / kPScale;
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int head = 2 * c + e;
+            if (head >= G) continue;
+            const float den = sRed[64 + head] + sRed[72 + head] + sRed[80 + head] + sRed[88 + head];
+            float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
+#pragma unroll
+            for (int mb = 0; mb < MB; mb++) {
+                const int d0 = 64 * mb + 16 * wq + 2 * g;
+                orow[d0] = acc[mb][e] / den * out_scale;
+                orow[d0 + 1] = acc[mb][2 + e] / den * out_scale;
+            }
+            if (wq == 0 && g == 0) {
+                const float lse = m[e] + logf(den);
+                if (part < 0) a.lse[row0 + head] = lse;
+                else orow[D] = lse;
+            }
+        }
+        if (part >= 0) {
+            __threadfence();
+            wg_sync(wg);
+            if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
         }
     }
 }
@@ -687,19 +1001,36 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     return 0;
 }
 
+template <int D, dl_dtype KV> static int launch_wgmma(const dl_gpu_args *a)
+{
+    using SH = wg_shape<D>;
+    constexpr auto kern = wgmma_decode_kernel<D, KV>;
+    DL_TRY(dl_smem_limit<kern>(SH::SMEM));
+    const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
+    if (!pl || pl->warps != SH::W)
+        return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
+                       "the variant's plan function first", pl ? pl->warps : 0, SH::W);
+    const stream_maps *m = (const stream_maps *)pl->host;
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz};
+    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
+    DL_CUDA_CHECK_LAUNCH();
+    return 0;
+}
+
 /* The shape of the instantiation for (D, kv element size), at run time. */
 struct shape_rt {
     int W, SMEM, R, SW;
+    int occ; /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
 };
-template <int D, int ES> static shape_rt shape_rt_of()
-{
-    using SH = stream_shape<D, ES>;
-    return {SH::W, SH::SMEM, SH::R, SH::SW};
-}
+template <class SH> static shape_rt shape_rt_of() { return {SH::W, SH::SMEM, SH::R, SH::SW, 0}; }
 static shape_rt shape_of(int D, int es)
 {
-    if (es == 1) return D == 64 ? shape_rt_of<64, 1>() : D == 128 ? shape_rt_of<128, 1>() : shape_rt_of<256, 1>();
-    return D == 64 ? shape_rt_of<64, 2>() : D == 128 ? shape_rt_of<128, 2>() : shape_rt_of<256, 2>();
+    if (es == 1)
+        return D == 64    ? shape_rt_of<stream_shape<64, 1>>()
+               : D == 128 ? shape_rt_of<stream_shape<128, 1>>()
+                          : shape_rt_of<stream_shape<256, 1>>();
+    return D == 64 ? shape_rt_of<stream_shape<64, 2>>()
+                   : D == 128 ? shape_rt_of<stream_shape<128, 2>>() : shape_rt_of<stream_shape<256, 2>>();
 }
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
@@ -731,11 +1062,10 @@ template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 
 } // namespace
 
-extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+/* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. */
+static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
 {
     memset(out, 0, sizeof *out);
-    const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
-    const shape_rt sh = shape_of(a->head_dim, es);
     int dev = 0, sms = 0;
     DL_CUDA_CHECK(cudaGetDevice(&dev));
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -743,6 +1073,7 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
     int smem_sm = 0;
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     int per_sm = smem_sm / (sh.SMEM + 1024); /* + the runtime's reserve per CTA */
+    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (the wgmma kernels) */
     if (per_sm < 1) per_sm = 1;
     if (per_sm > 4) per_sm = 4;
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
@@ -800,6 +1131,33 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
     return 0;
 }
 
+extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
+    return make_plan(a, h_seq_len, shape_of(a->head_dim, es), out);
+}
+
+/* The wgmma kernel's shape with its occupancy (its registers bind, not only shared memory). */
+template <int D, dl_dtype KV> static int wgmma_shape(shape_rt *sh)
+{
+    using SH = wg_shape<D>;
+    constexpr auto kern = wgmma_decode_kernel<D, KV>;
+    DL_TRY(dl_smem_limit<kern>(SH::SMEM));
+    *sh = shape_rt_of<SH>();
+    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
+    if (sh->occ < 1) return dl_fail("decode_stream.cu: the wgmma kernel (D=%d) does not fit on an SM", D);
+    return 0;
+}
+
+extern "C" int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    shape_rt sh;
+    DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, wgmma plan", [&](auto s) {
+        return wgmma_shape<decltype(s)::D, decltype(s)::KV>(&sh);
+    }));
+    return make_plan(a, h_seq_len, sh, out);
+}
+
 extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
 {
     if (!p) return;
@@ -813,3 +1171,9 @@ extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
 extern "C" int dl_launch_bf16_cast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_CAST>(a); }
 extern "C" int dl_launch_bf16_fast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_FAST>(a); }
 extern "C" int dl_launch_bf16_hw_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_HW>(a); }
+extern "C" int dl_launch_fp8_none_wgmma(const dl_gpu_args *a)
+{
+    return dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, wgmma", [&](auto s) {
+        return launch_wgmma<decltype(s)::D, decltype(s)::KV>(a);
+    });
+}

@@ -83,8 +83,10 @@ int dl_gpu_choose_splits(const dl_gpu_args *a, int num_sms);
 #undef DL_DECLARE_LAUNCH_1
 #undef DL_DECLARE_LAUNCH_0
 
-/* gpu/decode_stream.cu: the plan function of the streaming family */
+/* gpu/decode_stream.cu: the plan functions of the streaming family (warp consumers) and of its
+ * warpgroup (wgmma) consumers */
 int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 
 #ifdef __cplusplus
 }

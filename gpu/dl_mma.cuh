@@ -7,8 +7,15 @@
 #ifndef DL_MMA_CUH
 #define DL_MMA_CUH
 
+#include <cuda_fp8.h>
 #include <stdint.h>
 #include "../ref/dl_common.h"
+
+/* x to an e4m3 code, saturating to +-448 (the fp8 model's e4m3_satfinite: Q / scale, p * p_scale) */
+__device__ __forceinline__ uint32_t dl_e4m3_sat(float x)
+{
+    return (uint32_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
 
 /* mma.sync.aligned.<SHAPE_TYPES> with FP32 accumulators c[4] (in and out), A fragment a[4],
  * B fragment b0, b1: the operand list every form below shares. */

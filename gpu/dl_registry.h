@@ -19,10 +19,8 @@ typedef enum { DL_DEQUANT_CAST = 0, DL_DEQUANT_FAST, DL_DEQUANT_NONE, DL_DEQUANT
 /* MMA: mma.sync with the GQA heads as M rows, cp.async tiles, one CTA per (request, KV head);
  * STREAM: mma.sync with tokens as M and heads as N, a bulk-copy (TMA) producer warp and the
  * balanced plan of gpu/plan.c (gpu/decode_stream.cu);
- * WGMMA: reserved for the warpgroup-MMA variants of issue 12 (no row uses it yet). Kept because
- * "wgmma" is already a unit of the results tables - the mission's design space, data/SCHEMA.md's
- * unit vocabulary and the FlashInfer baseline's tc-fa3 rows (harness/baselines) - and
- * tests/test_census.c already holds its check (HGMMA/QGMMA, not HMMA, in the machine code). */
+ * WGMMA: the warpgroup MMA (wgmma.mma_async: QGMMA / HGMMA in SASS, no HMMA): fp8-none-wgmma
+ * (issue 12), and the FlashInfer baseline's tc-fa3 rows; tests/test_census.c checks the SASS. */
 typedef enum { DL_UNIT_SIMT = 0, DL_UNIT_MMA, DL_UNIT_WGMMA, DL_UNIT_STREAM } dl_unit;
 
 typedef struct dl_variant {

@@ -117,6 +117,19 @@ static int supports_stream(const dl_variant *v, const dl_config *cfg, char *reas
     return 1;
 }
 
+/* The wgmma consumers of the streaming family: FP8 caches, one n8 tile of heads, and the
+ * swizzled shared-memory layouts the warpgroup MMA reads (TMA writes them for page_size >= 8). */
+static int supports_wgmma(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
+{
+    if (!supports_fp8_mma(v, cfg, reason, n) || !supports_stream(v, cfg, reason, n)) return 0;
+    const int64_t G = cfg->num_qo_heads / cfg->num_kv_heads;
+    if (G > 8) return skip(reason, n, "group=%lld: the wgmma kernel has one n8 tile of query heads (group <= 8)", (long long)G);
+    if (cfg->page_size < 8)
+        return skip(reason, n, "page_size=%lld: wgmma reads K from the 64/128-byte swizzled layout TMA writes for "
+                    "page_size >= 8", (long long)cfg->page_size);
+    return 1;
+}
+
 /* Hopper has no FP8 arithmetic outside the tensor cores: the cell exists only to say so. */
 static int supports_fp8_simt(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
 {
