@@ -59,7 +59,10 @@ int dl_census_opcode_index(const char *op)
 
 void dl_census_free(dl_census *c)
 {
-    for (int i = 0; c && i < c->n; i++) free(c->k[i].op);
+    for (int i = 0; c && i < c->n; i++) {
+        free(c->k[i].op);
+        free(c->k[i].forms);
+    }
     if (c) free(c->k);
     if (c) memset(c, 0, sizeof *c);
 }
@@ -159,8 +162,9 @@ static dl_census_kernel *new_kernel(dl_census *c, const char *arch, const char *
 }
 
 /* The base opcode of an instruction line "        /x0040x/   @!P0 FFMA.FTZ R1, ..." (x = '*'),
- * written into op; 0 if the line holds an instruction, -1 if not. */
-static int line_opcode(const char *s, char *op, size_t n)
+ * written into op; 0 if the line holds an instruction, -1 if not. With form != NULL also the full
+ * opcode with its modifiers ("FFMA.FTZ") into form, and *operands set to the text after it. */
+static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, const char **operands)
 {
     while (*s == ' ' || *s == '\t') s++;
     if (s[0] != '/' || s[1] != '*') return -1;
@@ -176,15 +180,97 @@ static int line_opcode(const char *s, char *op, size_t n)
         while (*p && *p != ' ' && *p != '\t') p++;
         while (*p == ' ' || *p == '\t') p++;
     }
+    const char *start = p;
     size_t i = 0;
     while (((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_') && i + 1 < n) op[i++] = *p++;
     op[i] = 0;
-    return i > 0 ? 0 : -1;
+    if (i == 0) return -1;
+    if (form) {
+        size_t j = 0;
+        for (p = start; ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.') && j + 1 < fn; p++)
+            form[j++] = *p;
+        form[j] = 0;
+        while (*p == ' ' || *p == '\t') p++;
+        if (operands) *operands = p;
+    }
+    return 0;
+}
+
+/* Whether the operands "R4, -RZ, RZ, 0, 0 ;" of an HFMA2 make it a move (d = -0 * 0 + c). */
+static int rz_move(const char *operands)
+{
+    const char *c = strchr(operands, ',');
+    if (!c) return 0;
+    c++;
+    while (*c == ' ') c++;
+    return !strncmp(c, "-RZ, RZ,", 8) || !strncmp(c, "RZ, RZ,", 7) || !strncmp(c, "RZ, -RZ,", 8);
+}
+
+static int add_form(dl_census_kernel *k, const char *form, const char *operands)
+{
+    int j = 0;
+    for (; j < k->nforms; j++)
+        if (!strcmp(k->forms[j].form, form)) break;
+    if (j == k->nforms) {
+        if (k->nforms == k->capforms) {
+            int cap = k->capforms ? 2 * k->capforms : 32;
+            dl_census_form *f = realloc(k->forms, (size_t)cap * sizeof *f);
+            if (!f) return -1;
+            k->forms = f;
+            k->capforms = cap;
+        }
+        dl_census_form *f = &k->forms[k->nforms++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->form, sizeof f->form, "%s", form);
+        int len = (int)strcspn(operands, ";\n");
+        while (len > 0 && operands[len - 1] == ' ') len--;
+        snprintf(f->example, sizeof f->example, "%s %.*s", form, len, operands);
+    }
+    k->forms[j].count++;
+    if (!strncmp(form, "HFMA2", 5) && rz_move(operands)) k->forms[j].rz_moves++;
+    return 0;
+}
+
+/* Whether form matches one of the '|'-separated globs of spec. */
+static int form_matches(const char *spec, const char *form)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *g = strtok_r(buf, "|", &save); g; g = strtok_r(NULL, "|", &save))
+        if (fnmatch(g, form, 0) == 0) return 1;
+    return 0;
+}
+
+int64_t dl_census_form_count(const dl_census_kernel *k, const char *glob)
+{
+    int64_t s = 0;
+    for (int j = 0; k && glob && j < k->nforms; j++)
+        if (form_matches(glob, k->forms[j].form)) s += k->forms[j].count;
+    return s;
+}
+
+static int cmp_form(const void *a, const void *b)
+{
+    const dl_census_form *x = *(const dl_census_form *const *)a, *y = *(const dl_census_form *const *)b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->form, y->form);
+}
+
+const dl_census_form **dl_census_forms_sorted(const dl_census_kernel *k)
+{
+    if (!k || k->nforms <= 0) return NULL;
+    const dl_census_form **v = malloc((size_t)k->nforms * sizeof *v);
+    if (!v) return NULL;
+    for (int j = 0; j < k->nforms; j++) v[j] = &k->forms[j];
+    qsort(v, (size_t)k->nforms, sizeof *v, cmp_form);
+    return v;
 }
 
 int dl_census_parse(FILE *f, dl_census *c)
 {
-    char line[8192], arch[16] = "", op[64];
+    char line[8192], arch[16] = "", op[64], form[64];
+    const char *operands = "";
     dl_census_kernel *cur = NULL;
     while (fgets(line, sizeof line, f)) {
         const char *a = strstr(line, "arch = ");
@@ -201,8 +287,9 @@ int dl_census_parse(FILE *f, dl_census *c)
             if (!cur) return dl_fail("sass listing: out of memory");
             continue;
         }
-        if (!cur || line_opcode(line, op, sizeof op)) continue;
+        if (!cur || line_parse(line, op, sizeof op, form, sizeof form, &operands)) continue;
         cur->total++;
+        if (add_form(cur, form, operands)) return dl_fail("sass listing: out of memory");
         int i = dl_census_opcode_index(op);
         if (i >= 0) {
             cur->op[i]++;
@@ -364,6 +451,50 @@ int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n)
         int m = 0;
         for (int v = 0; v < dl_num_variants; v++) m += dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name);
         if (!m) kernel_rows(c, &c->k[i], "-", *rows, n);
+    }
+    return 0;
+}
+
+static int64_t form_rows_of(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out)
+{
+    for (int j = 0; j < k->nforms; j++) {
+        dl_census_row *r = &out[j];
+        dl_census_row_init(r);
+        snprintf(r->source, sizeof r->source, "sass");
+        snprintf(r->variant, sizeof r->variant, "%s", variant);
+        snprintf(r->kernel, sizeof r->kernel, "%s", k->name);
+        snprintf(r->arch, sizeof r->arch, "%s", k->arch);
+        snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", k->kv_dtype);
+        snprintf(r->unit, sizeof r->unit, "inst");
+        snprintf(r->binary, sizeof r->binary, "%s", c->binary);
+        snprintf(r->tool, sizeof r->tool, "%s", c->tool);
+        snprintf(r->metric, sizeof r->metric, "form:%s", k->forms[j].form);
+        r->value = (double)k->forms[j].count;
+    }
+    return k->nforms;
+}
+
+int dl_census_form_rows(const dl_census *c, const char *kernel_glob, dl_census_row **rows, int64_t *n)
+{
+    int64_t need = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (kernel_glob && fnmatch(kernel_glob, c->k[i].name, 0)) continue;
+        int m = 0;
+        for (int v = 0; v < dl_num_variants; v++) m += dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name);
+        need += (int64_t)(m ? m : 1) * c->k[i].nforms;
+    }
+    *n = 0;
+    *rows = calloc((size_t)(need > 0 ? need : 1), sizeof **rows);
+    if (!*rows) return dl_fail("census: out of memory for %lld form rows", (long long)need);
+    for (int i = 0; i < c->n; i++) {
+        if (kernel_glob && fnmatch(kernel_glob, c->k[i].name, 0)) continue;
+        int m = 0;
+        for (int v = 0; v < dl_num_variants; v++)
+            if (dl_census_kernel_matches(dl_variants[v].kernel, c->k[i].name)) {
+                *n += form_rows_of(c, &c->k[i], dl_variants[v].name, *rows + *n);
+                m++;
+            }
+        if (!m) *n += form_rows_of(c, &c->k[i], "-", *rows + *n);
     }
     return 0;
 }

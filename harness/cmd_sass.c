@@ -2,7 +2,10 @@
  * kernels. Disassembles a binary (by default this very executable) with
  * cuobjdump -sass, counts instruction classes per kernel instantiation, maps
  * kernels to variants by the registry's kernel globs, prints a table and
- * optionally appends the census to a CSV table (data/SCHEMA.md). */
+ * optionally appends the census to a CSV table (data/SCHEMA.md). With --forms it also names the
+ * full instruction forms (opcode with modifiers: HFMA2.MMA apart from HFMA2) of each kernel shown
+ * (issue 13, E2); --kernels GLOB shows any kernel by its name (e.g. the probes, 'e2_probe*'). */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +18,8 @@
 static void sass_help(FILE *f)
 {
     fprintf(f,
-            "usage: decodelab sass [--binary PATH] [--variants GLOB[,GLOB]] [--out CENSUS.csv] [--all]\n\n"
+            "usage: decodelab sass [--binary PATH] [--variants GLOB[,GLOB]] [--kernels GLOB] [--out CENSUS.csv]\n"
+            "                      [--all] [--forms]\n\n"
             "Disassembles the GPU kernels of PATH (default: this decodelab executable) with\n"
             "`cuobjdump -sass` and counts, per kernel instantiation, the instruction classes:\n"
             "  tensor   HMMA HGMMA QGMMA IMMA       fp32     FFMA FMUL FADD\n"
@@ -28,6 +32,13 @@ static void sass_help(FILE *f)
             "both tools under site-packages/nvidia/cu13/bin).\n\n"
             "  --variants GLOB   only these variants (default all)\n"
             "  --all             also list kernels no variant claims (merge, calibration kernels)\n"
+            "  --kernels GLOB    list the kernels whose demangled name matches GLOB (fnmatch), claimed or not,\n"
+            "                    instead of the variants' (e.g. --kernels 'e2_probe*': decodelab probe)\n"
+            "  --forms           also print, per kernel listed, every instruction form with its modifiers (the\n"
+            "                    census above counts base opcodes: HFMA2.MMA and HFMA2 are both HFMA2), one\n"
+            "                    tab-separated line each: form, kernel, FORM, count, rz_moves (HFMA2 whose\n"
+            "                    multiplicands are -RZ and RZ: a move of the addend), the first instance;\n"
+            "                    with --out, also one row per kernel and form (metric form:<FORM>)\n"
             "  --out FILE.csv    append the census rows (one per variant, kernel and class/opcode) to FILE.csv\n\n"
             "exit status: 0 ok, 2 bad usage or cuobjdump missing/failing.\n");
 }
@@ -75,10 +86,23 @@ static void print_line(const char *variant, const dl_census_kernel *k)
     printf("\n");
 }
 
+/* The forms of k, largest count first: "form<TAB>kernel<TAB>FORM<TAB>count<TAB>rz_moves<TAB>example". */
+static void print_forms(const char *variant, const dl_census_kernel *k)
+{
+    char sn[160];
+    short_name(k->name, sn, sizeof sn);
+    const dl_census_form **v = dl_census_forms_sorted(k);
+    for (int j = 0; v && j < k->nforms; j++)
+        printf("form\t%s\t%s\t%lld\t%lld\t%s\n", sn, v[j]->form, (long long)v[j]->count, (long long)v[j]->rz_moves,
+               v[j]->example);
+    (void)variant;
+    free(v);
+}
+
 int dl_cmd_sass(int argc, char **argv)
 {
-    const char *binary = NULL, *out = NULL, *globs = NULL;
-    int all = 0;
+    const char *binary = NULL, *out = NULL, *globs = NULL, *kglob = NULL;
+    int all = 0, forms = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -86,7 +110,10 @@ int dl_cmd_sass(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--all")) {
             all = 1;
-        } else if ((!strcmp(a, "--binary") || !strcmp(a, "--out") || !strcmp(a, "--variants")) && i + 1 < argc) {
+        } else if (!strcmp(a, "--forms")) {
+            forms = 1;
+        } else if ((!strcmp(a, "--binary") || !strcmp(a, "--out") || !strcmp(a, "--variants") ||
+                    !strcmp(a, "--kernels")) && i + 1 < argc) {
             const char *v = argv[++i];
             if (!*v) {
                 dl_fail("%s: '' is empty", a);
@@ -94,6 +121,7 @@ int dl_cmd_sass(int argc, char **argv)
             }
             if (a[2] == 'b') binary = v;
             else if (a[2] == 'o') out = v;
+            else if (a[2] == 'k') kglob = v;
             else globs = v;
         } else {
             dl_fail("unknown or incomplete argument '%s' (see decodelab sass --help)", a);
@@ -124,27 +152,59 @@ int dl_cmd_sass(int argc, char **argv)
     for (int k = 0; k < DL_CLS_COUNT; k++) printf(" %8s", dl_census_class_name(k));
     printf("\n");
     int shown = 0;
-    for (int v = 0; v < dl_num_variants; v++) {
-        const dl_variant *var = &dl_variants[v];
-        if (globs && !dl_variant_matches(var, globs)) continue;
-        int any = 0;
-        for (int i = 0; i < c.n; i++)
-            if (dl_census_kernel_matches(var->kernel, c.k[i].name)) {
-                print_line(var->name, &c.k[i]);
-                any = 1;
-                shown++;
-            }
-        if (!any)
-            printf("%-16s %s\n", var->name,
-                   var->kernel ? "no kernel in this binary matches its glob (built without CUDA?)"
-                               : "no kernel glob in its registry row");
+    /* the kernels listed, in order, with the variant they are listed under (for --forms) */
+    const dl_census_kernel **listed = calloc((size_t)(c.n > 0 ? c.n : 1) * (size_t)(dl_num_variants + 1), sizeof *listed);
+    const char **listed_as = calloc((size_t)(c.n > 0 ? c.n : 1) * (size_t)(dl_num_variants + 1), sizeof *listed_as);
+    int nlisted = 0;
+    if (!listed || !listed_as) {
+        free(listed);
+        free(listed_as);
+        dl_census_free(&c);
+        dl_fail("sass: out of memory");
+        return dl_cli_error("sass");
     }
-    if (all)
+#define LIST(var, k) do { print_line(var, k); listed[nlisted] = k; listed_as[nlisted++] = var; } while (0)
+    if (kglob) {
         for (int i = 0; i < c.n; i++) {
-            int m = 0;
-            for (int v = 0; v < dl_num_variants; v++) m |= dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name);
-            if (!m) print_line("-", &c.k[i]);
+            if (fnmatch(kglob, c.k[i].name, 0)) continue;
+            const char *as = "-";
+            for (int v = 0; v < dl_num_variants; v++)
+                if (dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name)) {
+                    as = dl_variants[v].name;
+                    break;
+                }
+            LIST(as, &c.k[i]);
+            shown++;
         }
+        if (!shown) printf("no kernel of %s matches --kernels '%s'\n", binary, kglob);
+    } else {
+        for (int v = 0; v < dl_num_variants; v++) {
+            const dl_variant *var = &dl_variants[v];
+            if (globs && !dl_variant_matches(var, globs)) continue;
+            int any = 0;
+            for (int i = 0; i < c.n; i++)
+                if (dl_census_kernel_matches(var->kernel, c.k[i].name)) {
+                    LIST(var->name, &c.k[i]);
+                    any = 1;
+                    shown++;
+                }
+            if (!any)
+                printf("%-16s %s\n", var->name,
+                       var->kernel ? "no kernel in this binary matches its glob (built without CUDA?)"
+                                   : "no kernel glob in its registry row");
+        }
+        if (all)
+            for (int i = 0; i < c.n; i++) {
+                int m = 0;
+                for (int v = 0; v < dl_num_variants; v++) m |= dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name);
+                if (!m) LIST("-", &c.k[i]);
+            }
+    }
+#undef LIST
+    if (forms && nlisted) {
+        printf("\n#form\tkernel\tFORM\tcount\trz_moves\tfirst instance\n");
+        for (int j = 0; j < nlisted; j++) print_forms(listed_as[j], listed[j]);
+    }
     int rc = 0;
     if (out) {
         dl_census_row *rows = NULL;
@@ -152,7 +212,24 @@ int dl_cmd_sass(int argc, char **argv)
         if (dl_census_rows(&c, &rows, &n) || dl_census_append(out, rows, n)) rc = dl_cli_error("sass");
         else printf("\ncensus: %lld rows appended to %s\n", (long long)n, out);
         free(rows);
+        rows = NULL;
+        if (!rc && forms) {
+            /* the form rows of the kernels listed (a kernel listed under several variants once each) */
+            if (dl_census_form_rows(&c, kglob, &rows, &n)) rc = dl_cli_error("sass");
+            int64_t keep = 0;
+            for (int64_t r = 0; !rc && r < n; r++) {
+                int in = 0;
+                for (int j = 0; j < nlisted && !in; j++)
+                    in = !strcmp(rows[r].kernel, listed[j]->name) && !strcmp(rows[r].variant, listed_as[j]);
+                if (in) rows[keep++] = rows[r];
+            }
+            if (!rc && dl_census_append(out, rows, keep)) rc = dl_cli_error("sass");
+            else if (!rc) printf("census: %lld form rows appended to %s\n", (long long)keep, out);
+            free(rows);
+        }
     }
+    free(listed);
+    free(listed_as);
     if (!rc && shown == 0) printf("\nno variant kernel found in %s\n", binary);
     dl_census_free(&c);
     return rc;

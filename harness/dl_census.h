@@ -40,6 +40,17 @@ int dl_census_num_opcodes(void);
 /* Index of a base opcode among them, -1 if it is not counted. */
 int dl_census_opcode_index(const char *op);
 
+/* One instruction form of a kernel: the full opcode with its modifiers, as the listing writes it
+ * (predicate stripped): "HFMA2.MMA", "HFMA2.BF16_V2", "F2FP.BF16.F32.PACK_AB", "HMMA.16816.F32.BF16".
+ * The base-opcode census above folds these together (HFMA2.MMA and HFMA2 are both op:HFMA2);
+ * `decodelab sass --forms` names them apart (issue 13, E2). */
+typedef struct {
+    char form[64];
+    int64_t count;
+    int64_t rz_moves;       /* HFMA2*: instances whose multiplicands are -RZ and RZ (d = c: a move of c) */
+    char example[128];      /* the first instance, opcode and operands, without address and encoding */
+} dl_census_form;
+
 /* One kernel function of the listing. */
 typedef struct {
     char arch[16];          /* "sm_90a" */
@@ -49,6 +60,8 @@ typedef struct {
     int64_t total;          /* every instruction */
     int64_t cls[DL_CLS_COUNT];
     int64_t *op;            /* [dl_census_num_opcodes()] */
+    dl_census_form *forms;  /* every instruction form of the kernel, in order of first appearance */
+    int nforms, capforms;
 } dl_census_kernel;
 
 typedef struct {
@@ -71,6 +84,13 @@ int dl_census_parse(FILE *f, dl_census *c);
 int dl_census_demangle(dl_census *c);
 /* Find cuobjdump (env DL_CUOBJDUMP last), disassemble binary, parse, demangle. */
 int dl_census_disassemble(const char *binary, dl_census *c);
+
+/* Instances of the kernel's forms that match glob: fnmatch patterns separated by '|'
+ * ("HFMA2.MMA*", "HMMA.*|HFMA2.MMA", exact "PRMT"). */
+int64_t dl_census_form_count(const dl_census_kernel *k, const char *glob);
+/* The forms of k sorted by count (largest first, then by name) into a new array of k->nforms
+ * pointers (free()); NULL when out of memory or k has none. */
+const dl_census_form **dl_census_forms_sorted(const dl_census_kernel *k);
 
 /* Does the demangled kernel name match a variant's kernel glob (fnmatch)? */
 int dl_census_kernel_matches(const char *glob, const char *demangled);
@@ -101,6 +121,11 @@ void dl_census_row_init(dl_census_row *r);   /* empty strings, value NaN, launch
  * class, per counted opcode and the total. Kernels no variant claims get variant "-".
  * *rows is allocated (free()). */
 int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n);
+/* Rows of the form census (`decodelab sass --forms --out`): for each kernel whose demangled name
+ * matches kernel_glob (NULL: every kernel), one row per form with metric "form:<FORM>" (value: its
+ * static count), under every variant whose glob claims the kernel, or "-". Not part of
+ * dl_census_rows(): the class/opcode rows stay as they were. *rows allocated (free()). */
+int dl_census_form_rows(const dl_census *c, const char *kernel_glob, dl_census_row **rows, int64_t *n);
 /* Append rows to a CSV census table (created with its header if absent):
  * flock the directory, read the old file (refusing another header), write old + new
  * to a temporary, fsync, rename. */

@@ -20,6 +20,7 @@ int dl_cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c */
 int dl_cmd_sass(int argc, char **argv);     /* harness/cmd_sass.c */
 int dl_cmd_ncu(int argc, char **argv);      /* harness/cmd_ncu.c */
 int dl_cmd_experiment(int argc, char **argv); /* harness/cmd_experiment.c */
+int dl_cmd_probe(int argc, char **argv);    /* harness/cmd_probe.c (kernels: gpu/e2_probes.cu) */
 
 /* Option parsing and validation alone (no work, no files): 0 ok, 1 --help was
  * printed, -1 bad input (recorded). For the fuzzers in tests/fuzz/. */

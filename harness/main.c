@@ -24,6 +24,7 @@ static const dl_subcommand subcommands[] = {
     {"compare", dl_cmd_compare, "score an external kernel's output (candidate file) against a golden file"},
     {"sass", dl_cmd_sass, "instruction census of the variants' kernels (cuobjdump -sass)"},
     {"ncu", dl_cmd_ncu, "Nsight Compute tensor-pipe counters per variant on a golden file (GPU)"},
+    {"probe", dl_cmd_probe, "the E2 probe kernels: one instruction form each, for Nsight Compute (--list, --run)"},
     {"experiment", dl_cmd_experiment, "run an experiment file (experiments/E*.cfg): sweep, measure, verdicts, report"},
 };
 static const int num_subcommands = (int)(sizeof subcommands / sizeof subcommands[0]);

@@ -1,0 +1,280 @@
+/* test_probes.c - Check suite for the E2 probe kernels (gpu/e2_probes.cu, gpu/dl_probes.def;
+ * issue 13 item 2) and the form census that names them (harness/census.c, `decodelab sass
+ * --forms`): the form parser on a hand-written listing, the probe table, `decodelab probe`, and -
+ * on the real build/gpu/e2_probes.o - that every probe kernel holds exactly the instruction forms
+ * and counts its row promises, in straight-line code (so that static count = executed count, which
+ * tests/gpu/e2_probes_job.sh relies on when it divides Nsight Compute's counters by the warps).
+ * Needs cuobjdump (+ nvdisasm) for the disassembly tests; without it they SKIP, printing why,
+ * as tests/test_census.c does. */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../gpu/dl_probes.h"
+#include "../ref/dl_common.h"
+#include "../harness/dl_census.h"
+#include "dl_test.h"
+
+#ifndef DL_HAVE_CUDA
+#define DL_HAVE_CUDA 0
+#endif
+
+/* ---------------------------------------------------------------- form parser */
+
+static const char *listing =
+    "\tcode for sm_90a\n\t\tFunction : e2_probe_x\n"
+    "        /*0000*/                   HFMA2.MMA R7, -RZ, RZ, 1.005859375, 1.00390625 ; /* 0x1 */\n"
+    "        /*0010*/                   HFMA2.MMA R2, R2, R3, R4 ;   /* 0x2 */\n"
+    "        /*0020*/               @P0 HFMA2 R2, R2, R3, R4 ;   /* 0x3 */\n"
+    "                                                                /* 0x000fe20000000800 */\n"
+    "        /*0030*/                   HFMA2.MMA.BF16_V2 R2, R2, R3, -RZ ;   /* 0x4 */\n"
+    "        /*0040*/                   F2FP.BF16.F32.PACK_AB R0, R1, R2 ; /* 0x5 */\n"
+    "        /*0050*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ; /* 0x6 */\n"
+    "        /*0060*/                   EXIT ;  /* 0x7 */\n";
+
+START_TEST(test_forms_listing)
+{
+    FILE *f = fmemopen((void *)listing, strlen(listing), "r");
+    ck_assert_ptr_nonnull(f);
+    dl_census c;
+    memset(&c, 0, sizeof c);
+    ck_assert_int_eq(dl_census_parse(f, &c), 0);
+    fclose(f);
+    ck_assert_int_eq(c.n, 1);
+    const dl_census_kernel *k = &c.k[0];
+    ck_assert_int_eq(k->total, 7);
+    /* the base census folds HFMA2.MMA, HFMA2 and HFMA2.MMA.BF16_V2 together; the forms do not */
+    ck_assert_int_eq(k->op[dl_census_opcode_index("HFMA2")], 4);
+    ck_assert_int_eq(k->nforms, 6);
+    ck_assert_int_eq(dl_census_form_count(k, "HFMA2.MMA"), 2);
+    ck_assert_int_eq(dl_census_form_count(k, "HFMA2"), 1); /* the predicated one */
+    ck_assert_int_eq(dl_census_form_count(k, "HFMA2.MMA*"), 3);
+    ck_assert_int_eq(dl_census_form_count(k, "HMMA.*|HFMA2.MMA*"), 4);
+    ck_assert_int_eq(dl_census_form_count(k, "F2FP.BF16.F32.PACK_AB"), 1);
+    ck_assert_int_eq(dl_census_form_count(k, "F2FP"), 0); /* whole forms, not prefixes */
+    int64_t sum = 0, moves = 0;
+    for (int j = 0; j < k->nforms; j++) {
+        sum += k->forms[j].count;
+        moves += k->forms[j].rz_moves;
+        if (!strcmp(k->forms[j].form, "HFMA2.MMA")) {
+            ck_assert_int_eq(k->forms[j].rz_moves, 1); /* -RZ, RZ: a constant move; R2, R3: arithmetic */
+            ck_assert_str_eq(k->forms[j].example, "HFMA2.MMA R7, -RZ, RZ, 1.005859375, 1.00390625");
+        }
+    }
+    ck_assert_int_eq(sum, k->total);
+    ck_assert_int_eq(moves, 1); /* "R2, R3, -RZ" is not a move: only the multiplicands count */
+    const dl_census_form **v = dl_census_forms_sorted(k);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(v[0]->form, "HFMA2.MMA"); /* largest count first */
+    free(v);
+    dl_census_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_census_form_rows(&c, NULL, &rows, &n), 0);
+    ck_assert_int_eq(n, 6);
+    ck_assert_str_eq(rows[0].metric, "form:HFMA2.MMA");
+    ck_assert_str_eq(rows[0].variant, "-");
+    ck_assert(rows[0].value == 2);
+    free(rows);
+    ck_assert_int_eq(dl_census_form_rows(&c, "nothing*", &rows, &n), 0);
+    ck_assert_int_eq(n, 0);
+    free(rows);
+    dl_census_free(&c);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the table and the CLI */
+
+START_TEST(test_probe_table)
+{
+    ck_assert_int_ge(dl_num_probes, 10);
+    int hmma = 0;
+    for (int i = 0; i < dl_num_probes; i++) {
+        const dl_probe *p = &dl_probes[i];
+        char want[96];
+        snprintf(want, sizeof want, "e2_probe_%s", p->name);
+        ck_assert_str_eq(p->kernel, want);
+        ck_assert_int_eq(dl_probe_find(p->name), i); /* names are unique */
+        ck_assert_msg(p->count > 0 && p->form[0] && p->ptx[0] && p->note[0], "%s: incomplete row", p->name);
+        hmma |= !strncmp(p->form, "HMMA.", 5);
+    }
+    ck_assert_msg(hmma, "no HMMA control probe");
+    ck_assert_int_eq(dl_probe_find("no-such-probe"), -1);
+}
+END_TEST
+
+static char out_buf[1 << 20], err_buf[8192];
+static char tmpdir[] = "/tmp/dl_test_probes.XXXXXX";
+static int run_cli(const char *const *args)
+{
+    char o[300], e[300];
+    snprintf(o, sizeof o, "%s/out.txt", tmpdir);
+    snprintf(e, sizeof e, "%s/err.txt", tmpdir);
+    return dl_test_run(NULL, args, o, e, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
+}
+
+START_TEST(test_probe_cli)
+{
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    const char *list[] = {"probe", "--list", NULL};
+    ck_assert_int_eq(run_cli(list), 0);
+    for (int i = 0; i < dl_num_probes; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "\n%s\t%s\t", dl_probes[i].name, dl_probes[i].kernel);
+        ck_assert_msg(strstr(out_buf, line), "probe --list lacks %s", dl_probes[i].name);
+    }
+    const char *bad[] = {"probe", "--run", "no-such-probe", NULL};
+    ck_assert_int_eq(run_cli(bad), 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "no probe named 'no-such-probe'"));
+    const char *bad2[] = {"probe", "--frobnicate", NULL};
+    ck_assert_int_eq(run_cli(bad2), 2);
+    const char *help[] = {"probe", "--help", NULL};
+    ck_assert_int_eq(run_cli(help), 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "usage: decodelab probe"));
+    /* without a device: says so, lists what it would run, exit 0; with one: every probe launched */
+    const char *all[] = {"probe", "--run", "all", NULL};
+    ck_assert_int_eq(run_cli(all), 0);
+    if (strstr(out_buf, "no CUDA device")) {
+        ck_assert_ptr_nonnull(strstr(out_buf, "nothing launched; would run:"));
+        ck_assert_ptr_nonnull(strstr(out_buf, "hmma_bf16"));
+    } else {
+        for (int i = 0; i < dl_num_probes; i++) ck_assert_msg(strstr(out_buf, dl_probes[i].kernel), "%s", out_buf);
+        ck_assert_ptr_null(strstr(out_buf, "FAIL"));
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- the real object */
+
+static int have_cuobjdump(const char *test)
+{
+    char tool[1024];
+    if (dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool) == 0) return 1;
+    printf("SKIP test_probes %s: %s (optional: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)\n", test,
+           dl_last_error());
+    fflush(stdout);
+    return 0;
+}
+
+/* build/gpu/e2_probes.o beside the binary under test (DL_BIN = <build>/decodelab) */
+static void object_path(char *p, size_t n)
+{
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s", dl_test_bin());
+    snprintf(p, n, "%s/gpu/e2_probes.o", dirname(bin));
+}
+
+START_TEST(test_forms_in_the_object)
+{
+    if (!DL_HAVE_CUDA) {
+        printf("test_probes: this build has no CUDA kernels (CUDA=0): the probe object is not built\n");
+        return;
+    }
+    if (!have_cuobjdump("forms_in_the_object")) return;
+    char obj[1100];
+    object_path(obj, sizeof obj);
+    dl_census c;
+    memset(&c, 0, sizeof c);
+    ck_assert_msg(dl_census_disassemble(obj, &c) == 0, "census of %s: %s", obj, dl_last_error());
+    ck_assert_int_eq(c.n, dl_num_probes); /* one kernel per row, nothing else */
+    for (int i = 0; i < dl_num_probes; i++) {
+        const dl_probe *p = &dl_probes[i];
+        const dl_census_kernel *k = NULL;
+        for (int j = 0; j < c.n; j++)
+            if (!strcmp(c.k[j].mangled, p->kernel)) k = &c.k[j];
+        ck_assert_msg(k, "%s: no kernel %s in %s", p->name, p->kernel, obj);
+        /* the promised forms, exactly as many as the row says */
+        const int64_t got = dl_census_form_count(k, p->form);
+        /* straight-line: one EXIT and the one BRA of the trailing self-loop, no other branch */
+        const int64_t branches = dl_census_form_count(k, "BRA*|BRX*|JMP*|CALL*|RET*|BSSY*|BSYNC*|WARPSYNC*");
+        const int64_t exits = dl_census_form_count(k, "EXIT*");
+        /* the split the E2 proof is about: forms on the MMA unit */
+        const int64_t mma = dl_census_form_count(k, "HMMA.*|HFMA2.MMA*");
+        printf("test_probes: %-14s %3lld x %s (rows: %d); HMMA/HFMA2.MMA forms %lld; total %lld\n", p->name,
+               (long long)got, p->form, p->count, (long long)mma, (long long)k->total);
+        ck_assert_msg(got == p->count, "%s: %lld instances of %s, the row says %d", p->name, (long long)got, p->form,
+                      p->count);
+        ck_assert_msg(branches == 1 && exits == 1, "%s: %lld branches, %lld exits: not straight-line", p->name,
+                      (long long)branches, (long long)exits);
+    }
+    /* what the proof needs from the set: the packed FMA probes issue both HFMA2 and HFMA2.MMA, the
+     * FFMA control none of them, the move probe HFMA2.MMA moves */
+    for (int j = 0; j < c.n; j++) {
+        const dl_census_kernel *k = &c.k[j];
+        if (!strcmp(k->mangled, "e2_probe_ffma")) ck_assert_int_eq(dl_census_form_count(k, "HMMA.*|HFMA2*"), 0);
+        if (!strcmp(k->mangled, "e2_probe_hfma2_f16x2")) {
+            ck_assert_int_gt(dl_census_form_count(k, "HFMA2.MMA"), 0);
+            ck_assert_int_gt(dl_census_form_count(k, "HFMA2"), 0);
+        }
+        if (!strcmp(k->mangled, "e2_probe_mov_imm")) {
+            int64_t mv = 0;
+            for (int f = 0; f < k->nforms; f++) mv += k->forms[f].rz_moves;
+            ck_assert_int_gt(mv, 0);
+        }
+    }
+    dl_census_free(&c);
+}
+END_TEST
+
+/* decodelab sass --kernels 'e2_probe*' --forms --out: the form lines and rows, the class rows as before */
+START_TEST(test_sass_forms_cli)
+{
+    if (!DL_HAVE_CUDA) return;
+    if (!have_cuobjdump("sass_forms_cli")) return;
+    char dir[] = "/tmp/dl_test_probes_sass.XXXXXX", csv[256], o[300], e[300];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(csv, sizeof csv, "%s/census.csv", dir);
+    snprintf(o, sizeof o, "%s/out.txt", dir);
+    snprintf(e, sizeof e, "%s/err.txt", dir);
+    const char *args[] = {"sass", "--kernels", "e2_probe*", "--forms", "--out", csv, NULL};
+    int rc = dl_test_run(NULL, args, o, e, out_buf, sizeof out_buf, err_buf, sizeof err_buf);
+    ck_assert_msg(rc == 0, "%s", err_buf);
+    ck_assert_ptr_nonnull(strstr(out_buf, "form\te2_probe_hmma_bf16\tHMMA.16816.F32.BF16\t16\t0\t"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "form\te2_probe_hfma2_f16x2\tHFMA2.MMA\t"));
+    ck_assert_ptr_null(strstr(out_buf, "simt_decode_kernel")); /* only the kernels asked for */
+    dl_census_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_census_read(csv, &rows, &n), 0);
+    const int per = 1 + DL_CLS_COUNT + dl_census_num_opcodes();
+    int64_t cls = 0, form = 0, other = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!strncmp(rows[i].metric, "form:", 5)) form++;
+        else if (!strcmp(rows[i].metric, "total") || !strncmp(rows[i].metric, "class:", 6) ||
+                 !strncmp(rows[i].metric, "op:", 3))
+            cls++;
+        else other++;
+        if (!strcmp(rows[i].metric, "form:HMMA.16816.F32.BF16")) {
+            ck_assert_str_eq(rows[i].kernel, "e2_probe_hmma_bf16");
+            ck_assert(rows[i].value == 16);
+        }
+    }
+    ck_assert_int_eq(other, 0);
+    ck_assert_int_gt(form, dl_num_probes);
+    /* the class/opcode rows are those of every kernel of the binary, as without --forms */
+    ck_assert_int_eq(cls % per, 0);
+    free(rows);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+Suite *make_suite(void)
+{
+    Suite *s = suite_create("probes");
+    TCase *tc = tcase_create("probes");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_forms_listing);
+    tcase_add_test(tc, test_probe_table);
+    tcase_add_test(tc, test_probe_cli);
+    tcase_add_test(tc, test_forms_in_the_object);
+    tcase_add_test(tc, test_sass_forms_cli);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+DL_TEST_MAIN
