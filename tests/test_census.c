@@ -283,11 +283,15 @@ START_TEST(test_design_in_the_disassembly)
                                   real.k[k].name);
             if (v->unit == DL_UNIT_WGMMA) {
                 /* warpgroup MMA must assemble to the Hopper GMMA instructions, not to HMMA */
-                int64_t g = 0;
+                int64_t g = 0, h = 0;
                 for (int k = 0; k < real.n; k++)
-                    if (dl_census_kernel_matches(v->kernel, real.k[k].name))
+                    if (dl_census_kernel_matches(v->kernel, real.k[k].name)) {
                         g += real.k[k].op[dl_census_opcode_index("HGMMA")] + real.k[k].op[dl_census_opcode_index("QGMMA")];
+                        h += real.k[k].op[dl_census_opcode_index("HMMA")];
+                    }
                 ck_assert_msg(g > 0, "%s: no HGMMA/QGMMA", v->name);
+                ck_assert_msg(h == 0, "%s: %lld HMMA beside its GMMA (issue 12: no HMMA on the native path)", v->name,
+                              (long long)h);
             }
         }
         if (v->dequant != DL_DEQUANT_FAST) continue;

@@ -9,6 +9,8 @@
 # Cases: normal, outlier, channel-outlier (llama3-8B heads, e4m3, L 1024) and a
 # length-1 batch (lse = the score itself: the QK chain alone).
 # Usage (device): OUT=dir DECODELAB=build-static/decodelab tests/gpu/fp8_accumulator.sh
+# VARIANTS (default fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma: the native wgmma path is the one
+# whose accumulator issue 12 asks about).
 # Writes $OUT/fp8acc_table.txt (case block bits variant o_rel lse_abs) and the logs.
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
@@ -17,6 +19,7 @@ OUT=${OUT:-/tmp/fp8acc_out}
 W=${DL_WORKDIR:-/tmp/fp8acc_golden}
 BITS=${DL_BITS:-"23 22 21 20 19 18 17 16 15 14 13 12 11 10"}
 BLOCKS=${DL_BLOCKS:-"32 16"}
+VARIANTS=${VARIANTS:-fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma}
 mkdir -p "$OUT" "$W"
 ONES=$(printf '1,%.0s' $(seq 1 64)); ONES=${ONES%,}
 declare -A CASE
@@ -37,7 +40,7 @@ printf '%-8s %5s %4s %-16s %12s %12s %12s\n' case block bits variant o_rel/model
 for c in normal outlier channel len1; do for blk in $BLOCKS; do for b in $BITS; do
     f=$W/${c}_k${blk}_b$b.h5
     # exit 1 (a FAIL) is expected for the models a kernel does not implement (bits < 23); 2 is an error
-    "$BIN" run "$f" --variants 'fp8-none-mma,fp8acc-none-mma' --splits 1 > "$OUT/run_${c}_k${blk}_b$b.log" 2>&1
+    "$BIN" run "$f" --variants "$VARIANTS" --splits 1 > "$OUT/run_${c}_k${blk}_b$b.log" 2>&1
     [ $? -ge 2 ] && rc=1
     rm -f "$f"
     awk -v c="$c" -v k="$blk" -v b="$b" '$1 ~ /^fp8/ && NF >= 7 { printf "%-8s %5s %4s %-16s %12s %12s %12s\n", c, k, b, $1, $4, $6, $8 }' \

@@ -21,7 +21,7 @@ if [ $trc -ne 0 ]; then
     exit 1
 fi
 # 3. the benchmark
-OUT=/tmp/mf VARIANTS='bf16-*-mma,*-stream' MAXT=${MAXT:-1.5} timeout "${MF_BENCH_S:-420}" bash tests/gpu/memfloor.sh > /tmp/mf.log 2>&1 || status=1
+OUT=/tmp/mf VARIANTS='bf16-*-mma,*-stream,fp8-none-wgmma' MAXT=${MAXT:-1.5} timeout "${MF_BENCH_S:-420}" bash tests/gpu/memfloor.sh > /tmp/mf.log 2>&1 || status=1
 cp /tmp/mf/memfloor.csv /tmp/mf/memfloor_table.txt "$OUT/" 2>/dev/null
 # 4. flush method: the same two kernels, read-only flush (MF_FLUSH=0 skips it)
 [ "${MF_FLUSH:-1}" = 0 ] || for cfg in 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3; do
