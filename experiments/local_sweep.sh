@@ -147,10 +147,10 @@ lane() {
 setsid=
 if command -v setsid >/dev/null 2>&1; then setsid=setsid; fi
 lane_pids=()
-# Ctrl-C or kill: stop the lanes, then the shards they started (by pid); a rerun resumes them
+# Ctrl-C, kill or hang-up: stop the lanes, then the shards they started (by pid); a rerun resumes them
 # shellcheck disable=SC2317 # called by the trap
 stop() {
-    trap - INT TERM
+    trap - INT TERM HUP
     kill "${lane_pids[@]}" 2>/dev/null || true
     for f in "$tmp"/pid-*; do
         if [ -f "$f" ]; then kill -- "-$(cat "$f")" 2>/dev/null || kill "$(cat "$f")" 2>/dev/null || true; fi
@@ -159,7 +159,7 @@ stop() {
     rm -rf "$tmp"
     exit 130
 }
-trap stop INT TERM
+trap stop INT TERM HUP
 
 echo "local_sweep.sh: $name, $n shards, $how, $where, OMP_NUM_THREADS=$omp; shards in $out/shard-K-of-$n (+ .log)"
 t0=$(now)
@@ -168,7 +168,7 @@ for ((l = 0; l < lanes; l++)); do
     lane_pids+=($!)
 done
 wait "${lane_pids[@]}" || true
-trap - INT TERM
+trap - INT TERM HUP
 tshards=$(secs "$t0" "$(now)")
 
 failed=() stopped=0
