@@ -114,7 +114,7 @@ LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
 .PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
-        test-gpu-sanitize test-slurm
+        test-gpu-sanitize test-slurm test-local-sweep
 all: $(BIN)
 
 help:
@@ -123,6 +123,7 @@ help:
 	@echo "make demo       the main job: golden data for the seed's GQA case, verified and summarised"
 	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
 	@echo "make test-slurm experiments/slurm_sweep.sh on a one-node Slurm it starts (SKIP without slurm-wlm/munge/root)"
+	@echo "make test-local-sweep  experiments/local_sweep.sh (a sweep's shards as processes of this host), CPU only"
 	@echo "make test SAN=asan,ubsan  the Check suites under ASan+UBSan (objects in build-asan-ubsan)"
 	@echo "make fuzz-smoke the libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each (default 60), regressions first"
 	@echo "make test-valgrind  the HDF5 paths (test_golden, golden+check round trip) under valgrind memcheck"
@@ -176,7 +177,7 @@ $(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl
 	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
 	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
-test: test-unit test-nv test-notebooks test-slurm
+test: test-unit test-nv test-notebooks test-slurm test-local-sweep
 
 test-unit: $(BIN) $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
@@ -225,6 +226,17 @@ ifeq ($(SAN),)
 	DECODELAB=$(BIN) bash tests/test_slurm.sh
 else
 	@echo "SKIP test-slurm: sanitizer build (SAN=$(SAN)); the plain make test runs it"
+endif
+
+# A sharded sweep through experiments/local_sweep.sh on this host (tests/test_local_sweep.sh): E5 as 3 CPU
+# processes at once (one killed part-way and resumed), one after another (interrupted and resumed), and 3
+# shards over 2 GPU ids; each merged and equal to the one-piece run. About 10 s. Part of `make test`
+# (not of a sanitizer build's, as test-slurm).
+test-local-sweep: $(BIN)
+ifeq ($(SAN),)
+	DECODELAB=$(BIN) bash tests/test_local_sweep.sh
+else
+	@echo "SKIP test-local-sweep: sanitizer build (SAN=$(SAN)); the plain make test runs it"
 endif
 
 DEMO_OUT ?= $(BUILD)/llama3-8b_b64_l1024_e4m3.h5

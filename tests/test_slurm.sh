@@ -10,7 +10,8 @@
 #      job did not run, and that the other two shards finished;
 #   4. resubmits task 1 alone through the script (DL_SWEEP_TASKS=1) with a new merge job, waits;
 #   5. checks the merged rows (every column but date_utc and hostname; golden files compared by
-#      their content-hash name) and verdicts equal the one-piece run's: nothing lost, nothing twice.
+#      their content-hash name) and verdicts equal the one-piece run's: nothing lost, nothing twice
+#      (tests/sweep_compare.py, shared with tests/test_local_sweep.sh).
 # Every daemon it started is stopped on exit (trap). SKIPs, saying why, without slurm/munge, without
 # root (slurmd runs jobs as their owner), or without python3.
 # Environment: DECODELAB (default build/decodelab), DL_KEEP_SLURM=1 keeps the temporary directory.
@@ -149,7 +150,7 @@ state1=$(scontrol show job "${array}_1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/
 
 # ---- 3. the state after the cancel
 grep -q '^complete = false;' "$S1/shard.cfg" || fail "task 1's shard.cfg does not say unfinished"
-rows1=$(($(python3 -c 'import csv,sys; print(sum(1 for _ in csv.reader(open(sys.argv[1]))))' "$S1/results.csv") - 1))
+rows1=$(python3 tests/sweep_compare.py --rows "$S1/results.csv")
 # E5 reduced: 8 points; shard 1 holds points 1, 4 and 7, 4 model rows each
 { [ "$rows1" -gt 0 ] && [ "$rows1" -lt 12 ]; } || fail "task 1 kept $rows1 rows: expected part of its 3 points x 4 models"
 for k in 0 2; do
@@ -175,35 +176,6 @@ grep -q "done before: ref models" "$T/slurm-$array2.out" ||
     fail "the rerun of task 1 redid what it had completed (no 'done before' step)"
 
 # ---- 5. the merged sweep = the one-piece sweep
-python3 - "$T/one" "$T/merged" <<'EOF' || fail "merged results differ from the one-piece run (above)"
-import csv, os, sys
-one, merged = sys.argv[1], sys.argv[2]
-def rows(d):
-    with open(os.path.join(d, "results.csv")) as f:
-        r = list(csv.DictReader(f))
-    for x in r:
-        for k in ("date_utc", "hostname"):
-            x.pop(k)
-        x["golden_path"] = os.path.basename(x["golden_path"])  # the cache directories differ
-    return r
-a, b = rows(one), rows(merged)
-if len(a) != len(b):
-    sys.exit(print(f"rows: one piece {len(a)}, merged {len(b)}"))
-keys = [(x["golden_path"], x["variant"]) for x in b]
-if len(set(keys)) != len(keys):
-    sys.exit(print("a row twice in the merged table"))
-for i, (x, y) in enumerate(zip(a, b)):
-    diff = [k for k in x if x[k] != y[k]]
-    if diff:
-        sys.exit(print(f"row {i} ({x['variant']} on {x['golden_path']}) differs in {diff[:5]}"))
-def verdicts(d):
-    with open(os.path.join(d, "verdicts.csv")) as f:
-        return [{k: v for k, v in x.items() if k != "date_utc"} for x in csv.DictReader(f)]
-va, vb = verdicts(one), verdicts(merged)
-if va != vb:
-    sys.exit(print("verdicts differ:", [(x["hypothesis"], x["verdict"], y["verdict"]) for x, y in zip(va, vb)]))
-print(f"test-slurm: merged = one piece: {len(a)} rows, verdicts " +
-      " ".join(f"{x['hypothesis']}={x['verdict']}" for x in va))
-EOF
+python3 tests/sweep_compare.py test-slurm "$T/one" "$T/merged" || fail "merged results differ from the one-piece run (above)"
 grep -q '| H1 |' "$T/merged/report.md" || fail "no report"
 echo "PASS test-slurm ($(($(date +%s) - T0))s)"
