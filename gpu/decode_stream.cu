@@ -986,37 +986,28 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     return 0;
 }
 
-template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
+/* The launch of a planned kernel KERN of shape SH (stream_shape or wg_shape): the plan's grid,
+ * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. */
+template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
 {
-    constexpr int ES = dl_kv_size<KV>::value;
-    using SH = stream_shape<D, ES>;
-    constexpr auto kern = stream_decode_kernel<D, KV, DQ, NT>;
-    DL_TRY(dl_smem_limit<kern>(SH::SMEM));
-    const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
-    if (!pl || pl->warps != SH::W)
-        return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d warps, kernel has %d): call "
-                       "the variant's plan function first", pl ? pl->warps : 0, SH::W);
-    const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz};
-    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
-    DL_CUDA_CHECK_LAUNCH();
-    return 0;
-}
-
-template <int D, dl_dtype KV> static int launch_wgmma(const dl_gpu_args *a)
-{
-    using SH = wg_shape<D>;
-    constexpr auto kern = wgmma_decode_kernel<D, KV>;
-    DL_TRY(dl_smem_limit<kern>(SH::SMEM));
+    DL_TRY(dl_smem_limit<KERN>(SH::SMEM));
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
     if (!pl || pl->warps != SH::W)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
     stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz};
-    kern<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
+    KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     return 0;
+}
+template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
+{
+    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value>>(a);
+}
+template <int D, dl_dtype KV> static int launch_wgmma(const dl_gpu_args *a)
+{
+    return launch_planned<wgmma_decode_kernel<D, KV>, wg_shape<D>>(a);
 }
 
 /* The shape of the instantiation for (D, kv element size), at run time. */

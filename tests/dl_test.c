@@ -157,3 +157,12 @@ void dl_test_build(const dl_config *cfg, dl_case *c)
     int rc = dl_case_build(cfg, c);
     ck_assert_msg(rc == 0, "dl_case_build: %s", dl_last_error());
 }
+
+void dl_test_census_parse(const char *listing, dl_census *c)
+{
+    FILE *f = fmemopen((void *)listing, strlen(listing), "r");
+    ck_assert_ptr_nonnull(f);
+    memset(c, 0, sizeof *c);
+    ck_assert_int_eq(dl_census_parse(f, c), 0);
+    fclose(f);
+}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "../harness/dl_census.h"
 #include "../ref/dl_paged.h"
 
 /* Each tests/test_<module>.c defines `Suite *make_suite(void)` and uses DL_TEST_MAIN
@@ -99,5 +100,7 @@ void dl_test_shape(dl_config *c, int64_t B, int64_t Hq, int64_t Hkv, int64_t D, 
 void dl_test_lens(dl_config *c, const int64_t *lens);
 /* dl_case_build; the test fails, naming the error, if it refuses. */
 void dl_test_build(const dl_config *cfg, dl_case *c);
+/* Parse a cuobjdump -sass listing held in a string into *c (asserts it parses). */
+void dl_test_census_parse(const char *listing, dl_census *c);
 
 #endif

@@ -43,12 +43,8 @@ static const char *listing =
 
 START_TEST(test_parse_listing)
 {
-    FILE *f = fmemopen((void *)listing, strlen(listing), "r");
-    ck_assert_ptr_nonnull(f);
     dl_census c;
-    memset(&c, 0, sizeof c);
-    ck_assert_int_eq(dl_census_parse(f, &c), 0);
-    fclose(f);
+    dl_test_census_parse(listing, &c);
     ck_assert_int_eq(c.n, 2);
     const dl_census_kernel *k = &c.k[0];
     ck_assert_str_eq(k->mangled, "_Z3fooILi1EEvv");
