@@ -197,6 +197,30 @@ struct stream_params {
     int swz;              /* tile_off swizzle mode */
 };
 
+/* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
+__device__ __forceinline__ int tile_tokens(int len, int tile)
+{
+#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
+    return min(kTile, len - 1 - tile * kTile);
+#else
+    return min(kTile, len - tile * kTile);
+#endif
+}
+
+/* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on the producer's
+ * arrival plus the stage's bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
+__device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers)
+{
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < n; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], consumers);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+}
+
 /* A split task's segment is written (by this warp, or by the warpgroup before this warp): the
  * warp takes the task's ticket; the one that finishes the task's last segment merges them all
  * (merge_task) and resets the ticket for the next launch. Called by one whole warp. */
@@ -311,14 +335,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < W * S; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 32);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    ring_barriers_init(full, empty, W * S, 32);
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
@@ -396,11 +413,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
-            const int nvalid = min(kTile, len - 1 - tile * kTile);
-#else
-            const int nvalid = min(kTile, len - tile * kTile);
-#endif
+            const int nvalid = tile_tokens(len, tile);
             const bool partial = nvalid < kTile;
             mbar_wait(&full[warp * S + st], (j / S) & 1);
 
@@ -716,14 +729,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
     uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < W * S; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 128);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         return;
@@ -781,11 +787,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
         for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
-            const int nvalid = min(kTile, len - 1 - tile * kTile);
-#else
-            const int nvalid = min(kTile, len - tile * kTile);
-#endif
+            const int nvalid = tile_tokens(len, tile);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
 
             /* S^T = K Q^T: rows = tokens (warp wq: 16wq + g, + 8), columns = heads 2c, 2c+1 */
