@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# stream_ncu_job.sh - one GPU-machine call (issue 10): where the streaming kernel's time goes.
+# Nsight Compute on bf16-hw-stream (and fp8-none-wgmma beside it) at llama3-8B B128 L4096 e4m3 NHD,
+# with 2 CTAs per SM (the default) and 1 (DL_STREAM_CTAS_PER_SM=1, 1.4x slower on 2026-12-01):
+# throughput, memory tables, warp-state (stall reasons: a consumer starved of data waits on its
+# full barrier, one bound by its own work stalls on dependencies) and scheduler sections.
+# ncu locks the SM clock at base (1.33 GHz): compare durations only within this job.
+# Expects .carry/decodelab.gz. Writes ncu_<variant>_<ctas>.txt (at most 4) and golden.log to $OUT.
+set -uo pipefail
+: "${OUT:?}"
+gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
+G=/tmp/ncu_g.h5
+/tmp/dl golden --preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-scale absmax-tensor \
+    --models exact,bf16,fp8 --seed 1 --out "$G" > "$OUT/golden.log" 2>&1 || { echo "golden failed"; exit 2; }
+status=0
+for v in bf16-hw-stream fp8-none-wgmma; do
+    for ctas in 2 1; do
+        f="$OUT/ncu_${v}_${ctas}.txt"
+        DL_STREAM_CTAS_PER_SM=$ctas ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats \
+            --section LaunchStats --section Occupancy -k 'regex:(stream|wgmma)_decode' -c 1 \
+            /tmp/dl run "$G" --variants "$v" > "$f" 2>&1 || status=1
+        echo "== $v, $ctas CTAs/SM"
+        grep -E "^\s+(Duration|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per)" "$f"
+        grep -E "^\s+(Stall|.*stall)" "$f" | head -12
+    done
+done
+exit $status
