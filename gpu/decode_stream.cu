@@ -688,17 +688,19 @@ template <dl_dtype KV> __device__ __forceinline__ void wg_mma_ss(float *d, uint6
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "l"(da), "l"(db), "r"(accumulate));
 }
-/* d[4] += A B, m64n8k32, A (4 registers of 4 codes) from registers, B from a descriptor. */
-template <dl_dtype KV> __device__ __forceinline__ void wg_mma_rs(float *d, const uint32_t *a, uint64_t db)
+/* d[4] (+)= A B, m64n8k32, A (4 registers of 4 codes) from registers, B from a descriptor. */
+template <dl_dtype KV> __device__ __forceinline__ void wg_mma_rs(float *d, const uint32_t *a, uint64_t db, int accumulate)
 {
     if constexpr (KV == DL_E5M2)
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;\n"
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
     else
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;\n"
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -715,7 +717,7 @@ __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.a
 /* The 128 threads of warpgroup wg (named barrier 1 + wg). */
 __device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory"); }
 
-template <int D, dl_dtype KV>
+template <int D, dl_dtype KV, int PROMOTE>
 __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
     wgmma_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                         const __grid_constant__ CUtensorMap vmap)
@@ -791,17 +793,25 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             mbar_wait(&full[wg * S + st], (j / S) & 1);
 
             /* S^T = K Q^T: rows = tokens (warp wq: 16wq + g, + 8), columns = heads 2c, 2c+1 */
-            float s[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+            /* fp8acc (PROMOTE = N > 0): a fresh chain every N k32 blocks, the partials added in FP32 */
+            constexpr int NS = PROMOTE > 0 ? (D / 32 + PROMOTE - 1) / PROMOTE : 1;
+            float s[NS][4];
+#pragma unroll
+            for (int p = 0; p < NS; p++) s[p][0] = s[p][1] = s[p][2] = s[p][3] = 0.0f;
             wg_fence();
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++) {
                 const int sl = kk * 32 / SW, off = kk * 32 % SW;
                 const uint64_t da = wg_desc(smem_u32(tk) + sl * kTile * SW + off, 16, 8 * SW, SW);
                 const uint64_t db = wg_desc(qaddr + sl * 8 * SW + off, 16, 8 * SW, SW);
-                wg_mma_ss<KV>(s[0], da, db, kk > 0);
+                if constexpr (PROMOTE > 0) wg_mma_ss<KV>(s[kk / PROMOTE], da, db, kk % PROMOTE != 0);
+                else wg_mma_ss<KV>(s[0], da, db, kk > 0);
             }
             wg_commit();
-            wg_wait<1>(s);
+            wg_wait<NS>(s);
+#pragma unroll
+            for (int p = 1; p < NS; p++) /* main = ((0 + part 0) + part 1) + ..., the fp8acc model's order */
+                s[0][0] += s[p][0], s[0][1] += s[p][1], s[0][2] += s[p][2], s[0][3] += s[p][3];
 
             /* scale in the model's order, mask, tile max over the 4 warps */
             float mx[2] = {-INFINITY, -INFINITY};
@@ -872,16 +882,33 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                         af[kc][mb][2 * half + 1] = __byte_perm(x01, x23, 0x7531); /* dim d0 + 1 */
                     }
                 }
+            /* fp8acc: the tile's two k32 blocks (PROMOTE = 2) chain in a fresh partial, added to acc
+             * after the rescale, as the fp8acc model promotes at the end of each kv_block */
+            constexpr int NP = PROMOTE > 0 ? MB : 1;
+            float part[NP][4];
+#pragma unroll
+            for (int i = 0; i < NP; i++) part[i][0] = part[i][1] = part[i][2] = part[i][3] = 0.0f;
             wg_fence();
 #pragma unroll
             for (int kc = 0; kc < 2; kc++) {
                 if (32 * kc >= nvalid) continue; /* the model has no k-block without a valid token */
                 const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
 #pragma unroll
-                for (int mb = 0; mb < MB; mb++) wg_mma_rs<KV>(acc[mb], af[kc][mb], db);
+                for (int mb = 0; mb < MB; mb++) {
+                    if constexpr (PROMOTE > 0) wg_mma_rs<KV>(part[mb], af[kc][mb], db, kc > 0);
+                    else wg_mma_rs<KV>(acc[mb], af[kc][mb], db, 1);
+                }
             }
             wg_commit();
-            wg_wait<MB>(acc);
+            if constexpr (PROMOTE > 0) {
+                wg_wait<NP>(part);
+#pragma unroll
+                for (int mb = 0; mb < MB; mb++)
+                    acc[mb][0] += part[mb][0], acc[mb][1] += part[mb][1], acc[mb][2] += part[mb][2],
+                        acc[mb][3] += part[mb][3];
+            } else {
+                wg_wait<MB>(acc);
+            }
             mbar_arrive(&empty[wg * S + st]);
         }
 
@@ -1007,9 +1034,9 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
 {
     return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value>>(a);
 }
-template <int D, dl_dtype KV> static int launch_wgmma(const dl_gpu_args *a)
+template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
 {
-    return launch_planned<wgmma_decode_kernel<D, KV>, wg_shape<D>>(a);
+    return launch_planned<wgmma_decode_kernel<D, KV, PROMOTE>, wg_shape<D>>(a);
 }
 
 /* The shape of the instantiation for (D, kv element size), at run time. */
@@ -1133,10 +1160,10 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
 }
 
 /* The wgmma kernel's shape with its occupancy (its registers bind, not only shared memory). */
-template <int D, dl_dtype KV> static int wgmma_shape(shape_rt *sh)
+template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
 {
     using SH = wg_shape<D>;
-    constexpr auto kern = wgmma_decode_kernel<D, KV>;
+    constexpr auto kern = wgmma_decode_kernel<D, KV, PROMOTE>;
     DL_TRY(dl_smem_limit<kern>(SH::SMEM));
     *sh = shape_rt_of<SH>();
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
@@ -1144,12 +1171,15 @@ template <int D, dl_dtype KV> static int wgmma_shape(shape_rt *sh)
     return 0;
 }
 
+/* fp8-none-wgmma and fp8acc-none-wgmma share the shape; the plan takes the lower occupancy. */
 extern "C" int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    shape_rt sh;
+    shape_rt sh, sh2;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, wgmma plan", [&](auto s) {
-        return wgmma_shape<decltype(s)::D, decltype(s)::KV>(&sh);
+        DL_TRY((wgmma_shape<decltype(s)::D, decltype(s)::KV, 0>(&sh)));
+        return wgmma_shape<decltype(s)::D, decltype(s)::KV, 2>(&sh2);
     }));
+    if (sh2.occ < sh.occ) sh.occ = sh2.occ;
     return make_plan(a, h_seq_len, sh, out);
 }
 
@@ -1166,9 +1196,10 @@ extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
 extern "C" int dl_launch_bf16_cast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_CAST>(a); }
 extern "C" int dl_launch_bf16_fast_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_FAST>(a); }
 extern "C" int dl_launch_bf16_hw_stream(const dl_gpu_args *a) { return dispatch_stream<DL_DQ_HW>(a); }
-extern "C" int dl_launch_fp8_none_wgmma(const dl_gpu_args *a)
+template <int PROMOTE> static int dispatch_wgmma(const dl_gpu_args *a)
 {
-    return dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, wgmma", [&](auto s) {
-        return launch_wgmma<decltype(s)::D, decltype(s)::KV>(a);
-    });
+    return dl_dispatch<DL_KV_FP8>(a, false, PROMOTE ? "decode_stream.cu, wgmma fp8acc" : "decode_stream.cu, wgmma",
+                                  [&](auto s) { return launch_wgmma<decltype(s)::D, decltype(s)::KV, PROMOTE>(a); });
 }
+extern "C" int dl_launch_fp8_none_wgmma(const dl_gpu_args *a) { return dispatch_wgmma<0>(a); }
+extern "C" int dl_launch_fp8acc_none_wgmma(const dl_gpu_args *a) { return dispatch_wgmma<2>(a); }

@@ -9,7 +9,7 @@
 # Cases: normal, outlier, channel-outlier (llama3-8B heads, e4m3, L 1024) and a
 # length-1 batch (lse = the score itself: the QK chain alone).
 # Usage (device): OUT=dir DECODELAB=build-static/decodelab tests/gpu/fp8_accumulator.sh
-# VARIANTS (default fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma: the native wgmma path is the one
+# VARIANTS (default fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma,fp8acc-none-wgmma: the native wgmma path is the one
 # whose accumulator issue 12 asks about).
 # Writes $OUT/fp8acc_table.txt (case block bits variant o_rel lse_abs) and the logs.
 set -u
@@ -19,7 +19,7 @@ OUT=${OUT:-/tmp/fp8acc_out}
 W=${DL_WORKDIR:-/tmp/fp8acc_golden}
 BITS=${DL_BITS:-"23 22 21 20 19 18 17 16 15 14 13 12 11 10"}
 BLOCKS=${DL_BLOCKS:-"32 16"}
-VARIANTS=${VARIANTS:-fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma}
+VARIANTS=${VARIANTS:-fp8-none-mma,fp8acc-none-mma,fp8-none-wgmma,fp8acc-none-wgmma}
 mkdir -p "$OUT" "$W"
 ONES=$(printf '1,%.0s' $(seq 1 64)); ONES=${ONES%,}
 declare -A CASE
