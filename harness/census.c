@@ -632,20 +632,10 @@ int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n)
 
 int dl_census_append(const char *csv_path, const dl_census_row *rows, int64_t n)
 {
-    char dir[4096], tmp[4200];
-    snprintf(dir, sizeof dir, "%s", csv_path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", csv_path, (long)getpid());
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd < 0) return dl_fail("census: cannot open directory %s of %s: %s", dir, csv_path, strerror(errno));
-    if (flock(dfd, LOCK_EX) != 0) {
-        int e = errno;
-        close(dfd);
-        return dl_fail("census: cannot lock directory %s: %s", dir, strerror(e));
-    }
+    const int dfd = dl_lock_dir_of("census", csv_path);
+    if (dfd < 0) return -1;
     dl_census_row *old = NULL;
     int64_t nold = 0;
     int rc = 0;

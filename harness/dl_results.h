@@ -136,6 +136,10 @@ void dl_result_row_stamp(dl_result_row *r);
 /* The current UTC time (ISO 8601, "...Z") into date_utc and this machine's host name ("unknown" if it
  * cannot be read) into hostname: the stamp of a results row and of a census row. */
 void dl_stamp_date_host(char *date_utc, size_t ndate, char *hostname, size_t nhost);
+/* Serialise the appenders of a table file: open the directory holding path and take an exclusive
+ * flock on it. Returns the descriptor (close it to unlock), or -1 with a dl_fail message naming
+ * who ("results", "census") and the directory. */
+int dl_lock_dir_of(const char *who, const char *path);
 
 /* Write one CSV field (RFC 4180 quoting when it holds a comma, quote, newline or edge space). */
 void dl_csv_put(FILE *f, const char *s);

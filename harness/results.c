@@ -395,24 +395,32 @@ static void dir_of(const char *path, char *buf, size_t n)
     else *slash = 0;
 }
 
+int dl_lock_dir_of(const char *who, const char *path)
+{
+    char dir[4100];
+    dir_of(path, dir, sizeof dir);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return dl_fail("%s: cannot open directory %s of %s: %s", who, dir, path, strerror(errno));
+    if (flock(dfd, LOCK_EX) != 0) {
+        int e = errno;
+        close(dfd);
+        return dl_fail("%s: cannot lock directory %s: %s", who, dir, strerror(e));
+    }
+    return dfd;
+}
+
 int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n)
 {
     if (n < 0) return dl_fail("results: negative row count %lld", (long long)n);
-    char csv[4100], tmp_h5[4200], tmp_csv[4200], dir[4100];
+    char csv[4100], tmp_h5[4200], tmp_csv[4200];
     if (strlen(h5_path) > 4000) return dl_fail("results: path too long: %.80s...", h5_path);
     dl_results_csv_path(h5_path, csv, sizeof csv);
     snprintf(tmp_h5, sizeof tmp_h5, "%s.tmp.%ld", h5_path, (long)getpid());
     snprintf(tmp_csv, sizeof tmp_csv, "%s.tmp.%ld", csv, (long)getpid());
-    dir_of(h5_path, dir, sizeof dir);
 
     /* Serialise concurrent appenders on the directory. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd < 0) return dl_fail("results: cannot open directory %s of %s: %s", dir, h5_path, strerror(errno));
-    if (flock(dfd, LOCK_EX) != 0) {
-        int e = errno;
-        close(dfd);
-        return dl_fail("results: cannot lock directory %s: %s", dir, strerror(e));
-    }
+    const int dfd = dl_lock_dir_of("results", h5_path);
+    if (dfd < 0) return -1;
 
     dl_result_row *old = NULL, *all = NULL;
     int64_t nold = 0;
