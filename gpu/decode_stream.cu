@@ -724,7 +724,6 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 {
     using SH = wg_shape<D>;
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS, MB = D / 64;
-    constexpr float kPScale = 448.0f;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
     uint8_t *extra = smem + W * S * SH::STAGE;
@@ -854,7 +853,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                 const int tok = 16 * wq + g + 8 * (i >> 1), n = 2 * c + (i & 1);
                 const float p = expf(s[0][i] - m[i & 1]);
                 dsum[i & 1] += p;
-                sP[(tok / 16) * 128 + n * 16 + tok % 16] = (uint8_t)dl_e4m3_sat(p * kPScale);
+                sP[(tok / 16) * 128 + n * 16 + tok % 16] = (uint8_t)dl_e4m3_sat(p * a.p_scale);
             }
             fence_async_smem();
             wg_sync(wg);
@@ -924,7 +923,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
         wg_sync(wg);
         const int part = seg_out[k];
         float *ws = (float *)a.workspace;
-        const float out_scale = a.v_scale[kvh] / kPScale;
+        const float out_scale = a.v_scale[kvh] / a.p_scale;
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             const int head = 2 * c + e;

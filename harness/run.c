@@ -138,6 +138,7 @@ static void case_args(dl_gpu_args *a, const dl_case *c, const dev_bufs *d, dl_be
     a->q_dtype = cfg->q_dtype;
     a->kv_dtype = cfg->kv_dtype;
     a->sm_scale = (float)dl_sm_scale(cfg);
+    a->p_scale = 448.0f; /* the fp8 models' default; run_variant sets the golden file's */
     a->num_pages = c->num_pages;
     a->q = d->q;
     a->k_cache = d->k;
@@ -244,6 +245,7 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
     const dl_config *cfg = &c->cfg;
     dl_gpu_args a;
     case_args(&a, c, d, bench, r->max_seq_len);
+    a.p_scale = g->params.p_scale;
     a.num_splits = dl_variant_splits(v, o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a, info->sm_count));
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);
