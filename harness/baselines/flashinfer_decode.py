@@ -12,6 +12,11 @@ What it does (see harness/baselines/README.md and data/SCHEMA.md):
        tc-fa2     use_tensor_cores=True, backend="fa2" (the prefill kernel, one query row per request)
        tc-fa3     use_tensor_cores=True, backend="fa3" (Hopper; FlashInfer allows it only when Q and KV have
                   the same dtype, so it is skipped with a reason for an FP8 cache with a 16-bit Q)
+       xqa        flashinfer.decode.xqa_batch_decode_with_kv_cache: FlashInfer's port of TensorRT-LLM's
+                  XQA decode (Hopper, QGMMA: it computes in FP8 on an FP8 cache); a dense block table
+                  [B, max pages] built from the CSR one, bmm1_scale = sm_scale * k_scale, bmm2_scale =
+                  v_scale. It returns no lse: its candidate holds o alone, claims no model and is judged
+                  by the precision band of its compute (fp8 on an FP8 cache, bf16 otherwise) against exact
      FP8 caches: FlashInfer takes one k_scale and one v_scale float per call, so the
      golden file must have one scale for all heads (decodelab golden --kv-scale
      absmax-tensor, or a given scale); per-head scales are refused;
@@ -56,7 +61,7 @@ import time
 
 import numpy as np
 
-BACKENDS = ("cuda-core", "tc-fa2", "tc-fa3")
+BACKENDS = ("cuda-core", "tc-fa2", "tc-fa3", "xqa")
 FP8 = ("e4m3", "e5m2")
 
 
@@ -278,6 +283,14 @@ def backend_supported(backend, cfg):
     """None when the backend can run this case here, else the reason."""
     import torch
 
+    if backend == "xqa":
+        import flashinfer.decode as fd
+
+        major, minor = torch.cuda.get_device_capability()
+        if major < 9:
+            return f"xqa needs sm_90 or newer, this GPU is sm_{major}{minor}"
+        if not hasattr(fd, "xqa_batch_decode_with_kv_cache"):
+            return "this FlashInfer has no flashinfer.decode.xqa_batch_decode_with_kv_cache"
     if backend == "tc-fa3":
         major, minor = torch.cuda.get_device_capability()
         if major != 9:
@@ -360,6 +373,9 @@ def run_backends(args, g, ghash):
         if why:
             print(f"SKIP {backend}: {why}", flush=True)
             continue
+        if backend == "xqa":
+            rc |= run_xqa(args, g, ghash, t, dt, ks, vs, sm_scale, flush, producer, drv)
+            continue
         t0 = time.perf_counter()
         try:
             w = make_wrapper(backend, layout, ws)
@@ -429,6 +445,76 @@ def run_backends(args, g, ghash):
         msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples, stdrel {100 * tm['stdrel']:.2f}%)" if tm else "not timed"
         print(f"wrote {path}: {backend} {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
     return rc
+
+
+def run_xqa(args, g, ghash, t, dt, ks, vs, sm_scale, flush, producer, drv):
+    """The xqa backend (see the module comment): check twice, time, write an o-only candidate. 0 ok, 1 failed."""
+    import torch
+    import flashinfer.decode as fd
+
+    cfg = g["cfg"]
+    B, Hq, D, ps = (int(cfg[k]) for k in ("batch_size", "num_qo_heads", "head_dim", "page_size"))
+    layout, qd, kvd = cfg["kv_layout"], cfg["q_dtype"], cfg["kv_dtype"]
+    t0 = time.perf_counter()
+    try:
+        indptr = g["kv_indptr"].astype(np.int64)
+        npages = indptr[1:] - indptr[:-1]
+        table = np.zeros((B, max(1, int(npages.max()))), dtype=np.int32)
+        for b in range(B):
+            table[b, : npages[b]] = g["kv_indices"][indptr[b]: indptr[b + 1]]
+        lens = (npages - 1) * ps + g["kv_last_page_len"].astype(np.int64)
+        bt = torch.from_numpy(table).cuda()
+        sl = torch.from_numpy(lens.astype(np.uint32)).cuda()
+        xws = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")  # zero before first use (its semaphores)
+        out = torch.full((B, Hq, D), float("nan"), dtype=dt[qd], device="cuda")
+
+        def run_once():
+            return fd.xqa_batch_decode_with_kv_cache(t["q"], (t["k"], t["v"]), xws, bt, sl, int(lens.max()),
+                                                     bmm1_scale=sm_scale * ks, bmm2_scale=vs, out=out,
+                                                     kv_layout=layout)
+
+        o1 = run_once()
+        torch.cuda.synchronize()
+        o1 = o1.clone()
+        out.fill_(float("nan"))
+        o2 = run_once()
+        torch.cuda.synchronize()
+        det = bool(torch.equal(o1.view(torch.int16), o2.view(torch.int16)))
+        setup_s = time.perf_counter() - t0
+        tm = None if args.no_time else timing(run_once, flush, args.max_time_s, args.min_samples, args.max_stdrel)
+    except Exception as e:  # noqa: BLE001 - report, go on with the other backends
+        print(f"FAIL xqa: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+        return 1
+    o_bits = o1.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+    o_dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[o1.dtype]
+    attrs = {
+        "producer": producer,
+        "backend": "xqa",
+        "settings": (f"flashinfer.decode.xqa_batch_decode_with_kv_cache(kv_layout={layout}, bmm1_scale="
+                     f"{sm_scale * ks:.9g}, bmm2_scale={vs:.9g}, dense block table [{B}, {table.shape[1]}]); "
+                     f"q {qd}, kv {kvd}; o dtype {o_dtype}; no lse; torch {torch.__version__}; "
+                     f"setup+JIT {setup_s:.1f} s"),
+        # FP8 arithmetic (Q and P in e4m3) on an FP8 cache: no model of ours computes exactly that; judged
+        # by the fp8 model's band against exact (compute fp8), or bf16's on a 16-bit cache
+        "model": None,  # no model attribute (write_candidate skips None)
+        "compute": "fp8" if kvd in FP8 else "bf16",
+        "dequant": "none",
+        "unit": "wgmma",
+        "deterministic": int(det),
+        "device_name": torch.cuda.get_device_name(0),
+        "runtime_version": torch.version.cuda,
+        "driver_version": drv,
+    }
+    if tm:
+        attrs.update(tm)
+        attrs["timing_mode"] = "cold-l2"
+        if args.peak_read_gbps:
+            attrs["peak_read_gbps"] = args.peak_read_gbps
+    path = os.path.join(args.out_dir, f"{stem(g['path'])}.xqa.cand.h5")
+    write_candidate(path, g, ghash, o_bits, o_dtype, None, "e", attrs)
+    msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples)" if tm else "not timed"
+    print(f"wrote {path}: xqa {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
+    return 0
 
 
 # ---------------------------------------------------------------- prebuild (no GPU)
