@@ -114,7 +114,7 @@ LIB := $(BUILD)/libdecodelab.a
 BIN := $(BUILD)/decodelab
 
 .PHONY: all help test test-unit test-nv demo sass ptx clean test-gpu static fuzz fuzz-smoke test-valgrind \
-        test-gpu-sanitize test-slurm test-local-sweep
+        test-gpu-sanitize test-slurm test-local-sweep test-docs
 all: $(BIN)
 
 help:
@@ -124,6 +124,7 @@ help:
 	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
 	@echo "make test-slurm experiments/slurm_sweep.sh on a one-node Slurm it starts (SKIP without slurm-wlm/munge/root)"
 	@echo "make test-local-sweep  experiments/local_sweep.sh (a sweep's shards as processes of this host), CPU only"
+	@echo "make test-docs  the README's verdict tables match the committed verdicts.csv (experiments/verdict_table.py)"
 	@echo "make test SAN=asan,ubsan  the Check suites under ASan+UBSan (objects in build-asan-ubsan)"
 	@echo "make fuzz-smoke the libFuzzer targets (tests/fuzz) for FUZZ_SECONDS each (default 60), regressions first"
 	@echo "make test-valgrind  the HDF5 paths (test_golden, golden+check round trip) under valgrind memcheck"
@@ -177,7 +178,11 @@ $(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl
 	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
 	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
-test: test-unit test-nv test-notebooks test-slurm test-local-sweep
+test: test-unit test-nv test-notebooks test-slurm test-local-sweep test-docs
+
+# The README's generated verdict tables are those of the committed runs (experiments/verdict_table.py).
+test-docs:
+	python3 experiments/verdict_table.py --readme README.md --check
 
 test-unit: $(BIN) $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
