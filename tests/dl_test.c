@@ -166,3 +166,13 @@ void dl_test_census_parse(const char *listing, dl_census *c)
     ck_assert_int_eq(dl_census_parse(f, c), 0);
     fclose(f);
 }
+
+int dl_test_have_cuobjdump(const char *suite, const char *test)
+{
+    char tool[1024];
+    if (dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool) == 0) return 1;
+    printf("SKIP %s %s: %s (optional: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)\n", suite, test,
+           dl_last_error());
+    fflush(stdout);
+    return 0;
+}

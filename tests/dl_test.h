@@ -102,5 +102,7 @@ void dl_test_lens(dl_config *c, const int64_t *lens);
 void dl_test_build(const dl_config *cfg, dl_case *c);
 /* Parse a cuobjdump -sass listing held in a string into *c (asserts it parses). */
 void dl_test_census_parse(const char *listing, dl_census *c);
+/* 1 when cuobjdump is found; else prints "SKIP <suite> <test>: <why>" and returns 0. */
+int dl_test_have_cuobjdump(const char *suite, const char *test);
 
 #endif

@@ -176,16 +176,6 @@ END_TEST
 static dl_census real;
 static int real_loaded = 0;
 
-/* 1 when cuobjdump is found; else prints the SKIP line with the reason and returns 0. */
-static int have_cuobjdump(const char *test)
-{
-    char tool[1024];
-    if (dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool) == 0) return 1;
-    printf("SKIP test_census %s: %s (optional: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)\n", test,
-           dl_last_error());
-    fflush(stdout);
-    return 0;
-}
 
 static void load_real(void)
 {
@@ -254,7 +244,7 @@ START_TEST(test_design_in_the_disassembly)
         printf("test_census: this build has no CUDA kernels (CUDA=0): design assertions not applicable\n");
         return;
     }
-    if (!have_cuobjdump("design_in_the_disassembly")) return;
+    if (!dl_test_have_cuobjdump("test_census", "design_in_the_disassembly")) return;
     load_real();
     int checked_fast = 0, checked_16bit = 0;
     for (int i = 0; i < dl_num_variants; i++) {
@@ -345,7 +335,7 @@ END_TEST
 START_TEST(test_rows_cover_every_kernel)
 {
     if (!DL_HAVE_CUDA) return;
-    if (!have_cuobjdump("rows_cover_every_kernel")) return;
+    if (!dl_test_have_cuobjdump("test_census", "rows_cover_every_kernel")) return;
     load_real();
     dl_census_row *rows = NULL;
     int64_t n = 0;

@@ -146,15 +146,6 @@ END_TEST
 
 /* ---------------------------------------------------------------- the real object */
 
-static int have_cuobjdump(const char *test)
-{
-    char tool[1024];
-    if (dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool) == 0) return 1;
-    printf("SKIP test_probes %s: %s (optional: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)\n", test,
-           dl_last_error());
-    fflush(stdout);
-    return 0;
-}
 
 /* build/gpu/e2_probes.o beside the binary under test (DL_BIN = <build>/decodelab) */
 static void object_path(char *p, size_t n)
@@ -170,7 +161,7 @@ START_TEST(test_forms_in_the_object)
         printf("test_probes: this build has no CUDA kernels (CUDA=0): the probe object is not built\n");
         return;
     }
-    if (!have_cuobjdump("forms_in_the_object")) return;
+    if (!dl_test_have_cuobjdump("test_probes", "forms_in_the_object")) return;
     char obj[1100];
     object_path(obj, sizeof obj);
     dl_census c;
@@ -220,7 +211,7 @@ END_TEST
 START_TEST(test_sass_forms_cli)
 {
     if (!DL_HAVE_CUDA) return;
-    if (!have_cuobjdump("sass_forms_cli")) return;
+    if (!dl_test_have_cuobjdump("test_probes", "sass_forms_cli")) return;
     char dir[] = "/tmp/dl_test_probes_sass.XXXXXX", csv[256], o[300], e[300];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(csv, sizeof csv, "%s/census.csv", dir);

@@ -414,7 +414,6 @@ def run_backends(args, g, ghash):
             print(f"FAIL {backend}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
             rc = 1
             continue
-        o_bits = o1.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
         o_dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[o1.dtype]
         tc = backend != "cuda-core"
         attrs = {
@@ -430,21 +429,29 @@ def run_backends(args, g, ghash):
             "compute": "bf16" if tc else "fp32",
             "dequant": ("fast" if tc else "cast") if kvd in FP8 else "none",
             "unit": {"cuda-core": "simt", "tc-fa2": "mma", "tc-fa3": "wgmma"}[backend],
-            "deterministic": int(det),
-            "device_name": torch.cuda.get_device_name(0),
-            "runtime_version": torch.version.cuda,
-            "driver_version": drv,
         }
-        if tm:
-            attrs.update(tm)
-            attrs["timing_mode"] = "cold-l2"
-            if args.peak_read_gbps:
-                attrs["peak_read_gbps"] = args.peak_read_gbps
-        path = os.path.join(args.out_dir, f"{stem(g['path'])}.{backend}.cand.h5")
-        write_candidate(path, g, ghash, o_bits, o_dtype, l1.float().cpu().numpy(), "2", attrs)
-        msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples, stdrel {100 * tm['stdrel']:.2f}%)" if tm else "not timed"
-        print(f"wrote {path}: {backend} {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
+        save_candidate(args, g, ghash, backend, o1, l1.float().cpu().numpy(), "2", attrs, tm, det, drv, setup_s)
     return rc
+
+
+def save_candidate(args, g, ghash, backend, o, lse, lse_base, attrs, tm, det, drv, setup_s):
+    """The part every backend shares: the device and timing attributes, the candidate file
+    (o as its 16-bit codes), one line saying what was written."""
+    import torch
+
+    attrs.update({"deterministic": int(det), "device_name": torch.cuda.get_device_name(0),
+                  "runtime_version": torch.version.cuda, "driver_version": drv})
+    if tm:
+        attrs.update(tm)
+        attrs["timing_mode"] = "cold-l2"
+        if args.peak_read_gbps:
+            attrs["peak_read_gbps"] = args.peak_read_gbps
+    o_bits = o.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
+    o_dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[o.dtype]
+    path = os.path.join(args.out_dir, f"{stem(g['path'])}.{backend}.cand.h5")
+    write_candidate(path, g, ghash, o_bits, o_dtype, lse, lse_base, attrs)
+    msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples, stdrel {100 * tm['stdrel']:.2f}%)" if tm else "not timed"
+    print(f"wrote {path}: {backend} {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
 
 
 def run_xqa(args, g, ghash, t, dt, ks, vs, sm_scale, flush, producer, drv):
@@ -485,7 +492,6 @@ def run_xqa(args, g, ghash, t, dt, ks, vs, sm_scale, flush, producer, drv):
     except Exception as e:  # noqa: BLE001 - report, go on with the other backends
         print(f"FAIL xqa: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
         return 1
-    o_bits = o1.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
     o_dtype = {torch.bfloat16: "bf16", torch.float16: "f16"}[o1.dtype]
     attrs = {
         "producer": producer,
@@ -500,20 +506,8 @@ def run_xqa(args, g, ghash, t, dt, ks, vs, sm_scale, flush, producer, drv):
         "compute": "fp8" if kvd in FP8 else "bf16",
         "dequant": "none",
         "unit": "wgmma",
-        "deterministic": int(det),
-        "device_name": torch.cuda.get_device_name(0),
-        "runtime_version": torch.version.cuda,
-        "driver_version": drv,
     }
-    if tm:
-        attrs.update(tm)
-        attrs["timing_mode"] = "cold-l2"
-        if args.peak_read_gbps:
-            attrs["peak_read_gbps"] = args.peak_read_gbps
-    path = os.path.join(args.out_dir, f"{stem(g['path'])}.xqa.cand.h5")
-    write_candidate(path, g, ghash, o_bits, o_dtype, None, "e", attrs)
-    msg = f"median {tm['median_us']:.2f} us ({tm['samples']} samples)" if tm else "not timed"
-    print(f"wrote {path}: xqa {msg}, setup {setup_s:.1f} s, deterministic {det}", flush=True)
+    save_candidate(args, g, ghash, "xqa", o1, None, "e", attrs, tm, det, drv, setup_s)
     return 0
 
 
