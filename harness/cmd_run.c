@@ -38,7 +38,8 @@ static void run_help(FILE *f)
 {
     fprintf(f,
             "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--flush write|read] [--hot-l2]\n"
-            "                     [--graph] [--out RESULTS.h5] [--max-time-s S] [--min-samples N] [--splits N|auto]\n\n"
+            "                     [--time-failed] [--graph] [--out RESULTS.h5] [--max-time-s S]\n"
+            "                     [--min-samples N] [--splits N|auto]\n\n"
             "Checks every selected GPU variant on the golden file: the outputs are poisoned (NaN) before\n"
             "each launch, every element must be written; o and lse are scored against the variant's own\n"
             "golden model for the schedule the kernel ran (implementation limits, global and per (request, head)):\n"
@@ -53,6 +54,8 @@ static void run_help(FILE *f)
             "                          way (columns ref_read_pages_s: in page-table order; ref_read_contig_s: the\n"
             "                          same byte count contiguously; ref_read_s: the faster of the two medians)\n"
             "                          and frac_ref = ref_read_s / time_median_s (1 = as fast as a plain read)\n"
+            "  --time-failed           also time a variant whose check FAILed (implies --time; for diagnosis: the\n"
+            "                          row stays FAIL, its reason says it was timed anyway)\n"
             "  --flush write|read      how a cold sample flushes L2 (implies --time; column flush): write (default)\n"
             "                          = a memset of 2x L2, leaving dirty lines the timed kernel may write back;\n"
             "                          read = a streaming read of 4x L2 (discarded), leaving only clean lines.\n"
@@ -89,6 +92,8 @@ static int parse_run(int argc, char **argv, run_opts *o)
             return 1;
         } else if (!strcmp(a, "--time")) {
             o->x.time = 1;
+        } else if (!strcmp(a, "--time-failed")) {
+            o->x.time_failed = 1;
         } else if (!strcmp(a, "--hot-l2")) {
             o->x.hot_l2 = 1;
         } else if (!strcmp(a, "--graph")) {
@@ -137,7 +142,7 @@ static int parse_run(int argc, char **argv, run_opts *o)
     if (o->flush_given && o->x.hot_l2)
         return dl_fail("--flush: '%s' cannot be combined with --hot-l2 (no flush between samples)",
                        o->x.flush == DL_FLUSH_READ ? "read" : "write");
-    if ((o->x.hot_l2 || o->x.graph || o->flush_given) && !o->x.time) o->x.time = 1;
+    if ((o->x.hot_l2 || o->x.graph || o->flush_given || o->x.time_failed) && !o->x.time) o->x.time = 1;
     return 0;
 }
 

@@ -65,6 +65,7 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
 /* How `run` checks and times (harness/run.c); the CLI fills it from its flags. */
 typedef struct {
     int time;            /* time the variants that passed (and the read reference) */
+    int time_failed;     /* also time a variant whose check FAILed (the row stays FAIL) */
     int hot_l2, graph, graph_launches, peak_runs;
     int flush;           /* dl_flush_mode (gpu/dl_bench.h) of a cold sample */
     int splits;          /* split-KV chunks per sequence; 0 = dl_gpu_choose_splits */

@@ -315,9 +315,13 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
     if (!r->deterministic) snprintf(r->reason, sizeof r->reason, "two launches on the same inputs differ bitwise");
 
     if (!o->time) return 0;
-    if (worst == DL_FAIL) {
+    if (worst == DL_FAIL && !o->time_failed) {
         snprintf(r->reason, sizeof r->reason, "not timed: the check failed");
         return 0;
+    }
+    if (worst == DL_FAIL) {
+        size_t n = strlen(r->reason);
+        snprintf(r->reason + n, sizeof r->reason - n, "%stimed anyway (--time-failed)", n ? "; " : "");
     }
     /* time */
     sampler s = {bench, v->launch, &a, !o->hot_l2, o->graph};
