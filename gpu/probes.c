@@ -2,6 +2,8 @@
  * Plain C so that a build without CUDA can list them. */
 #include "dl_probes.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../ref/dl_common.h"
@@ -24,11 +26,102 @@ int dl_probe_find(const char *name)
     return -1;
 }
 
+/* ---- the wgmma accumulator probe's cases (dl_probes.h) */
+
+/* a * b = 2^e with both factors powers of two that e4m3 holds (2^-9 .. 2^8), a the larger:
+ * e in -18..16; a is normal (so a * 1.75 is an e4m3 value too) for e >= -15 */
+static void pow2_pair(int e, float *a, float *b)
+{
+    const int ea = e + 9 < 8 ? e + 9 : 8;
+    *a = ldexpf(1.0f, ea);
+    *b = ldexpf(1.0f, e - ea);
+}
+
+int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
+{
+    int n = 0;
+#define NEW(...)                                                                                         \
+    do {                                                                                                 \
+        if (n == cap) return n;                                                                          \
+        memset(&v[n], 0, sizeof v[n]);                                                                   \
+        snprintf(v[n].name, sizeof v[n].name, __VA_ARGS__);                                              \
+    } while (0)
+    for (int j = 0; j < 32; j++) { /* pairing: D = b[j] exactly if a[k] meets b[k] */
+        NEW("pair k=%d", j);
+        v[n].a[j] = 1.0f;
+        for (int k = 0; k < 32; k++) v[n].b[k] = ldexpf(1.0f + 0.5f * (k / 16), k % 16 - 8);
+        n++;
+    }
+    for (int g = 1; g <= 30; g++) { /* a product 2^-g times the largest: kept, truncated, lost? */
+        for (int form = 0; form < 3; form++) {
+            NEW(form == 0 ? "gap %d" : form == 1 ? "gap %d x1.75" : "gap %d x-1.75", g);
+            v[n].a[0] = 256.0f, v[n].b[0] = 256.0f; /* 2^16 */
+            pow2_pair(16 - g, &v[n].a[5], &v[n].b[5]);
+            if (form) v[n].a[5] *= form == 1 ? 1.75f : -1.75f;
+            n++;
+        }
+    }
+    for (int g = 1; g <= 30; g++) { /* C = 2^16 and one product 2^(16-g): does C set the alignment? */
+        NEW("C gap %d", g);
+        v[n].c = 65536.0f;
+        pow2_pair(16 - g, &v[n].a[3], &v[n].b[3]);
+        n++;
+        NEW("C gap %d x1.75", g);
+        v[n].c = 65536.0f;
+        pow2_pair(16 - g, &v[n].a[3], &v[n].b[3]);
+        v[n].a[3] *= 1.75f;
+        n++;
+    }
+    for (int g = 1; g <= 30; g++) { /* C = 1.75 * 2^(16-g) small, one product 2^16 */
+        NEW("small C %d x1.75", g);
+        v[n].c = ldexpf(1.75f, 16 - g);
+        v[n].a[9] = 256.0f, v[n].b[9] = 256.0f;
+        n++;
+    }
+    for (int k = 4; k <= 23; k++) { /* C's own low bits: kept with no product, with a product of 1? */
+        NEW("C tail %d, no product", k);
+        v[n].c = 1.0f + ldexpf(1.0f, -k);
+        n++;
+        NEW("C tail %d, + 1", k);
+        v[n].c = 1.0f + ldexpf(1.0f, -k);
+        v[n].a[7] = 1.0f, v[n].b[7] = 1.0f;
+        n++;
+    }
+    for (int sgn = 1; sgn >= -1; sgn -= 2) { /* a sum that carries 2 bits past the largest term: */
+        NEW("carry %s", sgn > 0 ? "+" : "-"); /* is the result cut to 14 bits, truncated or rounded? */
+        v[n].c = sgn * (1.875f + 3 * ldexpf(1.0f, -13));
+        v[n].a[1] = v[n].a[2] = sgn * 1.875f, v[n].b[1] = v[n].b[2] = 1.0f;
+        n++;
+    }
+    for (int late = 0; late < 2; late++) { /* one alignment over all 32 k, or one per 16-k half? */
+        NEW("halves %s", late ? "big k=20" : "big k=5");
+        for (int k = 0; k < 16; k++) {
+            const int kk = late ? k : 16 + k;
+            v[n].a[kk] = ldexpf(1.875f, -5), v[n].b[kk] = ldexpf(1.0f, -5);
+        }
+        v[n].a[late ? 20 : 5] = 4.0f, v[n].b[late ? 20 : 5] = 1.0f;
+        n++;
+    }
+    for (int g = 1; g <= 26; g++) { /* 2^16 and 31 products 2^(16-g) */
+        NEW("many %d", g);
+        v[n].a[0] = 256.0f, v[n].b[0] = 256.0f;
+        for (int k = 1; k < 32; k++) pow2_pair(16 - g, &v[n].a[k], &v[n].b[k]);
+        n++;
+    }
+#undef NEW
+    return n;
+}
+
 #if !DL_HAVE_CUDA
 int dl_probe_launch(int i, uint32_t *checksum)
 {
     (void)i;
     (void)checksum;
     return dl_fail("built without CUDA (make CUDA=0 or nvcc not found): the probe kernels are not in this binary");
+}
+int dl_wgmma_acc_probe(int n, int chain, const float *c, const uint8_t *a, const uint8_t *b, float *d, int *uniform)
+{
+    (void)n, (void)chain, (void)c, (void)a, (void)b, (void)d, (void)uniform;
+    return dl_fail("built without CUDA (make CUDA=0 or nvcc not found): the wgmma probe is not in this binary");
 }
 #endif

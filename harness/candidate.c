@@ -176,10 +176,10 @@ out:
     return d;
 }
 
-static int model_name_ok(const char *s)
+int dl_candidate_model_ok(const char *s)
 {
-    return !strcmp(s, "exact") || !strcmp(s, "fp32") || !strcmp(s, "bf16") || !strcmp(s, "fp8") ||
-           !strcmp(s, "fp8acc") || !strcmp(s, "bf16simt");
+    const int m = dl_model_find(s);
+    return m >= 0 && m != DL_MODEL_ORIG;
 }
 
 static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
@@ -224,8 +224,9 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
     /* optional strings */
     int rc;
     if ((rc = get_str(r, "model", c->model, sizeof c->model, 0)) < 0) return -1;
-    if (rc == 0 && !model_name_ok(c->model))
-        return dl_fail("%s: model is '%s', expected exact, fp32, bf16, fp8, fp8acc or bf16simt (or no model attribute)", p, c->model);
+    if (rc == 0 && !dl_candidate_model_ok(c->model))
+        return dl_fail("%s: model is '%s', expected a golden model other than orig (decodelab golden --help lists "
+                       "them), or no model attribute", p, c->model);
     if (get_str(r, "compute", c->compute, sizeof c->compute, 0) < 0) return -1;
     if (get_str(r, "dequant", c->dequant, sizeof c->dequant, 0) < 0) return -1;
     if (get_str(r, "unit", c->unit, sizeof c->unit, 0) < 0) return -1;
@@ -454,8 +455,8 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
     const char *mname = model_override ? model_override : c->model;
     int have_model = mname && mname[0] && strcmp(mname, "none") != 0;
     dl_model m = DL_MODEL_EXACT;
-    if (have_model && (!model_name_ok(mname) || dl_model_parse(mname, &m)))
-        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8, fp8acc, bf16simt or none", mname);
+    if (have_model && (!dl_candidate_model_ok(mname) || dl_model_parse(mname, &m)))
+        return dl_fail("--model: '%s' is not a golden model other than orig (decodelab golden --help) or none", mname);
 
     dl_run_fill_config(r, golden_path, cs);
     char vname[sizeof c->producer + sizeof c->backend + 8];
@@ -492,7 +493,7 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
             tm = m;
             add_reason(r, "the golden file has no /golden/%s: judged by the %s band against exact", mname,
                        mname);
-        } else if (model_name_ok(c->compute) && strcmp(c->compute, "exact")) {
+        } else if (dl_candidate_model_ok(c->compute) && strcmp(c->compute, "exact")) {
             dl_model_parse(c->compute, &tm);
         }
         if (!have_model)

@@ -31,8 +31,8 @@ static void compare_help(FILE *f)
             "A log2 LSE (lse_base \"2\", FlashInfer's) is converted to the natural log.\n"
             "The candidate must name the golden file's input hash (golden_hash): one made for another\n"
             "golden file is refused.\n\n"
-            "  --model M|none      override the candidate's claimed model (exact, fp32, bf16, fp8, fp8acc, bf16simt;\n"
-            "                      none = exact only)\n"
+            "  --model M|none      override the candidate's claimed model (exact, fp32, bf16, fp8, fp8acc, bf16simt,\n"
+            "                      fp8wg, fp8accwg; none = exact only)\n"
             "  --out RESULTS.h5    append one row per candidate (variant ext:<producer>:<backend>) to RESULTS.h5\n"
             "                      and its twin RESULTS.csv, atomically, in the results schema of decodelab run\n"
             "  --golden-hash       print the golden file's input hash (fnv1a64:...) and exit, for producers\n\n"
@@ -77,9 +77,8 @@ static int parse_compare(int argc, char **argv, cmp_opts *o)
         return 0;
     }
     if (!o->ncands) return dl_fail("missing CANDIDATE.h5 (see decodelab compare --help)");
-    if (o->model && strcmp(o->model, "none") && strcmp(o->model, "exact") && strcmp(o->model, "fp32") &&
-        strcmp(o->model, "bf16") && strcmp(o->model, "fp8") && strcmp(o->model, "fp8acc") && strcmp(o->model, "bf16simt"))
-        return dl_fail("--model: '%s' is not exact, fp32, bf16, fp8, fp8acc, bf16simt or none", o->model);
+    if (o->model && strcmp(o->model, "none") && !dl_candidate_model_ok(o->model))
+        return dl_fail("--model: '%s' is not a golden model other than orig (decodelab golden --help) or none", o->model);
     return 0;
 }
 

@@ -18,7 +18,7 @@ int dl_cmd_list(int argc, char **argv)
         dl_fail("unknown argument '%s' (see decodelab list --help)", argv[i]);
         return dl_cli_error("list");
     }
-    printf("%-18s %-7s %-7s %-6s %-6s %-22s %-19s %-19s %s\n", "variant", "compute", "dequant", "unit", "model",
+    printf("%-18s %-7s %-7s %-6s %-8s %-22s %-19s %-19s %s\n", "variant", "compute", "dequant", "unit", "model",
            "kernel file", "o relL2 limit/head", "lse abs limit", "summary");
     for (int i = 0; i < dl_num_variants; i++) {
         const dl_variant *v = &dl_variants[i];
@@ -28,7 +28,7 @@ int dl_cmd_list(int argc, char **argv)
             snprintf(thr_o, sizeof thr_o, "%.2g/%.2g", t->o_rel_l2, t->o_head_rel_l2);
             snprintf(thr_l, sizeof thr_l, "%.2g", t->lse_abs);
         }
-        printf("%-18s %-7s %-7s %-6s %-6s %-22s %-19s %-19s %s%s\n", v->name, dl_compute_name(v->compute),
+        printf("%-18s %-7s %-7s %-6s %-8s %-22s %-19s %-19s %s%s\n", v->name, dl_compute_name(v->compute),
                dl_dequant_name(v->dequant), dl_unit_name(v->unit), dl_model_name(v->model), v->file ? v->file : "-",
                thr_o, thr_l, v->summary ? v->summary : "", v->launch ? "" : " [not built]");
     }

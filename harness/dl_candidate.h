@@ -53,6 +53,9 @@ void dl_candidate_init(dl_candidate *c);
  * value, and returns nonzero (c is left freed). Caller frees with
  * dl_candidate_free. */
 int dl_candidate_read(const char *path, const dl_golden *g, dl_candidate *c);
+
+/* 1 if s names a golden model a candidate may claim (any but orig), else 0. */
+int dl_candidate_model_ok(const char *s);
 void dl_candidate_free(dl_candidate *c);
 
 /* Write c to path (refused if it exists unless force): the root attributes

@@ -22,6 +22,7 @@
 #include "dl_formats.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,15 +282,47 @@ static float quantize_e4m3(const float *x, int64_t n, float *out)
  * k-blocks and its value is added to a separate FP32 accumulator. */
 static float acc_trunc(float x, int bits) { return (bits <= 0 || bits >= 23) ? x : truncate_mantissa(x, bits); }
 
-/* q.k over D dims in k-blocks of p->acc_block dims, as described above. */
-static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_params *p, int64_t promote)
+float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n)
+{
+    int e, top = INT_MIN;
+    if (c != 0.0f && isfinite(c)) {
+        (void)frexpf(c, &e);
+        top = e;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double p = (double)x[i] * (double)y[i * ystride];
+        if (p != 0.0 && isfinite(p)) {
+            (void)frexp(p, &e);
+            if (e > top) top = e;
+        }
+    }
+    if (top == INT_MIN) return c; /* no nonzero term (or a non-finite one: left to float) */
+    /* frexp: |t| = m * 2^e with m in [0.5, 1), so the largest binary exponent is top - 1 */
+    const double ulp = ldexp(1.0, top - 1 - DL_QGMMA_FRAC_BITS);
+    double s = trunc((double)c / ulp) * ulp; /* exact: every term has at most 14 bits above ulp */
+    for (int64_t i = 0; i < n; i++) s += trunc((double)x[i] * (double)y[i * ystride] / ulp) * ulp;
+    return truncate_mantissa((float)s, DL_QGMMA_FRAC_BITS); /* s has <= 20 significant bits: exact in float */
+}
+
+/* One k-block of the chain: acc_trunc(part + the products) summed in binary32, or (qgmma) the
+ * Hopper wgmma rule above. */
+static float mma_block(float part, const float *q, const float *k, int64_t ks, int64_t n, const dl_model_params *p,
+                       int qgmma)
+{
+    if (qgmma) return dl_qgmma_add(part, q, k, ks, n);
+    for (int64_t i = 0; i < n; i++) part += q[i] * k[i * ks];
+    return acc_trunc(part, p->acc_mantissa_bits);
+}
+
+/* q.k over D dims in k-blocks of p->acc_block dims (qgmma: of 32), as described above. */
+static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_params *p, int64_t promote, int qgmma)
 {
     float main = 0.0f, part = 0.0f;
     int64_t nblk = 0;
-    for (int64_t d0 = 0; d0 < D; d0 += p->acc_block) {
-        const int64_t d1 = d0 + p->acc_block < D ? d0 + p->acc_block : D;
-        for (int64_t d = d0; d < d1; d++) part += q[d] * k[d];
-        part = acc_trunc(part, p->acc_mantissa_bits);
+    const int64_t kb = qgmma ? 32 : p->acc_block;
+    for (int64_t d0 = 0; d0 < D; d0 += kb) {
+        const int64_t d1 = d0 + kb < D ? d0 + kb : D;
+        part = mma_block(part, q + d0, k + d0, 1, d1 - d0, p, qgmma);
         if (promote > 0 && (++nblk % promote == 0 || d1 == D)) {
             main += part;
             part = 0.0f;
@@ -306,8 +339,11 @@ static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_p
  * is added to acc and restarts every promote k-blocks and at the kv_block end
  * (the kernel promotes before it rescales). part is scratch [D]. */
 static void online_softmax_mma(const float *s, const float *V, int64_t len, int64_t D, const dl_model_params *p,
-                               int64_t promote, float *acc, float *part, float *m_out, float *sum_out, pstat *st)
+                               int64_t promote, int qgmma, float *acc, float *part, float *m_out, float *sum_out,
+                               pstat *st)
 {
+    const int64_t kb = qgmma ? 32 : p->acc_block;
+    float prs[32]; /* qgmma: the block's P values */
     float m = -INFINITY, sum = 0.0f;
     float *chain = promote > 0 ? part : acc;
     float *acc2 = st ? st->acc2 : NULL, *part2 = st ? st->part2 : NULL; /* the shadow (unrounded P) */
@@ -327,8 +363,8 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
         if (acc2)
             for (int64_t d = 0; d < D; d++) acc2[d] *= f;
         int64_t nblk = 0;
-        for (int64_t k0 = j0; k0 < j1; k0 += p->acc_block) {
-            const int64_t k1 = k0 + p->acc_block < j1 ? k0 + p->acc_block : j1;
+        for (int64_t k0 = j0; k0 < j1; k0 += kb) {
+            const int64_t k1 = k0 + kb < j1 ? k0 + kb : j1;
             for (int64_t j = k0; j < k1; j++) {
                 float pj = expf(s[j] - m_new);
                 sum += pj;
@@ -343,15 +379,22 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
                         st->flip += fabs((double)alt - (double)pr) * sqrt(v2);
                     }
                 }
-                for (int64_t d = 0; d < D; d++) chain[d] += pr * v[d];
+                if (qgmma) prs[j - k0] = pr;
+                else
+                    for (int64_t d = 0; d < D; d++) chain[d] += pr * v[d];
                 if (acc2) {
                     const float ps = pj * p->p_scale;
                     for (int64_t d = 0; d < D; d++) chain2[d] += ps * v[d];
                 }
             }
-            for (int64_t d = 0; d < D; d++) chain[d] = acc_trunc(chain[d], p->acc_mantissa_bits);
+            if (qgmma)
+                for (int64_t d = 0; d < D; d++) chain[d] = dl_qgmma_add(chain[d], prs, V + k0 * D + d, D, k1 - k0);
+            else
+                for (int64_t d = 0; d < D; d++) chain[d] = acc_trunc(chain[d], p->acc_mantissa_bits);
+            /* the shadow (P not rounded, for the P-cast statistics) keeps the binary32 chain */
             if (acc2)
-                for (int64_t d = 0; d < D; d++) chain2[d] = acc_trunc(chain2[d], p->acc_mantissa_bits);
+                for (int64_t d = 0; d < D; d++)
+                    chain2[d] = acc_trunc(chain2[d], qgmma ? DL_QGMMA_FRAC_BITS : p->acc_mantissa_bits);
             if (promote > 0 && (++nblk % promote == 0 || k1 == j1)) {
                 for (int64_t d = 0; d < D; d++) {
                     acc[d] += part[d];
@@ -441,6 +484,8 @@ static void merge_segments(const float *po, const float *pl, int64_t nseg, int64
  * (o, lse) are merged by merge_segments. */
 /* ---------------------------------------------------------------- the model table */
 
+enum { MMA_NONE = 0, MMA_F32 = 1, MMA_QGMMA = 2 }; /* the row's softmax kind (model_row.mma) */
+
 /* What an emulated model computes for one (request, KV head), in two functions: prepare()
  * turns the gathered K, V codes (decode(code), scales not applied) into the elements its
  * arithmetic multiplies, and may change the scales; scores() computes the scores of one query
@@ -452,6 +497,7 @@ typedef struct {
     dl_model model;
     int64_t len, D;
     float sm, ks, vs; /* sm_scale; the KV head's scales (prepare may change them) */
+    int mma;          /* the row's mma kind (MMA_*) */
 } emu;
 typedef void (*prepare_fn)(emu *e, float *K, float *V);
 typedef void (*scores_fn)(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
@@ -515,15 +561,19 @@ static void prep_fp8(emu *e, float *K, float *V)
 static void scores_fp8(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
                        int64_t *promote)
 {
-    *promote = e->model == DL_MODEL_FP8ACC ? e->p->acc_promote_blocks : 0;
+    *promote = e->model == DL_MODEL_FP8ACC || e->model == DL_MODEL_FP8ACCWG ? e->p->acc_promote_blocks : 0;
     const float qs = quantize_e4m3(q, e->D, qr);
-    for (int64_t j = 0; j < e->len; j++) s[j] = dot_mma(qr, K + j * e->D, e->D, e->p, *promote) * qs * e->ks * e->sm;
+    const int qg = e->mma == MMA_QGMMA;
+    for (int64_t j = 0; j < e->len; j++)
+        s[j] = dot_mma(qr, K + j * e->D, e->D, e->p, *promote, qg) * qs * e->ks * e->sm;
     *out_scale = e->vs / e->p->p_scale;
 }
 
 /* One row per model, in dl_model order: a new model is a row and its functions.
  * prepare == NULL: an FP64 model (task_fp64). mma: the MMA-chain softmax with P quantized to
- * e4m3(p * p_scale) (online_softmax_mma); else online_softmax with P rounded as p_round.
+ * e4m3(p * p_scale) (online_softmax_mma; MMA_F32: k-blocks summed in binary32 and truncated to
+ * acc_mantissa_bits; MMA_QGMMA: the Hopper wgmma rule, dl_qgmma_add); else (MMA_NONE)
+ * online_softmax with P rounded as p_round.
  * shadow: the model rounds P, so its P-cast statistics are recorded. */
 typedef struct {
     const char *name, *group, *description;
@@ -551,15 +601,25 @@ static const model_row models[DL_MODEL_COUNT] = {
      "FP8 tensor-core kernel arithmetic: Q quantized to e4m3 per head, K/V e4m3 codes, QK accumulated in FP32 "
      "(optionally truncated to acc_mantissa_bits every acc_block products), P quantized to e4m3(p*p_scale) "
      "before P*V, normalizer from FP32 P",
-     prep_fp8, scores_fp8, P_FLOAT, 1, 1},
+     prep_fp8, scores_fp8, P_FLOAT, MMA_F32, 1},
     {"fp8acc", "/golden/fp8acc",
      "FP8 tensor-core kernel arithmetic with two-level accumulation: as fp8, but the MMA accumulator is a fresh "
      "partial for acc_promote_blocks k-blocks (QK dims, P*V tokens), then added to an FP32 accumulator",
-     prep_fp8, scores_fp8, P_FLOAT, 1, 1},
+     prep_fp8, scores_fp8, P_FLOAT, MMA_F32, 1},
     {"bf16simt", "/golden/bf16simt",
      "BF16 CUDA-core kernel arithmetic: Q, K, V rounded to BF16, q.k by packed bf16x2 FMA over runs of 8 dims "
      "(one BF16 rounding per FMA), FP32 cross-lane butterfly, FP32 online softmax and P*V, v_scale at the end",
      prep_bf16, scores_bf16simt, P_FLOAT, 0, 0},
+    {"fp8wg", "/golden/fp8wg",
+     "FP8 warpgroup-MMA (wgmma, QGMMA) kernel arithmetic: as fp8, with the Hopper accumulator measured on the "
+     "H200: per wgmma of 32 products, every term (accumulator included) truncated to 13 fraction bits below the "
+     "largest exponent, summed exactly, the sum truncated to 14 significant bits (acc_mantissa_bits and acc_block "
+     "do not apply)",
+     prep_fp8, scores_fp8, P_FLOAT, MMA_QGMMA, 1},
+    {"fp8accwg", "/golden/fp8accwg",
+     "fp8wg with two-level accumulation: each chain of acc_promote_blocks wgmmas starts from 0 and is added to an "
+     "FP32 accumulator",
+     prep_fp8, scores_fp8, P_FLOAT, MMA_QGMMA, 1},
 };
 
 const char *dl_model_name(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? models[m].name : "?"; }
@@ -567,12 +627,24 @@ const char *dl_model_description(dl_model m) { return (unsigned)m < DL_MODEL_COU
 const char *dl_model_group(dl_model m) { return (unsigned)m < DL_MODEL_COUNT ? models[m].group : "?"; }
 int dl_model_is_fp64(dl_model m) { return (unsigned)m < DL_MODEL_COUNT && models[m].prepare == NULL; }
 
+int dl_model_find(const char *s)
+{
+    for (int i = 0; s && i < DL_MODEL_COUNT; i++)
+        if (strcmp(s, models[i].name) == 0) return i;
+    return -1;
+}
+
 int dl_model_parse(const char *s, dl_model *out)
 {
+    const int found = dl_model_find(s);
+    if (found >= 0) {
+        *out = (dl_model)found;
+        return 0;
+    }
+    char names[256] = "";
     for (int i = 0; i < DL_MODEL_COUNT; i++)
-        if (s && strcmp(s, models[i].name) == 0) { *out = (dl_model)i; return 0; }
-    return dl_fail("model '%s' is unknown (expected exact, orig, fp32, bf16, fp8, fp8acc or bf16simt)",
-                   s ? s : "(null)");
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", models[i].name);
+    return dl_fail("model '%s' is unknown (expected one of %s)", s ? s : "(null)", names);
 }
 
 static int task_emulated(const dl_case *c, const float *lut, dl_model model, const dl_model_params *p,
@@ -608,7 +680,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
     float *pf = po ? po + nseg * (2 * D + 1) : NULL;
     float *q = qv, *qr = qv + D;
     const float sm = (float)dl_sm_scale(cfg);
-    emu e = {c, p, model, len, D, sm, c->k_scale[g], c->v_scale[g]};
+    emu e = {c, p, model, len, D, sm, c->k_scale[g], c->v_scale[g], row->mma};
     gather_codes(c, lut, 0, b, g, len, K);
     gather_codes(c, lut, 1, b, g, len, V);
     row->prepare(&e, K, V);
@@ -640,7 +712,7 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
                 st.lo = nsink - j0 > 0 ? nsink - j0 : 0;
             }
             float m, sum;
-            if (row->mma) online_softmax_mma(sk, vk, n, D, p, promote, acc, acc + D, &m, &sum, &st);
+            if (row->mma) online_softmax_mma(sk, vk, n, D, p, promote, row->mma == MMA_QGMMA, acc, acc + D, &m, &sum, &st);
             else online_softmax(sk, vk, n, D, p->kv_block, row->p_round, acc, &m, &sum, &st);
             pv += st.values;
             pz += st.zeros;
@@ -702,7 +774,7 @@ double dl_expected_max_normal(int64_t k)
 
 double dl_p_underflow_predicted(const dl_config *cfg, const dl_model_params *p, dl_model m)
 {
-    if (m != DL_MODEL_FP8 && m != DL_MODEL_FP8ACC) return NAN;
+    if (m != DL_MODEL_FP8 && m != DL_MODEL_FP8ACC && m != DL_MODEL_FP8WG && m != DL_MODEL_FP8ACCWG) return NAN;
     if (p->kv_order != DL_KV_FORWARD || cfg->dist.kind != DL_DIST_SINK || cfg->dist.sink_tokens < 1 ||
         cfg->dist.mean != 0.0)
         return NAN;

@@ -37,6 +37,9 @@
  *  - fp8acc: as fp8, but every acc_promote_blocks k-blocks (and at the end of the
  *    dot, and of each kv_block for P*V) the truncated partial is added to a
  *    separate FP32 accumulator in one binary32 add, and the partial restarts at 0.
+ *  - fp8wg, fp8accwg: fp8 and fp8acc with the accumulator of the Hopper wgmma (dl_qgmma_add, one
+ *    k-block = one m64n8k32 wgmma of 32 products): the file's acc_mantissa_bits and acc_block do
+ *    not apply (13 fraction bits, 32 products, fixed by the hardware); promote as fp8acc.
  *  - bf16simt: see dl_ref.c (bf16simt_dot) for the exact order the kernel uses.
  *  - kv_order (every emulated model): forward visits tokens 0, 1, ..., len-1; reverse visits
  *    len-1, ..., 0, the kv_blocks (and fp8 k-blocks) counted from the last token, so with an
@@ -63,7 +66,7 @@ extern "C" {
 
 typedef enum {
     DL_MODEL_EXACT = 0, DL_MODEL_ORIG, DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8,
-    DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT, DL_MODEL_COUNT
+    DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT, DL_MODEL_FP8WG, DL_MODEL_FP8ACCWG, DL_MODEL_COUNT
 } dl_model;
 
 /* The order in which the emulated models visit the tokens of a sequence (or of each segment of a
@@ -90,8 +93,18 @@ typedef struct {
 
 void dl_model_params_default(dl_model_params *p);
 
-const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" */
+/* The Hopper FP8 warpgroup MMA's accumulator (QGMMA; the fp8wg and fp8accwg models), as measured on
+ * the H200 by `decodelab probe --wgmma-acc` (results/h200_2026-12-01c/wgmma_acc_probe.txt): one
+ * wgmma adds n products x[i] * y[i * ystride] to the accumulator c thus: E = the largest binary
+ * exponent among c and the nonzero products; every term, c included, is truncated toward zero to a
+ * multiple of 2^(E - 13); the terms are summed exactly; the sum is truncated toward zero to 14
+ * significant bits (13 fraction bits). The products must be exact in float (e4m3/e5m2 operands). */
+#define DL_QGMMA_FRAC_BITS 13
+float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n);
+
+const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" "fp8wg" "fp8accwg" */
 int dl_model_parse(const char *s, dl_model *out);
+int dl_model_find(const char *s);               /* the model's index by name, -1 if none (no error recorded) */
 const char *dl_model_description(dl_model m);   /* one sentence for the file attribute */
 const char *dl_model_group(dl_model m);         /* its HDF5 group in a golden file: "/golden/<name>" */
 int dl_model_is_fp64(dl_model m);               /* 1: exact, orig (FP64 outputs); 0: the emulated models */

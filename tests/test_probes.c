@@ -14,6 +14,8 @@
 
 #include "../gpu/dl_probes.h"
 #include "../ref/dl_common.h"
+#include "../ref/dl_formats.h"
+#include "../ref/dl_ref.h"
 #include "../harness/dl_census.h"
 #include "dl_test.h"
 
@@ -250,6 +252,95 @@ START_TEST(test_sass_forms_cli)
 }
 END_TEST
 
+/* ------------------------------------------- the wgmma accumulator: model vs the H200's table */
+
+/* The measured table of `decodelab probe --wgmma-acc` (H200, 2026-12-01): every row's gpu column must
+ * equal dl_qgmma_add (the fp8wg model's accumulator) on the same case, bitwise. The cases come from
+ * dl_wgmma_acc_cases, matched by name; the columns are found by the header line. */
+START_TEST(test_qgmma_reproduces_h200_table)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results/h200_2026-12-01c/wgmma_acc_probe.txt", dl_test_root());
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    enum { CAP = 512 };
+    dl_acc_case *v = calloc(CAP, sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    const int n = dl_wgmma_acc_cases(v, CAP);
+    ck_assert_int_gt(n, 200);
+    char line[1024];
+    int ncols = 0, gpu_col = -1, checked = 0, lost = 0, exact_rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        char *tok[32];
+        int nt = 0;
+        for (char *t = strtok(line, " \t\n"); t && nt < 32; t = strtok(NULL, " \t\n")) tok[nt++] = t;
+        if (nt == 0) continue;
+        if (!strcmp(tok[0], "case")) { /* header: case C exact fp32_seq gpu ... */
+            ncols = nt - 1;
+            for (int i = 1; i < nt; i++)
+                if (!strcmp(tok[i], "gpu")) gpu_col = i - 1;
+            continue;
+        }
+        ck_assert_msg(ncols > 0 && gpu_col >= 0, "%s: no header line before the rows", path);
+        ck_assert_int_gt(nt, ncols);
+        char name[64] = "";
+        for (int i = 0; i < nt - ncols; i++)
+            snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", i ? " " : "", tok[i]);
+        const dl_acc_case *cs = NULL;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(v[i].name, name)) cs = &v[i];
+        ck_assert_msg(cs != NULL, "%s: row '%s' is not a case of dl_wgmma_acc_cases", path, name);
+        const float c = (float)strtod(tok[nt - ncols], NULL);
+        const float gpu = (float)strtod(tok[nt - ncols + gpu_col], NULL);
+        ck_assert_msg(c == cs->c, "%s: row '%s': C %a, the case says %a", path, name, (double)c, (double)cs->c);
+        const float mod = dl_qgmma_add(cs->c, cs->a, cs->b, 1, 32);
+        ck_assert_msg(memcmp(&mod, &gpu, sizeof mod) == 0, "%s: row '%s': the H200 gave %a, dl_qgmma_add %a", path,
+                      name, (double)gpu, (double)mod);
+        /* the table has teeth: many rows differ from a binary32 sum, some from the exact one */
+        float seq = cs->c;
+        double ex = cs->c;
+        for (int k = 0; k < 32; k++) {
+            seq += cs->a[k] * cs->b[k];
+            ex += (double)cs->a[k] * cs->b[k];
+        }
+        if (seq != gpu) lost++;
+        if ((double)gpu == ex) exact_rows++;
+        checked++;
+    }
+    fclose(f);
+    free(v);
+    ck_assert_int_eq(checked, n); /* every case measured, once */
+    ck_assert_int_gt(lost, 50);
+    ck_assert_int_gt(exact_rows, 50);
+}
+END_TEST
+
+/* dl_qgmma_add by hand: 2^16 + 1.75 * 2^4 keeps 2^16 + 24 (the term truncated to a multiple of
+ * 2^(16 - 13)); -28 keeps -24 (toward zero); C alone keeps 13 fraction bits; a carry past the
+ * largest term drops what falls below 14 significant bits, toward zero. */
+START_TEST(test_qgmma_by_hand)
+{
+    float a[32] = {0}, b[32] = {0};
+    a[0] = 256.0f, b[0] = 256.0f;
+    a[5] = 1.75f, b[5] = 16.0f;
+    ck_assert_float_eq(dl_qgmma_add(0.0f, a, b, 1, 32), 65536.0f + 24.0f);
+    a[5] = -1.75f;
+    ck_assert_float_eq(dl_qgmma_add(0.0f, a, b, 1, 32), 65536.0f - 24.0f);
+    float z[32] = {0};
+    ck_assert_float_eq(dl_qgmma_add(1.0f + 0x1p-13f, z, z, 1, 32), 1.0f + 0x1p-13f);
+    ck_assert_float_eq(dl_qgmma_add(1.0f + 0x1p-14f, z, z, 1, 32), 1.0f);
+    float x[32] = {0}, one[32] = {0};
+    x[1] = x[2] = 1.875f, one[1] = one[2] = 1.0f;
+    ck_assert_float_eq(dl_qgmma_add(1.875f + 3 * 0x1p-13f, x, one, 1, 32), 5.625f);
+    /* strided y (the P*V use: a column of V) */
+    float col[64] = {0};
+    col[0] = 2.0f, col[2] = 0x1p-20f;
+    float p2[2] = {1.0f, 1.0f};
+    ck_assert_float_eq(dl_qgmma_add(0.0f, p2, col, 2, 2), 2.0f);
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("probes");
@@ -260,6 +351,8 @@ Suite *make_suite(void)
     tcase_add_test(tc, test_probe_cli);
     tcase_add_test(tc, test_forms_in_the_object);
     tcase_add_test(tc, test_sass_forms_cli);
+    tcase_add_test(tc, test_qgmma_reproduces_h200_table);
+    tcase_add_test(tc, test_qgmma_by_hand);
     suite_add_tcase(s, tc);
     return s;
 }

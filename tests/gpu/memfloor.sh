@@ -41,7 +41,7 @@ KNOBLOG="$OUT/memfloor_knobs.txt"; : > "$KNOBLOG" # one line per run: the knobs 
 for cfg in $CONFIGS; do
   [ -n "${C[$cfg]:-}" ] || { echo "memfloor: unknown config '$cfg' (known: ${!C[*]})" >&2; exit 2; }
   g="$W/$cfg.h5"
-  models=exact,bf16; case "${C[$cfg]}" in *e4m3*|*e5m2*) models=exact,bf16,fp8 ;; esac # fp8: the wgmma rows' model
+  models=exact,bf16; case "${C[$cfg]}" in *e4m3*|*e5m2*) models=exact,bf16,fp8wg ;; esac # fp8wg: the wgmma rows' model
   [ -f "$g" ] || "$DECODELAB" golden ${C[$cfg]} --kv-scale absmax-tensor --models $models --seed 1 --out "$g" > /dev/null
   for knob in $KNOBS; do
     envs=(); [ "$knob" != "-" ] && IFS=, read -ra envs <<< "$knob"

@@ -1,0 +1,100 @@
+/* wgmma_acc_probe.cu - what does the Hopper FP8 warpgroup MMA (QGMMA) do with its sums? (issue 12)
+ *
+ * One block per case, one warpgroup: D = C + A B with one wgmma.mma_async m64n8k32 f32.e4m3.e4m3,
+ * every row of A equal to the case's a[0..32) and every column of B equal to b[0..32), so that each
+ * of the 64 x 8 outputs is C + sum_k a[k] b[k] whatever the fragment layout; C is the accumulator's
+ * initial value (scale-d = 1); with chain > 1 the same wgmma is issued chain times back to back on
+ * one accumulator before the commit (does a chain keep more than one wgmma's output?). The host (harness/cmd_probe.c, `decodelab probe --wgmma-acc`) builds
+ * cases that isolate one question each (the exponent gap at which a small product is lost, whether a
+ * partly kept product is truncated or rounded, whether C takes part in the alignment) and prints the
+ * GPU's D beside the exact sum and a sequential FP32 sum. uniform[case] = 1 when all 512 outputs
+ * agree bitwise (a layout mistake shows as 0). Shared-memory layout: no swizzle, K-major core
+ * matrices of 8 rows x 16 bytes; LBO 128 (the next 16 k), SBO 256 (the next 8 rows). */
+#include <stdint.h>
+
+#include "dl_cuda.cuh"
+#include "dl_probes.h"
+
+__device__ __forceinline__ uint64_t acc_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32);
+}
+
+__global__ void __launch_bounds__(128) wgmma_acc_probe_kernel(const float *c, const uint8_t *a, const uint8_t *b,
+                                                             float *d, int *uniform, int chain)
+{
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ __align__(1024) uint8_t sa[64 * 32];
+    __shared__ __align__(1024) uint8_t sb[8 * 32];
+    __shared__ int same;
+    const int cs = blockIdx.x, t = threadIdx.x;
+    for (int i = t; i < 64 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sa[(r / 8) * 256 + (k / 16) * 128 + (r % 8) * 16 + k % 16] = a[cs * 32 + k];
+    }
+    for (int i = t; i < 8 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sb[(k / 16) * 128 + r * 16 + k % 16] = b[cs * 32 + k];
+    }
+    if (t == 0) same = 1;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const uint64_t da = acc_desc((uint32_t)__cvta_generic_to_shared(sa), 128, 256);
+    const uint64_t db = acc_desc((uint32_t)__cvta_generic_to_shared(sb), 128, 256);
+    float acc[4] = {c[cs], c[cs], c[cs], c[cs]};
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    for (int i = 0; i < chain; i++) /* chained: the next wgmma adds to the previous one's accumulator */
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+                     : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                     : "l"(da), "l"(db), "r"(1));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("" : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])::"memory");
+    __shared__ float first;
+    if (t == 0) first = acc[0];
+    __syncthreads();
+    for (int j = 0; j < 4; j++)
+        if (__float_as_uint(acc[j]) != __float_as_uint(first)) same = 0;
+    __syncthreads();
+    if (t == 0) {
+        d[cs] = first;
+        uniform[cs] = same;
+    }
+#else
+    if (threadIdx.x == 0) uniform[blockIdx.x] = -1; /* not built for sm_90a */
+#endif
+}
+
+extern "C" int dl_wgmma_acc_probe(int n, int chain, const float *c, const uint8_t *a, const uint8_t *b, float *d,
+                                  int *uniform)
+{
+    if (n < 1 || chain < 1 || chain > 8) return dl_fail("dl_wgmma_acc_probe: %d cases, chain %d", n, chain);
+    float *dc = NULL, *dd = NULL;
+    uint8_t *dab = NULL;
+    int *du = NULL;
+    cudaError_t e = cudaMalloc(&dc, n * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&dd, n * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&dab, (size_t)n * 64);
+    if (e == cudaSuccess) e = cudaMalloc(&du, n * sizeof(int));
+    if (e == cudaSuccess) e = cudaMemcpy(dc, c, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab, a, (size_t)n * 32, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab + (size_t)n * 32, b, (size_t)n * 32, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemset(du, 0xff, n * sizeof(int));
+    if (e == cudaSuccess) {
+        wgmma_acc_probe_kernel<<<n, 128>>>(dc, dab, dab + (size_t)n * 32, dd, du, chain);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(d, dd, n * sizeof(float), cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(uniform, du, n * sizeof(int), cudaMemcpyDeviceToHost);
+    cudaFree(dc);
+    cudaFree(dd);
+    cudaFree(dab);
+    cudaFree(du);
+    if (e != cudaSuccess) return dl_fail("wgmma accumulator probe: %s", cudaGetErrorString(e));
+    for (int i = 0; i < n; i++)
+        if (uniform[i] < 0) return dl_fail("wgmma accumulator probe: the kernel was not built for sm_90a");
+    return 0;
+}
