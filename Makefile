@@ -178,7 +178,7 @@ $(BUILD)/tests/nv_format_check: tests/nv_format_check.cu ref/dl_formats.c ref/dl
 	$(CC) -std=c11 -O2 -Wall -Wextra -c ref/dl_formats.c -o $(BUILD)/tests/nv_dl_formats.o
 	$(NVCC) -O2 -std=c++17 tests/nv_format_check.cu $(BUILD)/tests/nv_dl_formats.o -o $@
 
-test: test-unit test-nv test-notebooks test-slurm test-local-sweep test-docs
+test: test-unit test-nv test-notebooks test-slurm test-local-sweep test-docs test-gpu-script
 
 # The README's generated verdict tables are those of the committed runs (experiments/verdict_table.py).
 test-docs:
@@ -202,6 +202,12 @@ endif
 # nothing is built: a prebuilt (e.g. `make static`) binary runs where HDF5 headers and Check are absent.
 test-gpu: $(if $(DECODELAB),,$(BIN))
 	DECODELAB=$(if $(DECODELAB),$(DECODELAB),$(BIN)) bash tests/gpu/nasty_matrix.sh
+
+# test-gpu's verdict logic (PASS, FAIL, XFAIL of tests/gpu/known_failures.txt, MISSING) on a stub binary:
+# no GPU needed (tests/test_gpu_script.sh). Part of `make test`.
+.PHONY: test-gpu-script
+test-gpu-script:
+	bash tests/test_gpu_script.sh
 
 # FlashInfer side by side (issue 6; tests/gpu/flashinfer_compare.sh): on a GPU machine with the
 # wheels carried in .whl/ (harness/baselines/README.md). DECODELAB=path as for test-gpu.

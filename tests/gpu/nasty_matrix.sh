@@ -9,7 +9,8 @@
 #   group 1 4 5 8 (2 KV heads) | Q bf16 f16 | ragged lengths 1 and page
 #   boundaries +-1 (explicit --seq-len list) up to 1000 tokens.
 # Each file is run with --splits 1, --splits 4 and --splits auto.
-# Passes when no variant FAILs and memcheck reports no error.
+# Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
+# tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
 #
 # Environment:
 #   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
@@ -18,6 +19,7 @@
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
+#   DL_STRICT=1           ignore tests/gpu/known_failures.txt (every FAIL fails the run)
 #   DL_GENERATE_ONLY=1    only generate the golden files (no GPU needed; used by
 #                         experiments/exp_sensitivity.sh), list them and exit 0
 set -u
@@ -108,6 +110,11 @@ if [ "$GENERATE_ONLY" = 1 ]; then
 fi
 
 # ---- 2. run every variant on every case and split setting
+KNOWN=""
+if [ "${DL_STRICT:-0}" != 1 ] && [ -f "$(dirname "$0")/known_failures.txt" ]; then
+    KNOWN=$(awk -F'\t' '!/^#/ && NF >= 2 { printf " %s ", $1 }' "$(dirname "$0")/known_failures.txt")
+    [ -n "$KNOWN" ] && echo "test-gpu: known failures (XFAIL, tests/gpu/known_failures.txt):$KNOWN"
+fi
 status=0
 nrun=0
 SUMMARY="$WORK/summary.txt"
@@ -124,10 +131,12 @@ for c in "${CASES[@]}"; do
             cell=$(awk -v v="$v" '$1 == v && ($2 == "PASS" || $2 == "FAIL") { printf "%s %s h%s", $2, $4, $5; found = 1; exit }
                                   $1 == v && $2 == "SKIP" { printf "SKIP"; found = 1; exit }
                                   END { if (!found) printf "MISSING" }' "$log")
+            case "$cell" in FAIL*) case "$KNOWN" in *" $v "*) cell="X$cell" ;; esac ;; esac
             line="$line $(printf '%-32s' "$cell")"
             case "$cell" in FAIL*|MISSING) status=1 ;; esac
         done
-        [ $rc -ne 0 ] && { line="$line  exit=$rc (see $log)"; status=1; }
+        # exit 1 = a FAIL verdict, judged per cell above (an XFAIL alone is not fatal); else an error
+        if [ $rc -ne 0 ]; then line="$line  exit=$rc (see $log)"; [ $rc -ne 1 ] && status=1; fi
         echo "$line" >> "$SUMMARY"
     done
 done
@@ -154,7 +163,8 @@ else
                 rc=$?
                 summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
                 echo "memcheck  $label splits=$sp: exit $rc; ${summary:-no ERROR SUMMARY line}"
-                if [ $rc -ne 0 ]; then SAN_STATUS="FAILED (see $WORK/memcheck_*.log)"; status=1; fi
+                # 99: a memcheck error; 1: a FAIL verdict (judged in step 2)
+                if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then SAN_STATUS="FAILED (see $WORK/memcheck_*.log)"; status=1; fi
             done
         done
     fi
@@ -167,10 +177,10 @@ printf '%-46s %-5s' "case" "split"
 for v in $VARIANTS; do printf ' %-32s' "$v"; done
 echo
 cat "$SUMMARY"
-npass=$(grep -o 'PASS' "$SUMMARY" | wc -l)
-nfail=$(grep -o 'FAIL' "$SUMMARY" | wc -l); nskip=$(grep -o 'SKIP' "$SUMMARY" | wc -l)
-nmiss=$(grep -o 'MISSING' "$SUMMARY" | wc -l)
-echo "verdicts: $npass PASS, $nfail FAIL, $nskip SKIP, $nmiss MISSING; memcheck: $SAN_STATUS"
+npass=$(grep -ow 'PASS' "$SUMMARY" | wc -l)
+nfail=$(grep -ow 'FAIL' "$SUMMARY" | wc -l); nskip=$(grep -ow 'SKIP' "$SUMMARY" | wc -l)
+nxfail=$(grep -ow 'XFAIL' "$SUMMARY" | wc -l); nmiss=$(grep -ow 'MISSING' "$SUMMARY" | wc -l)
+echo "verdicts: $npass PASS, $nfail FAIL, $nxfail XFAIL (known, not fatal), $nskip SKIP, $nmiss MISSING; memcheck: $SAN_STATUS"
 echo "results table: $WORK/results.h5 (+ results.csv); logs in $WORK"
 if [ $status -ne 0 ]; then
     echo "test-gpu: FAILED (seed $SEED)"

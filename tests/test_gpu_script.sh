@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# test_gpu_script.sh - the verdict logic of `make test-gpu` (tests/gpu/nasty_matrix.sh) without a GPU:
+# a stub decodelab prints canned run tables, and the script's exit status and summary are checked.
+#   - a FAIL of a variant in tests/gpu/known_failures.txt is an XFAIL: counted, the run passes;
+#   - with DL_STRICT=1 the same FAIL fails the run;
+#   - a FAIL of any other variant fails the run, a MISSING row too.
+# `make test-gpu-script` (part of `make test`).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=$(mktemp -d /tmp/dl_test_gpu_script.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+KNOWN=$(awk -F'\t' '!/^#/ && NF >= 2 { print $1; exit }' "$ROOT/tests/gpu/known_failures.txt")
+[ -n "$KNOWN" ] || { echo "test_gpu_script: SKIP (tests/gpu/known_failures.txt lists no variant)"; exit 0; }
+# the stub: STUB_FAIL = the variants whose rows say FAIL; STUB_DROP = a variant left out of the table
+cat > "$T/decodelab" <<STUB
+#!/usr/bin/env bash
+case "\$1" in
+  info) echo "stub device"; exit 0 ;;
+  list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
+  golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
+  run) rc=0
+       for v in bf16-fast-mma $KNOWN; do
+         [ "\$v" = "\${STUB_DROP:-}" ] && continue
+         case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
+                                     *) echo "\$v PASS 1 1.0e-07 2.0e-07 0" ;; esac
+       done; exit \$rc ;;
+esac
+exit 2
+STUB
+chmod +x "$T/decodelab"
+fails=0
+check() { # name, expected exit, expected text in the output, then env settings
+    local name=$1 want=$2 text=$3; shift 3
+    env "$@" DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_$name" DL_SKIP_SANITIZER=1 DL_SPLITS=1 \
+        bash "$ROOT/tests/gpu/nasty_matrix.sh" > "$T/$name.log" 2>&1
+    local rc=$?
+    if [ $rc -ne "$want" ] || ! grep -q -- "$text" "$T/$name.log"; then
+        echo "FAIL test_gpu_script $name: exit $rc (want $want), '$text' $(grep -q -- "$text" "$T/$name.log" && echo found || echo 'not found')"
+        tail -5 "$T/$name.log"; fails=1
+    else echo "PASS test_gpu_script $name"; fi
+}
+check all_pass 0 "0 FAIL, 0 XFAIL"
+check known_fail 0 "0 FAIL, 33 XFAIL" STUB_FAIL="$KNOWN"
+check known_fail_strict 1 "33 FAIL, 0 XFAIL" STUB_FAIL="$KNOWN" DL_STRICT=1
+check other_fail 1 "33 FAIL, 0 XFAIL" STUB_FAIL=bf16-fast-mma
+check both_fail 1 "33 FAIL, 33 XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
+check missing 1 "33 MISSING" STUB_DROP=bf16-fast-mma
+exit $fails
