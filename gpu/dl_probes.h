@@ -46,12 +46,25 @@ typedef struct {
  * per 16), at most cap of them, in a fixed order. Returns how many. */
 int dl_wgmma_acc_cases(dl_acc_case *v, int cap);
 
-/* The wgmma accumulator probe (gpu/wgmma_acc_probe.cu, issue 12): for each of n cases, d[i] = c[i] +
- * sum_k a[i*32+k] * b[i*32+k] computed by one m64n8k32 e4m3 wgmma (a, b: e4m3 codes; every row of A
- * and column of B the case's 32 codes; chain > 1: that wgmma issued chain times on one accumulator),
- * uniform[i] = 1 when all 512 outputs agree bitwise. 0 or
- * dl_fail(). Without CUDA: records why and returns -1. */
-int dl_wgmma_acc_probe(int n, int chain, const float *c, const uint8_t *a, const uint8_t *b, float *d, int *uniform);
+/* Random chain case i for (chain <= 8, zero_c): *c, a[chain*32], b[chain*32] (e4m3 values). */
+void dl_wgmma_acc_random(int chain, int zero_c, int i, float *c, float *a, float *b);
+
+/* The wgmma accumulator probe (gpu/wgmma_acc_probe.cu, issue 12): for each of n cases a chain of
+ * `chain` (1..8) m64n8k32 e4m3 wgmmas on one accumulator that starts at c[i] (zero_c = 1: the first
+ * wgmma ignores it, scale-d = 0); step s of case i multiplies the e4m3 codes a[(i*chain+s)*32 + k]
+ * and b[(i*chain+s)*32 + k] (every row of A and column of B the same 32 codes); d[i] = the result,
+ * uniform[i] = 1 when all 512 outputs agree bitwise. 0 or dl_fail(). Without CUDA: records why and
+ * returns -1. */
+int dl_wgmma_acc_probe(int n, int chain, int zero_c, const float *c, const uint8_t *a, const uint8_t *b, float *d,
+                       int *uniform);
+
+/* Full-matrix random case i: c [64*8], a [64*32], b [8*32] (e4m3 values; gpu/probes.c says how). */
+void dl_wgmma_acc_full_random(int i, float *c, float *a, float *b);
+
+/* Full matrices, one wgmma per case, every output its own: a [n][64][32] and b [n][8][32] e4m3 codes
+ * (K-major rows), c and d [n][64][8] (row m, column n); zero_c: scale-d = 0. d[i][m][j] should be
+ * dl_qgmma_add(c[i][m][j], row m of a, row j of b, 1, 32). 0 or dl_fail(); without CUDA -1. */
+int dl_wgmma_acc_full(int n, int zero_c, const float *c, const uint8_t *a, const uint8_t *b, float *d);
 
 #ifdef __cplusplus
 }

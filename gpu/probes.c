@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "../ref/dl_common.h"
+#include "../ref/dl_formats.h"
+#include "../ref/dl_rng.h"
 
 #ifndef DL_HAVE_CUDA
 #define DL_HAVE_CUDA 0
@@ -112,6 +114,40 @@ int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
     return n;
 }
 
+/* Random chain case i of (chain, zero_c): chain steps of 32 e4m3 a and b (normal, scaled by 64 and
+ * rounded, saturating; every 8th case has one outlier x8 per step), c normal x 1000 (unused when
+ * zero_c). Deterministic (dl_rng_normal, seed 20261201). */
+void dl_wgmma_acc_random(int chain, int zero_c, int i, float *c, float *a, float *b)
+{
+    const uint64_t stream = (uint64_t)(chain * 2 + zero_c), base = (uint64_t)i * 1024;
+    *c = (float)(dl_rng_normal(20261201, stream, base) * 1000.0);
+    for (int s = 0; s < chain; s++)
+        for (int k = 0; k < 32; k++) {
+            const uint64_t j = base + 1 + (uint64_t)(s * 64 + k);
+            double x = dl_rng_normal(20261201, stream, j) * 64.0, y = dl_rng_normal(20261201, stream, j + 32) * 64.0;
+            if (i % 8 == 7 && k == 3) x *= 8.0;
+            a[s * 32 + k] = dl_e4m3_to_f32(dl_f32_to_e4m3((float)x, DL_SATFINITE));
+            b[s * 32 + k] = dl_e4m3_to_f32(dl_f32_to_e4m3((float)y, DL_SATFINITE));
+        }
+}
+
+/* Full-matrix random case i: c [64][8] normal x 1000; a [64][32] normal x 64 x 2^(m%8 - 4) per row m;
+ * b [8][32] normal x 64 x 2^(j - 4) per row j, rows 4..7 zero when i % 4 == 1 (a GQA group of 4
+ * padded to 8, as the decode kernel's Q); e4m3 values, saturating. Deterministic (seed 20261202). */
+void dl_wgmma_acc_full_random(int i, float *c, float *a, float *b)
+{
+    const uint64_t base = (uint64_t)i * 4096;
+    for (int k = 0; k < 512; k++) c[k] = (float)(dl_rng_normal(20261202, 0, base + (uint64_t)k) * 1000.0);
+    for (int k = 0; k < 64 * 32; k++) {
+        const double x = dl_rng_normal(20261202, 1, base + (uint64_t)k) * 64.0 * ldexp(1.0, (k / 32) % 8 - 4);
+        a[k] = dl_e4m3_to_f32(dl_f32_to_e4m3((float)x, DL_SATFINITE));
+    }
+    for (int k = 0; k < 8 * 32; k++) {
+        const double y = dl_rng_normal(20261202, 2, base + (uint64_t)k) * 64.0 * ldexp(1.0, k / 32 - 4);
+        b[k] = (i % 4 == 1 && k / 32 >= 4) ? 0.0f : dl_e4m3_to_f32(dl_f32_to_e4m3((float)y, DL_SATFINITE));
+    }
+}
+
 #if !DL_HAVE_CUDA
 int dl_probe_launch(int i, uint32_t *checksum)
 {
@@ -119,9 +155,15 @@ int dl_probe_launch(int i, uint32_t *checksum)
     (void)checksum;
     return dl_fail("built without CUDA (make CUDA=0 or nvcc not found): the probe kernels are not in this binary");
 }
-int dl_wgmma_acc_probe(int n, int chain, const float *c, const uint8_t *a, const uint8_t *b, float *d, int *uniform)
+int dl_wgmma_acc_probe(int n, int chain, int zero_c, const float *c, const uint8_t *a, const uint8_t *b, float *d,
+                       int *uniform)
 {
-    (void)n, (void)chain, (void)c, (void)a, (void)b, (void)d, (void)uniform;
+    (void)n, (void)chain, (void)zero_c, (void)c, (void)a, (void)b, (void)d, (void)uniform;
+    return dl_fail("built without CUDA (make CUDA=0 or nvcc not found): the wgmma probe is not in this binary");
+}
+int dl_wgmma_acc_full(int n, int zero_c, const float *c, const uint8_t *a, const uint8_t *b, float *d)
+{
+    (void)n, (void)zero_c, (void)c, (void)a, (void)b, (void)d;
     return dl_fail("built without CUDA (make CUDA=0 or nvcc not found): the wgmma probe is not in this binary");
 }
 #endif

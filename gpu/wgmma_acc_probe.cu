@@ -3,14 +3,16 @@
  * One block per case, one warpgroup: D = C + A B with one wgmma.mma_async m64n8k32 f32.e4m3.e4m3,
  * every row of A equal to the case's a[0..32) and every column of B equal to b[0..32), so that each
  * of the 64 x 8 outputs is C + sum_k a[k] b[k] whatever the fragment layout; C is the accumulator's
- * initial value (scale-d = 1); with chain > 1 the same wgmma is issued chain times back to back on
- * one accumulator before the commit (does a chain keep more than one wgmma's output?). The host (harness/cmd_probe.c, `decodelab probe --wgmma-acc`) builds
+ * initial value (scale-d = 1). With chain > 1, chain wgmmas (each its own a, b) are issued back to back
+ * on one accumulator before the commit, as the decode kernel chains them; zero_c = 1: the first of
+ * them has scale-d = 0 (C ignored), as the kernel starts each chain. The host (harness/cmd_probe.c, `decodelab probe --wgmma-acc`) builds
  * cases that isolate one question each (the exponent gap at which a small product is lost, whether a
  * partly kept product is truncated or rounded, whether C takes part in the alignment) and prints the
  * GPU's D beside the exact sum and a sequential FP32 sum. uniform[case] = 1 when all 512 outputs
  * agree bitwise (a layout mistake shows as 0). Shared-memory layout: no swizzle, K-major core
  * matrices of 8 rows x 16 bytes; LBO 128 (the next 16 k), SBO 256 (the next 8 rows). */
 #include <stdint.h>
+#include <string.h>
 
 #include "dl_cuda.cuh"
 #include "dl_probes.h"
@@ -21,34 +23,45 @@ __device__ __forceinline__ uint64_t acc_desc(uint32_t addr, uint32_t lbo, uint32
            ((uint64_t)((sbo >> 4) & 0x3FFF) << 32);
 }
 
+#define PROBE_MAX_CHAIN 8
+
+/* A (64 x 32) and B (8 x 32) of one chain step into shared memory, every row of A = a[0..32),
+ * every column of B = b[0..32) */
+__device__ __forceinline__ void load_step(uint8_t *sa, uint8_t *sb, const uint8_t *a, const uint8_t *b)
+{
+    for (int i = threadIdx.x; i < 64 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sa[(r / 8) * 256 + (k / 16) * 128 + (r % 8) * 16 + k % 16] = a[k];
+    }
+    for (int i = threadIdx.x; i < 8 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sb[(k / 16) * 128 + r * 16 + k % 16] = b[k];
+    }
+}
+
 __global__ void __launch_bounds__(128) wgmma_acc_probe_kernel(const float *c, const uint8_t *a, const uint8_t *b,
-                                                             float *d, int *uniform, int chain)
+                                                             float *d, int *uniform, int chain, int zero_c)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __shared__ __align__(1024) uint8_t sa[64 * 32];
-    __shared__ __align__(1024) uint8_t sb[8 * 32];
+    __shared__ __align__(1024) uint8_t sa[PROBE_MAX_CHAIN][64 * 32];
+    __shared__ __align__(1024) uint8_t sb[PROBE_MAX_CHAIN][8 * 32];
     __shared__ int same;
     const int cs = blockIdx.x, t = threadIdx.x;
-    for (int i = t; i < 64 * 32; i += 128) {
-        const int r = i / 32, k = i % 32;
-        sa[(r / 8) * 256 + (k / 16) * 128 + (r % 8) * 16 + k % 16] = a[cs * 32 + k];
-    }
-    for (int i = t; i < 8 * 32; i += 128) {
-        const int r = i / 32, k = i % 32;
-        sb[(k / 16) * 128 + r * 16 + k % 16] = b[cs * 32 + k];
-    }
+    for (int i = 0; i < chain; i++)
+        load_step(sa[i], sb[i], a + ((size_t)cs * chain + i) * 32, b + ((size_t)cs * chain + i) * 32);
     if (t == 0) same = 1;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    const uint64_t da = acc_desc((uint32_t)__cvta_generic_to_shared(sa), 128, 256);
-    const uint64_t db = acc_desc((uint32_t)__cvta_generic_to_shared(sb), 128, 256);
     float acc[4] = {c[cs], c[cs], c[cs], c[cs]};
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    for (int i = 0; i < chain; i++) /* chained: the next wgmma adds to the previous one's accumulator */
+    for (int i = 0; i < chain; i++) { /* chained: each wgmma adds to the previous one's accumulator */
+        const uint64_t da = acc_desc((uint32_t)__cvta_generic_to_shared(sa[i]), 128, 256);
+        const uint64_t db = acc_desc((uint32_t)__cvta_generic_to_shared(sb[i]), 128, 256);
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
                      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-                     : "l"(da), "l"(db), "r"(1));
+                     : "l"(da), "l"(db), "r"((int)(i > 0 || !zero_c)));
+    }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     asm volatile("" : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])::"memory");
@@ -67,23 +80,96 @@ __global__ void __launch_bounds__(128) wgmma_acc_probe_kernel(const float *c, co
 #endif
 }
 
-extern "C" int dl_wgmma_acc_probe(int n, int chain, const float *c, const uint8_t *a, const uint8_t *b, float *d,
-                                  int *uniform)
+/* Full matrices: one wgmma per case, every element its own: A [64][32], B [8][32] (e4m3 codes, K-major),
+ * C and D [64][8] row-major; zero_c: scale-d = 0. D fragment of m64n8 f32: warp w, lane l holds rows
+ * 16w + l/4 (d0, d1) and 16w + l/4 + 8 (d2, d3), columns 2(l%4) and 2(l%4)+1. */
+__global__ void __launch_bounds__(128) wgmma_acc_full_kernel(const float *c, const uint8_t *a, const uint8_t *b,
+                                                            float *d, int zero_c)
 {
-    if (n < 1 || chain < 1 || chain > 8) return dl_fail("dl_wgmma_acc_probe: %d cases, chain %d", n, chain);
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    __shared__ __align__(1024) uint8_t sa[64 * 32];
+    __shared__ __align__(1024) uint8_t sb[8 * 32];
+    const int cs = blockIdx.x, t = threadIdx.x, w = t / 32, l = t % 32;
+    for (int i = t; i < 64 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sa[(r / 8) * 256 + (k / 16) * 128 + (r % 8) * 16 + k % 16] = a[(size_t)cs * 2048 + i];
+    }
+    for (int i = t; i < 8 * 32; i += 128) {
+        const int r = i / 32, k = i % 32;
+        sb[(k / 16) * 128 + r * 16 + k % 16] = b[(size_t)cs * 256 + i];
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    const int r0 = 16 * w + l / 4, c0 = 2 * (l % 4);
+    const float *cc = c + (size_t)cs * 512;
+    float acc[4] = {cc[r0 * 8 + c0], cc[r0 * 8 + c0 + 1], cc[(r0 + 8) * 8 + c0], cc[(r0 + 8) * 8 + c0 + 1]};
+    const uint64_t da = acc_desc((uint32_t)__cvta_generic_to_shared(sa), 128, 256);
+    const uint64_t db = acc_desc((uint32_t)__cvta_generic_to_shared(sb), 128, 256);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "l"(da), "l"(db), "r"((int)!zero_c));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("" : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])::"memory");
+    float *dd = d + (size_t)cs * 512;
+    dd[r0 * 8 + c0] = acc[0];
+    dd[r0 * 8 + c0 + 1] = acc[1];
+    dd[(r0 + 8) * 8 + c0] = acc[2];
+    dd[(r0 + 8) * 8 + c0 + 1] = acc[3];
+#else
+    if (threadIdx.x == 0) d[(size_t)blockIdx.x * 512] = __int_as_float(0x7fc00001); /* not built for sm_90a */
+#endif
+}
+
+extern "C" int dl_wgmma_acc_full(int n, int zero_c, const float *c, const uint8_t *a, const uint8_t *b, float *d)
+{
+    if (n < 1) return dl_fail("dl_wgmma_acc_full: %d cases", n);
+    float *dc = NULL, *dd = NULL;
+    uint8_t *dab = NULL;
+    cudaError_t e = cudaMalloc(&dc, (size_t)n * 512 * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&dd, (size_t)n * 512 * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc(&dab, (size_t)n * (2048 + 256));
+    if (e == cudaSuccess) e = cudaMemcpy(dc, c, (size_t)n * 512 * sizeof(float), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab, a, (size_t)n * 2048, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab + (size_t)n * 2048, b, (size_t)n * 256, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemset(dd, 0xff, (size_t)n * 512 * sizeof(float)); /* NaN: every element must be written */
+    if (e == cudaSuccess) {
+        wgmma_acc_full_kernel<<<n, 128>>>(dc, dab, dab + (size_t)n * 2048, dd, zero_c);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(d, dd, (size_t)n * 512 * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dc);
+    cudaFree(dd);
+    cudaFree(dab);
+    if (e != cudaSuccess) return dl_fail("wgmma accumulator probe (full matrices): %s", cudaGetErrorString(e));
+    uint32_t bits;
+    memcpy(&bits, d, sizeof bits);
+    if (bits == 0x7fc00001u) return dl_fail("wgmma accumulator probe: the kernel was not built for sm_90a");
+    return 0;
+}
+
+extern "C" int dl_wgmma_acc_probe(int n, int chain, int zero_c, const float *c, const uint8_t *a, const uint8_t *b,
+                                  float *d, int *uniform)
+{
+    if (n < 1 || chain < 1 || chain > PROBE_MAX_CHAIN)
+        return dl_fail("dl_wgmma_acc_probe: %d cases, chain %d (1..%d)", n, chain, PROBE_MAX_CHAIN);
+    const size_t ops = (size_t)n * chain * 32;
     float *dc = NULL, *dd = NULL;
     uint8_t *dab = NULL;
     int *du = NULL;
     cudaError_t e = cudaMalloc(&dc, n * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc(&dd, n * sizeof(float));
-    if (e == cudaSuccess) e = cudaMalloc(&dab, (size_t)n * 64);
+    if (e == cudaSuccess) e = cudaMalloc(&dab, 2 * ops);
     if (e == cudaSuccess) e = cudaMalloc(&du, n * sizeof(int));
     if (e == cudaSuccess) e = cudaMemcpy(dc, c, n * sizeof(float), cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(dab, a, (size_t)n * 32, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(dab + (size_t)n * 32, b, (size_t)n * 32, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab, a, ops, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dab + ops, b, ops, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemset(du, 0xff, n * sizeof(int));
     if (e == cudaSuccess) {
-        wgmma_acc_probe_kernel<<<n, 128>>>(dc, dab, dab + (size_t)n * 32, dd, du, chain);
+        wgmma_acc_probe_kernel<<<n, 128>>>(dc, dab, dab + ops, dd, du, chain, zero_c);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaDeviceSynchronize();

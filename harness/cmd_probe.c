@@ -29,97 +29,166 @@ static void probe_help(FILE *f)
             "  --wgmma-acc   the FP8 wgmma accumulator probe (issue 12): D = C + sum of 32 e4m3 products by one\n"
             "                m64n8k32 wgmma, on cases that each isolate one question (pairing of a and b, the\n"
             "                exponent gap at which a smaller product is lost, truncation or rounding, the role\n"
-            "                of C); prints per case C, the exact sum, a sequential FP32 sum and the GPU's D\n\n"
+            "                of C); prints per case C, the exact sum, a sequential FP32 sum, the GPU's D and the\n"
+            "                model's (dl_qgmma_add); then the same cases as chains of 2 and 4 wgmmas, and 512\n"
+            "                random chains of 1, 2, 4 and 8 wgmmas (from C, or from scale-d = 0 as the decode\n"
+            "                kernels start) against the model applied step by step; then 64 random full\n"
+            "                matrices (every output its own row of A and column of B)\n\n"
             "exit status: 0 ok (also: no CUDA device, nothing launched), 1 a launch failed, 2 bad usage.\n",
             DL_PROBE_THREADS);
 }
 
+/* The model of a chain: the steps' dl_qgmma_add in order, from c (from 0 when zero_c). */
+static float chain_model(float c, const float *a, const float *b, int chain, int zero_c)
+{
+    float acc = zero_c ? 0.0f : c;
+    for (int s = 0; s < chain; s++) acc = dl_qgmma_add(acc, a + s * 32, b + s * 32, 1, 32);
+    return acc;
+}
+
+/* Launch n cases of chain steps (values in fa, fb: n*chain*32), d[i] out; 0 or dl_fail() */
+static int launch_cases(int n, int chain, int zero_c, const float *c, const float *fa, const float *fb, float *d,
+                        int *u)
+{
+    const size_t ops = (size_t)n * chain * 32;
+    uint8_t *a = malloc(ops), *b = malloc(ops);
+    if (!a || !b) {
+        free(a), free(b);
+        return dl_fail("out of memory");
+    }
+    for (size_t k = 0; k < ops; k++) {
+        a[k] = dl_f32_to_e4m3(fa[k], DL_SATFINITE);
+        b[k] = dl_f32_to_e4m3(fb[k], DL_SATFINITE);
+    }
+    const int rc = dl_wgmma_acc_probe(n, chain, zero_c, c, a, b, d, u);
+    free(a), free(b);
+    return rc;
+}
+
 static int wgmma_acc(void)
 {
-    enum { CAP = 512 };
+    enum { CAP = 512, NRAND = 512, MAXCH = 8 };
     dl_acc_case *v = calloc(CAP, sizeof *v);
-    float *c = calloc(CAP, sizeof *c), *d = calloc(CAP, sizeof *d);
-    uint8_t *a = calloc(CAP * 32, 1), *b = calloc(CAP * 32, 1);
-    int *u = calloc(CAP, sizeof *u);
-    if (!v || !c || !d || !a || !b || !u) {
-        free(v), free(c), free(d), free(a), free(b), free(u);
-        dl_fail("out of memory");
-        return dl_cli_error("probe");
-    }
-    const int n = dl_wgmma_acc_cases(v, CAP);
+    float *c = calloc(NRAND, sizeof *c), *d = calloc(NRAND, sizeof *d);
+    float *fa = calloc((size_t)NRAND * MAXCH * 32, sizeof *fa), *fb = calloc((size_t)NRAND * MAXCH * 32, sizeof *fb);
+    int *u = calloc(NRAND, sizeof *u);
     int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        c[i] = v[i].c;
-        for (int k = 0; k < 32; k++) {
-            a[i * 32 + k] = dl_f32_to_e4m3(v[i].a[k], DL_SATFINITE);
-            b[i * 32 + k] = dl_f32_to_e4m3(v[i].b[k], DL_SATFINITE);
-            if (dl_e4m3_to_f32(a[i * 32 + k]) != v[i].a[k] || dl_e4m3_to_f32(b[i * 32 + k]) != v[i].b[k])
-                rc = dl_fail("probe case '%s': k=%d: %g or %g is not an e4m3 value", v[i].name, k, v[i].a[k], v[i].b[k]);
-        }
-    }
-    if (!rc) {
-        dl_clear_error();
-        if (dl_gpu_device_count() <= 0) {
-            printf("no CUDA device: nothing launched; would run %d wgmma accumulator cases\n", n);
-            goto out;
-        }
-        rc = dl_wgmma_acc_probe(n, 1, c, a, b, d, u);
-    }
-    if (rc) {
-        rc = dl_cli_error("probe");
+    if (!v || !c || !d || !fa || !fb || !u) {
+        rc = dl_fail("out of memory");
         goto out;
     }
-    printf("# D = C + sum_k a[k] b[k] by one wgmma m64n8k32 f32.e4m3.e4m3 (all 512 outputs; uniform = they agree)\n");
-    printf("# model = dl_qgmma_add (ref/dl_ref.h, the fp8wg accumulator); gpu==model: 1 when bitwise equal\n");
-    printf("%-24s %-16s %-20s %-20s %-20s %-20s %-14s %-7s %s\n", "case", "C", "exact", "fp32_seq", "gpu", "model",
-           "gpu-exact", "uniform", "gpu==model");
-    int agree = 0;
-    for (int i = 0; i < n; i++) {
-        double ex = c[i];
-        float seq = c[i];
-        for (int k = 0; k < 32; k++) {
-            const double p = (double)v[i].a[k] * v[i].b[k];
-            ex += p;
-            seq += (float)p;
-        }
-        const float mod = dl_qgmma_add(c[i], v[i].a, v[i].b, 1, 32);
-        const int same = memcmp(&mod, &d[i], sizeof mod) == 0;
-        agree += same;
-        printf("%-24s %-16a %-20a %-20a %-20a %-20a %-14.6g %-7d %d\n", v[i].name, (double)c[i], ex, (double)seq,
-               (double)d[i], (double)mod, (double)d[i] - ex, u[i], same);
-        if (u[i] != 1) rc = 1;
+    const int n = dl_wgmma_acc_cases(v, CAP);
+    for (int i = 0; i < n && !rc; i++)
+        for (int k = 0; k < 32; k++)
+            if (dl_e4m3_to_f32(dl_f32_to_e4m3(v[i].a[k], DL_SATFINITE)) != v[i].a[k] ||
+                dl_e4m3_to_f32(dl_f32_to_e4m3(v[i].b[k], DL_SATFINITE)) != v[i].b[k])
+                rc = dl_fail("probe case '%s': k=%d: %g or %g is not an e4m3 value", v[i].name, k, v[i].a[k], v[i].b[k]);
+    if (rc) goto out;
+    dl_clear_error();
+    if (dl_gpu_device_count() <= 0) {
+        printf("no CUDA device: nothing launched; would run %d wgmma accumulator cases, the same as chains of 2 and 4, "
+               "and %d random chains of 1, 2, 4 and 8 wgmmas (accumulator given or not)\n", n, NRAND);
+        goto out;
     }
-    printf("# gpu == model (bitwise) on %d of %d cases\n", agree, n);
-    /* chains: the same wgmma issued 2 and 4 times on one accumulator, against the model applied as often */
-    for (int chain = 2; chain <= 4 && !rc; chain *= 2) {
-        if (dl_wgmma_acc_probe(n, chain, c, a, b, d, u)) {
-            rc = dl_cli_error("probe");
-            break;
-        }
-        int same = 0, first = -1;
+    /* 1. the hand-made cases, one wgmma each: the table */
+    for (int chain = 1; chain <= 4 && !rc; chain *= 2) {
         for (int i = 0; i < n; i++) {
-            float mod = c[i];
-            for (int r = 0; r < chain; r++) mod = dl_qgmma_add(mod, v[i].a, v[i].b, 1, 32);
-            if (!memcmp(&mod, &d[i], sizeof mod)) same++;
-            else if (first < 0) first = i;
+            c[i] = v[i].c;
+            for (int s = 0; s < chain; s++) {
+                memcpy(fa + ((size_t)i * chain + s) * 32, v[i].a, sizeof v[i].a);
+                memcpy(fb + ((size_t)i * chain + s) * 32, v[i].b, sizeof v[i].b);
+            }
+        }
+        if ((rc = launch_cases(n, chain, 0, c, fa, fb, d, u))) break;
+        if (chain == 1) {
+            printf("# D = C + sum_k a[k] b[k] by one wgmma m64n8k32 f32.e4m3.e4m3 (all 512 outputs; uniform = they agree)\n");
+            printf("# model = dl_qgmma_add (ref/dl_ref.h, the fp8wg accumulator); gpu==model: 1 when bitwise equal\n");
+            printf("%-24s %-16s %-20s %-20s %-20s %-20s %-14s %-7s %s\n", "case", "C", "exact", "fp32_seq", "gpu",
+                   "model", "gpu-exact", "uniform", "gpu==model");
+        }
+        int agree = 0;
+        for (int i = 0; i < n; i++) {
+            const float mod = chain_model(c[i], fa + (size_t)i * chain * 32, fb + (size_t)i * chain * 32, chain, 0);
+            const int same = memcmp(&mod, &d[i], sizeof mod) == 0;
+            agree += same;
             if (u[i] != 1) rc = 1;
+            if (chain == 1) {
+                double ex = c[i];
+                float seq = c[i];
+                for (int k = 0; k < 32; k++) {
+                    const double p = (double)v[i].a[k] * v[i].b[k];
+                    ex += p;
+                    seq += (float)p;
+                }
+                printf("%-24s %-16a %-20a %-20a %-20a %-20a %-14.6g %-7d %d\n", v[i].name, (double)c[i], ex,
+                       (double)seq, (double)d[i], (double)mod, (double)d[i] - ex, u[i], same);
+            } else if (!same) {
+                printf("#   chain %d of the same wgmma differs: %-24s gpu %-20a model %a\n", chain, v[i].name,
+                       (double)d[i], (double)mod);
+            }
         }
-        printf("# chain of %d wgmmas: gpu == model applied %d times on %d of %d cases", chain, chain, same, n);
-        if (first >= 0) {
-            float mod = c[first];
-            for (int r = 0; r < chain; r++) mod = dl_qgmma_add(mod, v[first].a, v[first].b, 1, 32);
-            printf("; first difference: '%s' gpu %a model %a", v[first].name, (double)d[first], (double)mod);
+        if (chain == 1) printf("# gpu == model (bitwise) on %d of %d cases\n", agree, n);
+        else printf("# chain of %d times the same wgmma: gpu == model on %d of %d cases\n", chain, agree, n);
+    }
+    /* 2. random chains as the decode kernel issues them (its QK: D/32 wgmmas from scale-d = 0) */
+    for (int chain = 1; chain <= MAXCH && !rc; chain *= 2)
+        for (int zc = 0; zc <= 1 && !rc; zc++) {
+            for (int i = 0; i < NRAND; i++)
+                dl_wgmma_acc_random(chain, zc, i, &c[i], fa + (size_t)i * chain * 32, fb + (size_t)i * chain * 32);
+            if ((rc = launch_cases(NRAND, chain, zc, c, fa, fb, d, u))) break;
+            int agree = 0;
+            double worst = 0.0;
+            for (int i = 0; i < NRAND; i++) {
+                const float mod = chain_model(c[i], fa + (size_t)i * chain * 32, fb + (size_t)i * chain * 32, chain, zc);
+                const int same = memcmp(&mod, &d[i], sizeof mod) == 0;
+                agree += same;
+                if (u[i] != 1) rc = 1;
+                const double rel = mod != 0.0f ? fabs((double)d[i] - mod) / fabs((double)mod) : fabs((double)d[i]);
+                if (rel > worst) worst = rel;
+                printf("rand chain=%d zero_c=%d i=%-4d gpu %-20a model %-20a %d\n", chain, zc, i, (double)d[i],
+                       (double)mod, same);
+            }
+            printf("# random chains of %d (zero_c %d): gpu == model on %d of %d; largest |gpu-model|/|model| %.3g\n",
+                   chain, zc, agree, NRAND, worst);
         }
-        printf("\n");
-        for (int i = 0; i < n; i++) {
-            float mod = c[i];
-            for (int r = 0; r < chain; r++) mod = dl_qgmma_add(mod, v[i].a, v[i].b, 1, 32);
-            if (memcmp(&mod, &d[i], sizeof mod))
-                printf("#   chain %d differs: %-24s gpu %-20a model %a\n", chain, v[i].name, (double)d[i], (double)mod);
-        }
+    /* 3. full random matrices: every output its own row of A and column of B (as in the decode kernel,
+     * where rows are tokens and columns heads): does one output depend on the others? */
+    for (int zc = 0; zc <= 1 && !rc; zc++) {
+        enum { NF = 64 };
+        float *fc = malloc((size_t)NF * 512 * sizeof *fc), *fd = malloc((size_t)NF * 512 * sizeof *fd);
+        float *xa = malloc((size_t)NF * 2048 * sizeof *xa), *xb = malloc((size_t)NF * 256 * sizeof *xb);
+        uint8_t *ca = malloc((size_t)NF * 2048), *cb = malloc((size_t)NF * 256);
+        if (!fc || !fd || !xa || !xb || !ca || !cb) rc = dl_fail("out of memory");
+        for (int i = 0; i < NF && !rc; i++) dl_wgmma_acc_full_random(i, fc + i * 512, xa + i * 2048, xb + i * 256);
+        for (int k = 0; k < NF * 2048 && !rc; k++) ca[k] = dl_f32_to_e4m3(xa[k], DL_SATFINITE);
+        for (int k = 0; k < NF * 256 && !rc; k++) cb[k] = dl_f32_to_e4m3(xb[k], DL_SATFINITE);
+        if (!rc) rc = dl_wgmma_acc_full(NF, zc, fc, ca, cb, fd);
+        int agree = 0, shown = 0;
+        double worst = 0.0;
+        for (int i = 0; i < NF && !rc; i++)
+            for (int m = 0; m < 64; m++)
+                for (int j = 0; j < 8; j++) {
+                    const float mod = dl_qgmma_add(zc ? 0.0f : fc[i * 512 + m * 8 + j], xa + i * 2048 + m * 32,
+                                                   xb + i * 256 + j * 32, 1, 32);
+                    const float g = fd[i * 512 + m * 8 + j];
+                    if (!memcmp(&mod, &g, sizeof g)) {
+                        agree++;
+                        continue;
+                    }
+                    const double rel = mod != 0.0f ? fabs((double)g - mod) / fabs((double)mod) : fabs((double)g);
+                    if (rel > worst || isnan(rel)) worst = isnan(rel) ? INFINITY : rel;
+                    if (shown++ < 40)
+                        printf("full zero_c=%d case %d m=%d n=%d: gpu %-20a model %a\n", zc, i, m, j, (double)g,
+                               (double)mod);
+                }
+        if (!rc)
+            printf("# full random matrices (zero_c %d): gpu == per-element model on %d of %d outputs; largest "
+                   "|gpu-model|/|model| %.3g\n", zc, agree, NF * 512, worst);
+        free(fc), free(fd), free(xa), free(xb), free(ca), free(cb);
     }
 out:
-    free(v), free(c), free(d), free(a), free(b), free(u);
+    if (rc < 0) rc = dl_cli_error("probe");
+    free(v), free(c), free(d), free(fa), free(fb), free(u);
     return rc;
 }
 
