@@ -3,6 +3,7 @@
  * how many per thread) or launches them once each, so that Nsight Compute can profile them:
  *   ncu -k regex:e2_probe --metrics ... decodelab probe --run all
  * (tests/gpu/e2_probes_job.sh). Without a CUDA device it says so and exits 0. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,32 @@ static int wgmma_acc(void)
         if (!rc)
             printf("# full random matrices (zero_c %d): gpu == per-element model on %d of %d outputs; largest "
                    "|gpu-model|/|model| %.3g\n", zc, agree, NF * 512, worst);
+        /* alternatives: one alignment shared by a block of gr rows x gc columns of the 64 x 8 outputs */
+        for (int gr = 1; gr <= 64 && !rc; gr *= 2)
+            for (int gcol = 1; gcol <= 8; gcol *= 2) {
+                if (gr == 1 && gcol == 1) continue; /* the per-element model, above */
+                int ok = 0;
+                for (int i = 0; i < NF; i++)
+                    for (int m0 = 0; m0 < 64; m0 += gr)
+                        for (int j0 = 0; j0 < 8; j0 += gcol) {
+                            int top = INT_MIN;
+                            for (int m = m0; m < m0 + gr; m++)
+                                for (int j = j0; j < j0 + gcol; j++) {
+                                    const int t = dl_qgmma_top(zc ? 0.0f : fc[i * 512 + m * 8 + j],
+                                                               xa + i * 2048 + m * 32, xb + i * 256 + j * 32, 1, 32);
+                                    if (t > top) top = t;
+                                }
+                            for (int m = m0; m < m0 + gr; m++)
+                                for (int j = j0; j < j0 + gcol; j++) {
+                                    const float mod = dl_qgmma_sum(zc ? 0.0f : fc[i * 512 + m * 8 + j],
+                                                                   xa + i * 2048 + m * 32, xb + i * 256 + j * 32, 1,
+                                                                   32, top);
+                                    ok += !memcmp(&mod, &fd[i * 512 + m * 8 + j], sizeof mod);
+                                }
+                        }
+                printf("# full random matrices (zero_c %d): one alignment per %d rows x %d columns: gpu == it on "
+                       "%d of %d outputs\n", zc, gr, gcol, ok, NF * 512);
+            }
         free(fc), free(fd), free(xa), free(xb), free(ca), free(cb);
     }
 out:

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../gpu/dl_bench.h"
 #include "../gpu/dl_registry.h"
@@ -39,7 +40,7 @@ static void run_help(FILE *f)
     fprintf(f,
             "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--flush write|read] [--hot-l2]\n"
             "                     [--time-failed] [--graph] [--out RESULTS.h5] [--max-time-s S]\n"
-            "                     [--min-samples N] [--splits N|auto]\n\n"
+            "                     [--min-samples N] [--splits N|auto] [--save-outputs DIR]\n\n"
             "Checks every selected GPU variant on the golden file: the outputs are poisoned (NaN) before\n"
             "each launch, every element must be written; o and lse are scored against the variant's own\n"
             "golden model for the schedule the kernel ran (implementation limits, global and per (request, head)):\n"
@@ -70,6 +71,11 @@ static void run_help(FILE *f)
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
             "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
             "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n"
+            "  --save-outputs DIR      write each checked variant's o and lse (its first checked launch) to\n"
+            "                          DIR/<variant>.splits<N>.h5, a candidate file (data/SCHEMA.md), so that other\n"
+            "                          models can judge them later without a GPU: decodelab compare GOLDEN FILE\n"
+            "                          --model M (against the stored model: exact for schedule none or one segment\n"
+            "                          per sequence; the settings attribute names the schedule). DIR must exist\n"
             "  --resume                skip the variants that already have a row in --out for the same golden\n"
             "                          inputs (content hash), split count, timing mode and flush (an interrupted\n"
             "                          sweep reruns without duplicating rows)\n\n"
@@ -106,6 +112,11 @@ static int parse_run(int argc, char **argv, run_opts *o)
             o->variants = argv[++i];
         } else if (!strcmp(a, "--out")) {
             o->out = argv[++i];
+        } else if (!strcmp(a, "--save-outputs")) {
+            o->x.save_dir = argv[++i];
+            struct stat st;
+            if (stat(o->x.save_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+                return dl_fail("--save-outputs: '%s' is not an existing directory", o->x.save_dir);
         } else if (!strcmp(a, "--max-time-s")) {
             DL_TRY(dl_parse_f64(a, argv[++i], &o->x.topt.max_time_s));
             if (!(o->x.topt.max_time_s > 0)) return dl_fail("%s: '%s' must be > 0", a, argv[i]);

@@ -62,10 +62,19 @@ int dl_run_resolve_splits(const dl_case *c, int requested);
 int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
                          const char *flush, const dl_variant **sel, int *nsel);
 
+/* `run --save-outputs`: the variant's o [B, Hq, D] and lse [B, Hq] (natural log) on golden g as a candidate
+ * file dir/<variant>.splits<r->num_splits>.h5 (data/SCHEMA.md; overwritten atomically), claiming the
+ * variant's model, its axes from r, the schedule r->model_schedule in `settings`, so that `decodelab
+ * compare` can judge them later, without a GPU, against any model. 0 or dl_fail(). */
+struct dl_variant;
+int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_variant *v, const dl_result_row *r,
+                        const float *o, const float *lse);
+
 /* How `run` checks and times (harness/run.c); the CLI fills it from its flags. */
 typedef struct {
     int time;            /* time the variants that passed (and the read reference) */
     int time_failed;     /* also time a variant whose check FAILed (the row stays FAIL) */
+    const char *save_dir; /* NULL, or a folder: each checked variant's o and lse as a candidate file there */
     int hot_l2, graph, graph_launches, peak_runs;
     int flush;           /* dl_flush_mode (gpu/dl_bench.h) of a cold sample */
     int splits;          /* split-KV chunks per sequence; 0 = dl_gpu_choose_splits */

@@ -12,6 +12,7 @@
 
 #include "../gpu/dl_bench.h"
 #include "../gpu/dl_registry.h"
+#include "dl_candidate.h"
 #include "dl_compare.h"
 #include "dl_golden.h"
 #include "dl_model_sched.h"
@@ -59,6 +60,40 @@ const char *dl_run_flush_name(const dl_run_opts *o)
 {
     if (o->hot_l2) return "none";
     return o->flush == DL_FLUSH_READ ? "read" : "write";
+}
+
+/* --save-outputs (dl_run.h). */
+int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_variant *v, const dl_result_row *r,
+                        const float *o, const float *lse)
+{
+    const dl_config *cfg = &g->c.cfg;
+    dl_candidate c;
+    dl_candidate_init(&c);
+    snprintf(c.producer, sizeof c.producer, "%s", dl_generator_string());
+    snprintf(c.backend, sizeof c.backend, "%s", v->name);
+    snprintf(c.settings, sizeof c.settings,
+             "decodelab run --save-outputs: variant %s, splits %lld, schedule %s (decodelab run judged it against "
+             "the model for that schedule; decodelab compare judges against the stored model, the same only for "
+             "schedule none or one segment per sequence)",
+             v->name, (long long)r->num_splits, r->model_schedule);
+    dl_run_hash_string(dl_run_inputs_hash(&g->c), c.golden_hash, sizeof c.golden_hash);
+    c.lse_base = 0;
+    snprintf(c.model, sizeof c.model, "%s", dl_model_name(v->model));
+    snprintf(c.compute, sizeof c.compute, "%s", r->compute);
+    snprintf(c.dequant, sizeof c.dequant, "%s", r->dequant);
+    snprintf(c.unit, sizeof c.unit, "%s", r->unit);
+    c.num_splits = r->num_splits;
+    c.deterministic = r->deterministic;
+    snprintf(c.device_name, sizeof c.device_name, "%s", r->device_name);
+    c.batch_size = cfg->batch_size;
+    c.num_qo_heads = cfg->num_qo_heads;
+    c.head_dim = cfg->head_dim;
+    c.o_dtype = DL_F32;
+    c.o = (float *)o;
+    c.lse = (float *)lse;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.splits%lld.h5", dir, v->name, (long long)r->num_splits);
+    return dl_candidate_write(path, &c, 1); /* c borrows o and lse: not freed here */
 }
 
 #if DL_HAVE_CUDA
@@ -313,6 +348,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
     dl_verdict worst = dl_run_judge(r, ho[0], hl[0], mod, v->model, g->have[DL_MODEL_EXACT] ? &g->out[DL_MODEL_EXACT] : NULL,
                                     cfg->kv_dtype, 0.0);
     if (!r->deterministic) snprintf(r->reason, sizeof r->reason, "two launches on the same inputs differ bitwise");
+    if (o->save_dir) DL_TRY(dl_run_save_outputs(o->save_dir, g, v, r, ho[0], hl[0]));
 
     if (!o->time) return 0;
     if (worst == DL_FAIL && !o->time_failed) {

@@ -282,7 +282,7 @@ static float quantize_e4m3(const float *x, int64_t n, float *out)
  * k-blocks and its value is added to a separate FP32 accumulator. */
 static float acc_trunc(float x, int bits) { return (bits <= 0 || bits >= 23) ? x : truncate_mantissa(x, bits); }
 
-float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n)
+int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n)
 {
     int e, top = INT_MIN;
     if (c != 0.0f && isfinite(c)) {
@@ -296,12 +296,22 @@ float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int
             if (e > top) top = e;
         }
     }
+    return top;
+}
+
+float dl_qgmma_sum(float c, const float *x, const float *y, int64_t ystride, int64_t n, int top)
+{
     if (top == INT_MIN) return c; /* no nonzero term (or a non-finite one: left to float) */
     /* frexp: |t| = m * 2^e with m in [0.5, 1), so the largest binary exponent is top - 1 */
     const double ulp = ldexp(1.0, top - 1 - DL_QGMMA_FRAC_BITS);
     double s = trunc((double)c / ulp) * ulp; /* exact: every term has at most 14 bits above ulp */
     for (int64_t i = 0; i < n; i++) s += trunc((double)x[i] * (double)y[i * ystride] / ulp) * ulp;
     return truncate_mantissa((float)s, DL_QGMMA_FRAC_BITS); /* s has <= 20 significant bits: exact in float */
+}
+
+float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n)
+{
+    return dl_qgmma_sum(c, x, y, ystride, n, dl_qgmma_top(c, x, y, ystride, n));
 }
 
 /* One k-block of the chain: acc_trunc(part + the products) summed in binary32, or (qgmma) the

@@ -101,6 +101,10 @@ void dl_model_params_default(dl_model_params *p);
  * significant bits (13 fraction bits). The products must be exact in float (e4m3/e5m2 operands). */
 #define DL_QGMMA_FRAC_BITS 13
 float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n);
+/* Its two halves: the alignment exponent (frexp's, of the largest term; INT_MIN when every term is
+ * 0), and the truncated sum for a given alignment exponent top (>= the terms' own: a shared one) */
+int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n);
+float dl_qgmma_sum(float c, const float *x, const float *y, int64_t ystride, int64_t n, int top);
 
 const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" "fp8wg" "fp8accwg" */
 int dl_model_parse(const char *s, dl_model *out);

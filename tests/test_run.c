@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../gpu/dl_registry.h"
+#include "../harness/dl_golden.h"
 #include "../harness/dl_results.h"
 #include "../harness/dl_run.h"
 #include "dl_test.h"
@@ -208,4 +209,65 @@ START_TEST(test_run_without_gpu)
 }
 END_TEST
 
-DL_TEST_SUITE("run", 120, NULL, NULL, test_bytes_moved, test_inputs_hash, test_read_sum, test_run_without_gpu)
+/* run --save-outputs: a variant's outputs written as a candidate file that `decodelab compare` reads and
+ * judges by the variant's model (here the fp8wg model's own output stands in for the kernel's: it must
+ * PASS; the same output with one head scaled by 1.01 must FAIL); a missing folder is refused. */
+START_TEST(test_save_outputs_round_trip)
+{
+    if (access(dl_test_bin(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", dl_test_bin());
+    dl_test_mkdir("save");
+    char cmd[2048], g_path[512], out[512];
+    dl_test_path(g_path, sizeof g_path, "g.h5");
+    dl_test_path(out, sizeof out, "out.txt");
+    snprintf(cmd, sizeof cmd,
+             "%s golden --seq-len 1,16,70 --page-size 16 --num-qo-heads 8 --num-kv-heads 2 --head-dim 64 "
+             "--kv-dtype e4m3 --models exact,fp8wg --out %s > /dev/null 2>&1",
+             dl_test_bin(), g_path);
+    ck_assert_int_eq(system(cmd), 0);
+    dl_golden g;
+    ck_assert_int_eq(dl_golden_read(g_path, &g), 0);
+    const dl_variant *v = dl_variant_find("fp8-none-wgmma");
+    ck_assert_ptr_nonnull(v);
+    const dl_output *m = &g.out[DL_MODEL_FP8WG];
+    const size_t no = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads * g.c.cfg.head_dim);
+    const size_t nl = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads);
+    float *o = malloc(no * sizeof *o), *lse = malloc(nl * sizeof *lse);
+    ck_assert(o && lse);
+    for (size_t i = 0; i < no; i++) o[i] = (float)m->o[i];
+    for (size_t i = 0; i < nl; i++) lse[i] = (float)m->lse[i];
+    dl_result_row r;
+    dl_result_row_init(&r);
+    snprintf(r.compute, sizeof r.compute, "fp8");
+    snprintf(r.dequant, sizeof r.dequant, "none");
+    snprintf(r.unit, sizeof r.unit, "wgmma");
+    snprintf(r.model_schedule, sizeof r.model_schedule, "none");
+    r.num_splits = 1;
+    r.deterministic = 1;
+    ck_assert_int_eq(dl_run_save_outputs(dl_test_dir, &g, v, &r, o, lse), 0);
+    snprintf(cmd, sizeof cmd, "%s compare %s %s/fp8-none-wgmma.splits1.h5 > %s 2>&1", dl_test_bin(), g_path, dl_test_dir,
+             out);
+    static char text[65536];
+    int st = system(cmd);
+    dl_test_slurp(out, text, sizeof text);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "compare exited %d: %s", WEXITSTATUS(st), text);
+    ck_assert_msg(strstr(text, "PASS") && strstr(text, "fp8wg"), "compare output: %s", text);
+    for (size_t i = 0; i < (size_t)g.c.cfg.head_dim; i++) o[i] *= 1.01f; /* request 0, head 0 */
+    ck_assert_int_eq(dl_run_save_outputs(dl_test_dir, &g, v, &r, o, lse), 0); /* overwritten in place */
+    st = system(cmd);
+    dl_test_slurp(out, text, sizeof text);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "FAIL"), "compare exited %d: %s",
+                  WEXITSTATUS(st), text);
+    /* the CLI refuses a folder that does not exist, before anything runs */
+    snprintf(cmd, sizeof cmd, "%s run %s --save-outputs %s/nope > %s 2>&1", dl_test_bin(), g_path, dl_test_dir, out);
+    st = system(cmd);
+    dl_test_slurp(out, text, sizeof text);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(text, "--save-outputs"), "run: %s", text);
+    free(o);
+    free(lse);
+    dl_golden_free(&g);
+    dl_test_rmdir();
+}
+END_TEST
+
+DL_TEST_SUITE("run", 120, NULL, NULL, test_bytes_moved, test_inputs_hash, test_read_sum, test_run_without_gpu,
+              test_save_outputs_round_trip)
