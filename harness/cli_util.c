@@ -3,6 +3,7 @@
 #include "dl_cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
-int dl_cli_read_golden(const char *cmd, int argc, char **argv, void (*help)(FILE *), const char **file, dl_golden *g)
+int dl_cli_golden_cmd(const char *cmd, int argc, char **argv, void (*help)(FILE *),
+                      int (*body)(const char *file, const dl_golden *g))
 {
-    int rc = dl_cli_one_file(cmd, argc, argv, file, help);
+    const char *file;
+    dl_golden g;
+    int rc = dl_cli_one_file(cmd, argc, argv, &file, help);
     if (rc == 1) return 0;
-    if (rc || dl_golden_read(*file, g)) return dl_cli_error(cmd);
-    return -1;
+    if (rc || dl_golden_read(file, &g)) return dl_cli_error(cmd);
+    rc = body(file, &g);
+    dl_golden_free(&g);
+    return rc;
 }
 
 int dl_cli_file_arg(const char *cmd, const char *what, const char *a, const char **file)
@@ -24,6 +30,16 @@ int dl_cli_file_arg(const char *cmd, const char *what, const char *a, const char
     if (*file) return dl_fail("one %s expected, got '%s' and '%s'", what, *file, a);
     *file = a;
     return 0;
+}
+
+int dl_cli_getopt_fail(const char *cmd, int code, char **argv)
+{
+    if (code == ':') return dl_fail("%s: missing value (see decodelab %s --help)", argv[optind - 1], cmd);
+    /* optopt: the letter of an unknown short option (within "-xh" optind still points at it); 0 for an
+     * unknown long option, the option's code ('h' or >= 256) for a long option given a value it does not take */
+    if (optopt > 0 && optopt < 256 && optopt != 'h')
+        return dl_fail("unknown option '-%c' (see decodelab %s --help)", optopt, cmd);
+    return dl_fail("unknown option '%s' (see decodelab %s --help)", argv[optind - 1], cmd);
 }
 
 int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)

@@ -45,13 +45,10 @@ static void ulp_stats(const double *stored, const double *fresh, int64_t n, int6
     }
 }
 
-int dl_cmd_check(int argc, char **argv)
+/* Verify the models of golden file g (read from file). */
+static int check_file(const char *file, const dl_golden *g)
 {
-    const char *file;
-    dl_golden g;
-    int rc = dl_cli_read_golden("check", argc, argv, usage, &file, &g);
-    if (rc >= 0) return rc;
-    const dl_config *c = &g.c.cfg;
+    const dl_config *c = &g->c.cfg;
     const int64_t no = c->batch_size * c->num_qo_heads * c->head_dim, nl = c->batch_size * c->num_qo_heads;
     const int progress = isatty(2);
     char name[512];
@@ -61,18 +58,14 @@ int dl_cmd_check(int argc, char **argv)
            "result");
     int any = 0, failed = 0;
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
-        if (!g.have[m]) continue;
+        if (!g->have[m]) continue;
         any = 1;
         if (progress) fprintf(stderr, "recomputing %s ...\n", dl_model_name((dl_model)m));
         dl_output fresh;
         double t0 = dl_now();
-        if (dl_reference(&g.c, (dl_model)m, &g.params, &fresh)) {
-            rc = dl_cli_error("check");
-            dl_golden_free(&g);
-            return rc;
-        }
+        if (dl_reference(&g->c, (dl_model)m, &g->params, &fresh)) return dl_cli_error("check");
         double t = dl_now() - t0;
-        const dl_output *st = &g.out[m];
+        const dl_output *st = &g->out[m];
         int64_t same = 0, maxulp_o = 0, maxulp_l = 0;
         for (int64_t i = 0; i < no; i++) same += memcmp(&st->o[i], &fresh.o[i], sizeof(double)) == 0;
         for (int64_t i = 0; i < nl; i++) same += memcmp(&st->lse[i], &fresh.lse[i], sizeof(double)) == 0;
@@ -111,11 +104,15 @@ int dl_cmd_check(int argc, char **argv)
         failed |= !ok;
         dl_output_free(&fresh);
     }
-    dl_golden_free(&g);
     if (!any) {
         printf("no /golden/<model> in %s: nothing to verify\n", file);
         return 1;
     }
     printf("%s\n", failed ? "FAILED: a stored model does not match its recomputation" : "all models verify");
     return failed ? 1 : 0;
+}
+
+int dl_cmd_check(int argc, char **argv)
+{
+    return dl_cli_golden_cmd("check", argc, argv, usage, check_file);
 }

@@ -4,11 +4,13 @@
  * comparison routine and thresholds as `decodelab run`, print the same kind
  * of table and append rows in the same results schema. Plain host code: no
  * GPU is needed. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "dl_candidate.h"
 #include "dl_cli.h"
 #include "dl_golden.h"
@@ -46,31 +48,36 @@ typedef struct {
     int ncands, hash_only;
 } cmp_opts;
 
+enum { O_HELP = 'h', O_HASH = 256, O_OUT, O_MODEL };
+
+static const struct option compare_opts[] = {
+    {"help", no_argument, 0, O_HELP},
+    {"golden-hash", no_argument, 0, O_HASH},
+    {"out", required_argument, 0, O_OUT},
+    {"model", required_argument, 0, O_MODEL},
+    {0, 0, 0, 0},
+};
+
 /* 0 ok, 1 help printed, -1 error (recorded). */
 static int parse_compare(int argc, char **argv, cmp_opts *o)
 {
+    const int max = (int)(sizeof o->cands / sizeof o->cands[0]);
     memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            compare_help(stdout);
-            return 1;
-        } else if (!strcmp(a, "--golden-hash")) {
-            o->hash_only = 1;
-        } else if (!strcmp(a, "--out") || !strcmp(a, "--model")) {
-            if (i + 1 >= argc) return dl_fail("%s: missing value (see decodelab compare --help)", a);
-            if (!strcmp(a, "--out")) o->out = argv[++i];
-            else o->model = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            return dl_fail("unknown flag '%s' (see decodelab compare --help)", a);
-        } else if (!o->golden) {
-            o->golden = a;
-        } else if (o->ncands < (int)(sizeof o->cands / sizeof o->cands[0])) {
-            o->cands[o->ncands++] = a;
-        } else {
-            return dl_fail("more than %d candidate files", (int)(sizeof o->cands / sizeof o->cands[0]));
+    opterr = 0;
+    optind = 0;
+    for (int code; (code = getopt_long(argc, argv, ":h", compare_opts, NULL)) != -1;) {
+        switch (code) {
+        case O_HELP: compare_help(stdout); return 1;
+        case O_HASH: o->hash_only = 1; break;
+        case O_OUT: o->out = optarg; break;
+        case O_MODEL: o->model = optarg; break;
+        default: return dl_cli_getopt_fail("compare", code, argv);
         }
     }
+    /* the files, in order: GOLDEN.h5, then the candidates */
+    if (optind < argc) o->golden = argv[optind++];
+    if (argc - optind > max) return dl_fail("more than %d candidate files", max);
+    while (optind < argc) o->cands[o->ncands++] = argv[optind++];
     if (!o->golden) return dl_fail("missing GOLDEN.h5 (see decodelab compare --help)");
     if (o->hash_only) {
         if (o->ncands) return dl_fail("--golden-hash takes only GOLDEN.h5, got also '%s'", o->cands[0]);

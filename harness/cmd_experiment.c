@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdio.h>
@@ -104,48 +105,66 @@ static int parse_shard(const char *v, int *k, int *n)
     return 0;
 }
 
+enum { O_HELP = 'h', O_RESUME = 256, O_REDUCED, O_FULL, O_OUT, O_CACHE, O_BINARY, O_STOP, O_SHARD, O_MERGE };
+
+static const struct option xp_long_opts[] = {
+    {"help", no_argument, 0, O_HELP},
+    {"resume", no_argument, 0, O_RESUME},
+    {"reduced", no_argument, 0, O_REDUCED},
+    {"full", no_argument, 0, O_FULL},
+    {"out", required_argument, 0, O_OUT},
+    {"cache", required_argument, 0, O_CACHE},
+    {"binary", required_argument, 0, O_BINARY},
+    {"stop-after", required_argument, 0, O_STOP},
+    {"shard", required_argument, 0, O_SHARD},
+    {"merge", no_argument, 0, O_MERGE}, /* takes the arguments after it up to the next flag */
+    {0, 0, 0, 0},
+};
+
+/* --merge DIR...: the arguments from argv[optind] up to the next flag (getopt_long moves the
+ * arguments it skips over, as it does an option's value). */
+static int parse_merge(int argc, char **argv, xp_opts *o)
+{
+    if (o->nmerge) return dl_fail("--merge: given twice (list every shard directory after one --merge)");
+    while (optind < argc && argv[optind][0] != '-') {
+        if (o->nmerge == XP_MAX_MERGE) return dl_fail("--merge: more than %d directories", XP_MAX_MERGE);
+        if (!argv[optind][0]) return dl_fail("--merge: '' is not a directory");
+        o->merge[o->nmerge++] = argv[optind++];
+    }
+    if (!o->nmerge) return dl_fail("--merge: no directory given (the shard directories to combine)");
+    return 0;
+}
+
 static int parse(int argc, char **argv, xp_opts *o)
 {
+    int64_t v;
     memset(o, 0, sizeof *o);
     o->stop_after = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            xp_help(stdout);
-            return 1;
-        } else if (!strcmp(a, "--resume")) {
-            o->resume = 1;
-        } else if (!strcmp(a, "--reduced")) {
-            o->reduced = 1;
-        } else if (!strcmp(a, "--full")) {
-            o->full = 1;
-        } else if (a[0] == '-' && i + 1 >= argc) {
-            return dl_fail("%s: missing value (or unknown flag; see decodelab experiment --help)", a);
-        } else if (!strcmp(a, "--out") || !strcmp(a, "--cache") || !strcmp(a, "--binary")) {
-            const char *v = argv[++i];
-            if (!*v) return dl_fail("%s: '' is empty", a);
-            if (a[2] == 'o') o->out = v;
-            else if (a[2] == 'c') o->cache = v;
-            else o->binary = v;
-        } else if (!strcmp(a, "--stop-after")) {
-            int64_t v;
-            DL_TRY(dl_parse_i64(a, argv[++i], 0, 1000000, &v));
+    opterr = 0;
+    optind = 0;
+    for (int code, li = -1; (code = getopt_long(argc, argv, ":h", xp_long_opts, &li)) != -1;) {
+        if (code >= O_OUT && code <= O_BINARY && !optarg[0]) return dl_fail("--%s: '' is empty", xp_long_opts[li].name);
+        switch (code) {
+        case O_HELP: xp_help(stdout); return 1;
+        case O_RESUME: o->resume = 1; break;
+        case O_REDUCED: o->reduced = 1; break;
+        case O_FULL: o->full = 1; break;
+        case O_OUT: o->out = optarg; break;
+        case O_CACHE: o->cache = optarg; break;
+        case O_BINARY: o->binary = optarg; break;
+        case O_STOP:
+            DL_TRY(dl_parse_i64("--stop-after", optarg, 0, 1000000, &v));
             o->stop_after = (long)v;
-        } else if (!strcmp(a, "--shard")) {
+            break;
+        case O_SHARD:
             if (o->shard_n) return dl_fail("--shard: given twice");
-            DL_TRY(parse_shard(argv[++i], &o->shard_k, &o->shard_n));
-        } else if (!strcmp(a, "--merge")) {
-            if (o->nmerge) return dl_fail("--merge: given twice (list every shard directory after one --merge)");
-            while (i + 1 < argc && argv[i + 1][0] != '-') {
-                if (o->nmerge == XP_MAX_MERGE) return dl_fail("--merge: more than %d directories", XP_MAX_MERGE);
-                if (!argv[i + 1][0]) return dl_fail("--merge: '' is not a directory");
-                o->merge[o->nmerge++] = argv[++i];
-            }
-            if (!o->nmerge) return dl_fail("--merge: no directory given (the shard directories to combine)");
-        } else {
-            DL_TRY(dl_cli_file_arg("experiment", "experiment file", a, &o->file));
+            DL_TRY(parse_shard(optarg, &o->shard_k, &o->shard_n));
+            break;
+        case O_MERGE: DL_TRY(parse_merge(argc, argv, o)); break;
+        default: return dl_cli_getopt_fail("experiment", code, argv);
         }
     }
+    for (; optind < argc; optind++) DL_TRY(dl_cli_file_arg("experiment", "experiment file", argv[optind], &o->file));
     if (!o->file) return dl_fail("missing FILE.cfg (see decodelab experiment --help)");
     if (o->reduced && o->full) return dl_fail("--reduced and --full: choose one");
     if (o->nmerge && (o->shard_n || o->resume || o->reduced || o->full || o->cache || o->binary || o->stop_after >= 0))

@@ -280,8 +280,7 @@ static int parse_args(int argc, char **argv, golden_args *a)
         int li = -1;
         int code = getopt_long(argc, argv, ":h", long_opts, &li);
         if (code == -1) break;
-        if (code == '?') return dl_fail("unknown option '%s' (see decodelab golden --help)", argv[optind - 1]);
-        if (code == ':') return dl_fail("%s: missing value", argv[optind - 1]);
+        if (code == '?' || code == ':') return dl_cli_getopt_fail("golden", code, argv);
         if (code == O_HELP) {
             usage(stdout);
             return 1;

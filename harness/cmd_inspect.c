@@ -39,7 +39,7 @@ int dl_cli_one_file(const char *cmd, int argc, char **argv, const char **file, v
             help(stdout);
             return 1;
         }
-        return dl_fail("unknown option '%s' (see decodelab %s --help)", argv[optind - 1], cmd);
+        return dl_cli_getopt_fail(cmd, code, argv);
     }
     if (optind >= argc) return dl_fail("FILE: missing (usage: decodelab %s FILE)", cmd);
     if (optind + 1 < argc) return dl_fail("unexpected argument '%s' (usage: decodelab %s FILE)", argv[optind + 1], cmd);
@@ -66,24 +66,21 @@ static void row(const char *kind, const dl_golden *g, dl_model m, dl_model ref, 
            dl_model_name(ref), mo.rel_l2, mo.head_rel_l2, mo.max_abs, mo.max_rel, ml.max_abs, v);
 }
 
-int dl_cmd_inspect(int argc, char **argv)
+/* Print golden file g (read from file). */
+static int inspect_file(const char *file, const dl_golden *g)
 {
-    const char *file;
-    dl_golden g;
-    int rc = dl_cli_read_golden("inspect", argc, argv, usage, &file, &g);
-    if (rc >= 0) return rc;
-    const dl_config *c = &g.c.cfg;
+    const dl_config *c = &g->c.cfg;
     char name[512];
     dl_config_name(c, name, sizeof name);
     int64_t tokens = 0, lmin = INT64_MAX, lmax = 0;
     for (int64_t b = 0; b < c->batch_size; b++) {
-        int64_t l = dl_case_seq_len(&g.c, b);
+        int64_t l = dl_case_seq_len(&g->c, b);
         tokens += l;
         if (l < lmin) lmin = l;
         if (l > lmax) lmax = l;
     }
     printf("file:      %s (%lld bytes)\n", file, (long long)dl_file_size(file));
-    printf("generator: %s\n", g.generator);
+    printf("generator: %s\n", g->generator);
     printf("case:      %s\n", name);
     printf("config:    batch_size=%lld num_qo_heads=%lld num_kv_heads=%lld (group %lld) head_dim=%lld page_size=%lld\n"
            "           kv_layout=%s q_dtype=%s kv_dtype=%s sm_scale=%.17g seed=%llu distribution=%s\n"
@@ -96,54 +93,57 @@ int dl_cmd_inspect(int argc, char **argv)
     if (c->share_prefix_pages > 0)
         printf("           share_prefix_pages=%lld: the first %lld pages of every request are request 0's (%lld "
                "physical pages for %d page-table entries)\n",
-               (long long)c->share_prefix_pages, (long long)c->share_prefix_pages, (long long)g.c.num_pages,
-               g.c.kv_indptr[c->batch_size]);
+               (long long)c->share_prefix_pages, (long long)c->share_prefix_pages, (long long)g->c.num_pages,
+               g->c.kv_indptr[c->batch_size]);
     if (c->dist.kind == DL_DIST_SINK)
         printf("sink:      the first %lld keys of each request score %g higher\n", (long long)c->dist.sink_tokens,
                c->dist.sink_delta);
     printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g kv_order=%s\n",
-           (long long)g.params.kv_block, g.params.acc_mantissa_bits, (long long)g.params.acc_block,
-           (double)g.params.p_scale, dl_kv_order_name(g.params.kv_order));
+           (long long)g->params.kv_block, g->params.acc_mantissa_bits, (long long)g->params.acc_block,
+           (double)g->params.p_scale, dl_kv_order_name(g->params.kv_order));
     const int nhd = c->kv_layout == DL_NHD;
-    long long B = c->batch_size, Hq = c->num_qo_heads, Hkv = c->num_kv_heads, D = c->head_dim, P = g.c.num_pages;
+    long long B = c->batch_size, Hq = c->num_qo_heads, Hkv = c->num_kv_heads, D = c->head_dim, P = g->c.num_pages;
     long long a1 = nhd ? c->page_size : Hkv, a2 = nhd ? Hkv : c->page_size;
     printf("datasets:\n");
     printf("  /inputs/q                 [%lld, %lld, %lld] %s\n", B, Hq, D, dl_dtype_name(c->q_dtype));
-    if (g.c.q_orig) printf("  /inputs/q_orig            [%lld, %lld, %lld] f32\n", B, Hq, D);
+    if (g->c.q_orig) printf("  /inputs/q_orig            [%lld, %lld, %lld] f32\n", B, Hq, D);
     printf("  /inputs/k_cache, v_cache  [%lld, %lld, %lld, %lld] %s (%s)\n", P, a1, a2, D, dl_dtype_name(c->kv_dtype),
            dl_layout_name(c->kv_layout));
-    if (g.c.k_orig) printf("  /inputs/k_orig, v_orig    [%lld, %lld, %lld, %lld] f32\n", P, a1, a2, D);
+    if (g->c.k_orig) printf("  /inputs/k_orig, v_orig    [%lld, %lld, %lld, %lld] f32\n", P, a1, a2, D);
     printf("  /inputs/k_scale, v_scale  [%lld] f32\n", Hkv);
     printf("  /inputs/kv_indptr         [%lld] i32\n", B + 1);
-    printf("  /inputs/kv_indices        [%d] i32\n", g.c.kv_indptr[B]);
+    printf("  /inputs/kv_indices        [%d] i32\n", g->c.kv_indptr[B]);
     printf("  /inputs/kv_last_page_len  [%lld] i32\n", B);
     for (int m = 0; m < DL_MODEL_COUNT; m++)
-        if (g.have[m])
+        if (g->have[m])
         {
             printf("  /golden/%-8s o [%lld, %lld, %lld], lse [%lld, %lld] %s", dl_model_name((dl_model)m), B, Hq, D,
                    B, Hq, m == DL_MODEL_EXACT || m == DL_MODEL_ORIG ? "f64" : "f32");
-            if (g.out[m].p_values > 0)
-                printf("; P cast: %lld of %lld non-sink P values enter P*V as 0 (%.3g%%)", (long long)g.out[m].p_zeros,
-                       (long long)g.out[m].p_values, 100.0 * (double)g.out[m].p_zeros / (double)g.out[m].p_values);
-            if (isfinite(g.out[m].p_cast_nmse)) printf(", P-cast nmse %.3g", g.out[m].p_cast_nmse);
+            if (g->out[m].p_values > 0)
+                printf("; P cast: %lld of %lld non-sink P values enter P*V as 0 (%.3g%%)", (long long)g->out[m].p_zeros,
+                       (long long)g->out[m].p_values, 100.0 * (double)g->out[m].p_zeros / (double)g->out[m].p_values);
+            if (isfinite(g->out[m].p_cast_nmse)) printf(", P-cast nmse %.3g", g->out[m].p_cast_nmse);
             printf("\n");
         }
-    if (!g.have[DL_MODEL_EXACT]) {
+    if (!g->have[DL_MODEL_EXACT]) {
         printf("errors:    no /golden/exact in this file: nothing to compare against\n");
-        dl_golden_free(&g);
         return 0;
     }
     printf("errors between the golden models:\n");
     printf("  %-10s  %-8s  %-5s  %10s  %10s  %10s  %10s  %11s  %s\n", "kind", "model", "vs", "o rel_l2", "o head",
            "o max_abs", "o max_rel", "lse max_abs", "precision (expected band)");
-    if (g.have[DL_MODEL_ORIG]) row("storage", &g, DL_MODEL_ORIG, DL_MODEL_EXACT, 1);
+    if (g->have[DL_MODEL_ORIG]) row("storage", g, DL_MODEL_ORIG, DL_MODEL_EXACT, 1);
     for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++)
-        if (g.have[m]) row("arithmetic", &g, (dl_model)m, DL_MODEL_EXACT, 1);
-    if (g.have[DL_MODEL_ORIG]) {
-        row("total", &g, DL_MODEL_EXACT, DL_MODEL_ORIG, 0);
+        if (g->have[m]) row("arithmetic", g, (dl_model)m, DL_MODEL_EXACT, 1);
+    if (g->have[DL_MODEL_ORIG]) {
+        row("total", g, DL_MODEL_EXACT, DL_MODEL_ORIG, 0);
         for (int m = DL_MODEL_FP32; m < DL_MODEL_COUNT; m++)
-            if (g.have[m]) row("total", &g, (dl_model)m, DL_MODEL_ORIG, 0);
+            if (g->have[m]) row("total", g, (dl_model)m, DL_MODEL_ORIG, 0);
     }
-    dl_golden_free(&g);
     return 0;
+}
+
+int dl_cmd_inspect(int argc, char **argv)
+{
+    return dl_cli_golden_cmd("inspect", argc, argv, usage, inspect_file);
 }

@@ -2,7 +2,9 @@
  * gpu/dl_probes.def; issue 13 item 2). Lists them (name, kernel, the SASS forms each issues and
  * how many per thread) or launches them once each, so that Nsight Compute can profile them:
  *   ncu -k regex:e2_probe --metrics ... decodelab probe --run all
- * (tests/gpu/e2_probes_job.sh). Without a CUDA device it says so and exits 0. */
+ * (tests/gpu/e2_probes_job.sh); and the FP8 wgmma accumulator probe (--wgmma-acc, gpu/wgmma_acc_probe.cu,
+ * issue 12). Without a CUDA device it says so and exits 0. */
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "../ref/dl_formats.h"
 #include "../ref/dl_ref.h"
 #include "../gpu/dl_probes.h"
+#include "cli_util.h"
 #include "dl_cli.h"
 
 static void probe_help(FILE *f)
@@ -229,29 +232,46 @@ static void list(void)
     }
 }
 
+enum { O_HELP = 'h', O_LIST = 256, O_RUN, O_WGMMA };
+
+static const struct option probe_opts[] = {
+    {"help", no_argument, 0, O_HELP},
+    {"list", no_argument, 0, O_LIST},
+    {"run", required_argument, 0, O_RUN},
+    {"wgmma-acc", no_argument, 0, O_WGMMA},
+    {0, 0, 0, 0},
+};
+
+/* --run NAME into *run, --wgmma-acc into *wgmma. 0 ok, 1 help printed, -1 error (recorded). */
+static int parse_probe(int argc, char **argv, const char **run, int *wgmma)
+{
+    opterr = 0;
+    optind = 0;
+    for (int code; (code = getopt_long(argc, argv, ":h", probe_opts, NULL)) != -1;) {
+        switch (code) {
+        case O_HELP: probe_help(stdout); return 1;
+        case O_LIST: break; /* the default */
+        case O_WGMMA: *wgmma = 1; break;
+        case O_RUN:
+            if (strcmp(optarg, "all") && dl_probe_find(optarg) < 0)
+                return dl_fail("--run: no probe named '%s' (see decodelab probe --list)", optarg);
+            *run = optarg;
+            break;
+        default: return dl_cli_getopt_fail("probe", code, argv);
+        }
+    }
+    if (optind < argc) return dl_fail("unexpected argument '%s' (see decodelab probe --help)", argv[optind]);
+    return 0;
+}
+
 int dl_cmd_probe(int argc, char **argv)
 {
     const char *run = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            probe_help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--wgmma-acc")) {
-            return wgmma_acc();
-        } else if (!strcmp(a, "--list")) {
-            /* default */
-        } else if (!strcmp(a, "--run") && i + 1 < argc) {
-            run = argv[++i];
-            if (strcmp(run, "all") && dl_probe_find(run) < 0) {
-                dl_fail("--run: no probe named '%s' (see decodelab probe --list)", run);
-                return dl_cli_error("probe");
-            }
-        } else {
-            dl_fail("unknown or incomplete argument '%s' (see decodelab probe --help)", a);
-            return dl_cli_error("probe");
-        }
-    }
+    int wgmma = 0;
+    int rc = parse_probe(argc, argv, &run, &wgmma);
+    if (rc == 1) return 0;
+    if (rc) return dl_cli_error("probe");
+    if (wgmma) return wgmma_acc();
     if (!run) {
         list();
         return 0;

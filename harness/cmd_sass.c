@@ -6,11 +6,13 @@
  * full instruction forms (opcode with modifiers: HFMA2.MMA apart from HFMA2) of each kernel shown
  * (issue 13, E2); --kernels GLOB shows any kernel by its name (e.g. the probes, 'e2_probe*'). */
 #include <fnmatch.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../gpu/dl_registry.h"
+#include "cli_util.h"
 #include "dl_census.h"
 #include "dl_cli.h"
 #include "dl_proc.h"
@@ -99,55 +101,73 @@ static void print_forms(const char *variant, const dl_census_kernel *k)
     free(v);
 }
 
-int dl_cmd_sass(int argc, char **argv)
+enum { O_HELP = 'h', O_ALL = 256, O_FORMS, O_BINARY, O_OUT, O_VARIANTS, O_KERNELS };
+
+static const struct option sass_opts[] = {
+    {"help", no_argument, 0, O_HELP},
+    {"all", no_argument, 0, O_ALL},
+    {"forms", no_argument, 0, O_FORMS},
+    {"binary", required_argument, 0, O_BINARY},
+    {"out", required_argument, 0, O_OUT},
+    {"variants", required_argument, 0, O_VARIANTS},
+    {"kernels", required_argument, 0, O_KERNELS},
+    {0, 0, 0, 0},
+};
+
+typedef struct {
+    const char *binary, *out, *globs, *kglob;
+    int all, forms;
+} sass_args;
+
+/* 0 ok, 1 help printed, -1 error (recorded). */
+static int parse_sass(int argc, char **argv, sass_args *a)
 {
-    const char *binary = NULL, *out = NULL, *globs = NULL, *kglob = NULL;
-    int all = 0, forms = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            sass_help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--all")) {
-            all = 1;
-        } else if (!strcmp(a, "--forms")) {
-            forms = 1;
-        } else if ((!strcmp(a, "--binary") || !strcmp(a, "--out") || !strcmp(a, "--variants") ||
-                    !strcmp(a, "--kernels")) && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (!*v) {
-                dl_fail("%s: '' is empty", a);
-                return dl_cli_error("sass");
-            }
-            if (a[2] == 'b') binary = v;
-            else if (a[2] == 'o') out = v;
-            else if (a[2] == 'k') kglob = v;
-            else globs = v;
-        } else {
-            dl_fail("unknown or incomplete argument '%s' (see decodelab sass --help)", a);
-            return dl_cli_error("sass");
+    memset(a, 0, sizeof *a);
+    opterr = 0;
+    optind = 0;
+    for (int code, li = -1; (code = getopt_long(argc, argv, ":h", sass_opts, &li)) != -1;) {
+        if (code >= O_BINARY && !optarg[0]) return dl_fail("--%s: '' is empty", sass_opts[li].name);
+        switch (code) {
+        case O_HELP: sass_help(stdout); return 1;
+        case O_ALL: a->all = 1; break;
+        case O_FORMS: a->forms = 1; break;
+        case O_BINARY: a->binary = optarg; break;
+        case O_OUT: a->out = optarg; break;
+        case O_VARIANTS: a->globs = optarg; break;
+        case O_KERNELS: a->kglob = optarg; break;
+        default: return dl_cli_getopt_fail("sass", code, argv);
         }
     }
+    if (optind < argc) return dl_fail("unexpected argument '%s' (see decodelab sass --help)", argv[optind]);
+    return 0;
+}
+
+int dl_cmd_sass(int argc, char **argv)
+{
+    sass_args a;
+    int rc = parse_sass(argc, argv, &a);
+    if (rc == 1) return 0;
+    if (rc) return dl_cli_error("sass");
     char self[4096];
-    if (!binary) {
+    if (!a.binary) {
         if (dl_proc_self_exe(self, sizeof self)) return dl_cli_error("sass");
-        binary = self;
+        a.binary = self;
     }
-    if (globs) {
+    if (a.globs) {
         int hit = 0;
-        for (int v = 0; v < dl_num_variants; v++) hit |= dl_variant_matches(&dl_variants[v], globs);
+        for (int v = 0; v < dl_num_variants; v++) hit |= dl_variant_matches(&dl_variants[v], a.globs);
         if (!hit) {
-            dl_fail("--variants: '%s' selects no variant (see decodelab list)", globs);
+            dl_fail("--variants: '%s' selects no variant (see decodelab list)", a.globs);
             return dl_cli_error("sass");
         }
     }
     dl_census c;
     memset(&c, 0, sizeof c);
-    if (dl_census_disassemble(binary, &c)) {
+    if (dl_census_disassemble(a.binary, &c)) {
         dl_census_free(&c);
         return dl_cli_error("sass");
     }
-    printf("binary: %s\ntool:   %s\nkernels: %d\n\n", binary, c.tool, c.n);
+    printf("binary: %s\ntool:   %s\nkernels: %d\n\n", a.binary, c.tool, c.n);
     printf("%-16s %-40s %6s", "variant", "kernel", "total");
     for (int k = 0; k < DL_CLS_COUNT; k++) printf(" %8s", dl_census_class_name(k));
     printf("\n");
@@ -164,9 +184,9 @@ int dl_cmd_sass(int argc, char **argv)
         return dl_cli_error("sass");
     }
 #define LIST(var, k) do { print_line(var, k); listed[nlisted] = k; listed_as[nlisted++] = var; } while (0)
-    if (kglob) {
+    if (a.kglob) {
         for (int i = 0; i < c.n; i++) {
-            if (fnmatch(kglob, c.k[i].name, 0)) continue;
+            if (fnmatch(a.kglob, c.k[i].name, 0)) continue;
             const char *as = "-";
             for (int v = 0; v < dl_num_variants; v++)
                 if (dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name)) {
@@ -176,11 +196,11 @@ int dl_cmd_sass(int argc, char **argv)
             LIST(as, &c.k[i]);
             shown++;
         }
-        if (!shown) printf("no kernel of %s matches --kernels '%s'\n", binary, kglob);
+        if (!shown) printf("no kernel of %s matches --kernels '%s'\n", a.binary, a.kglob);
     } else {
         for (int v = 0; v < dl_num_variants; v++) {
             const dl_variant *var = &dl_variants[v];
-            if (globs && !dl_variant_matches(var, globs)) continue;
+            if (a.globs && !dl_variant_matches(var, a.globs)) continue;
             int any = 0;
             for (int i = 0; i < c.n; i++)
                 if (dl_census_kernel_matches(var->kernel, c.k[i].name)) {
@@ -193,7 +213,7 @@ int dl_cmd_sass(int argc, char **argv)
                        var->kernel ? "no kernel in this binary matches its glob (built without CUDA?)"
                                    : "no kernel glob in its registry row");
         }
-        if (all)
+        if (a.all)
             for (int i = 0; i < c.n; i++) {
                 int m = 0;
                 for (int v = 0; v < dl_num_variants; v++) m |= dl_census_kernel_matches(dl_variants[v].kernel, c.k[i].name);
@@ -201,21 +221,21 @@ int dl_cmd_sass(int argc, char **argv)
             }
     }
 #undef LIST
-    if (forms && nlisted) {
+    if (a.forms && nlisted) {
         printf("\n#form\tkernel\tFORM\tcount\trz_moves\tfirst instance\n");
         for (int j = 0; j < nlisted; j++) print_forms(listed_as[j], listed[j]);
     }
-    int rc = 0;
-    if (out) {
+    rc = 0;
+    if (a.out) {
         dl_census_row *rows = NULL;
         int64_t n = 0;
-        if (dl_census_rows(&c, &rows, &n) || dl_census_append(out, rows, n)) rc = dl_cli_error("sass");
-        else printf("\ncensus: %lld rows appended to %s\n", (long long)n, out);
+        if (dl_census_rows(&c, &rows, &n) || dl_census_append(a.out, rows, n)) rc = dl_cli_error("sass");
+        else printf("\ncensus: %lld rows appended to %s\n", (long long)n, a.out);
         free(rows);
         rows = NULL;
-        if (!rc && forms) {
+        if (!rc && a.forms) {
             /* the form rows of the kernels listed (a kernel listed under several variants once each) */
-            if (dl_census_form_rows(&c, kglob, &rows, &n)) rc = dl_cli_error("sass");
+            if (dl_census_form_rows(&c, a.kglob, &rows, &n)) rc = dl_cli_error("sass");
             int64_t keep = 0;
             for (int64_t r = 0; !rc && r < n; r++) {
                 int in = 0;
@@ -223,14 +243,14 @@ int dl_cmd_sass(int argc, char **argv)
                     in = !strcmp(rows[r].kernel, listed[j]->name) && !strcmp(rows[r].variant, listed_as[j]);
                 if (in) rows[keep++] = rows[r];
             }
-            if (!rc && dl_census_append(out, rows, keep)) rc = dl_cli_error("sass");
-            else if (!rc) printf("census: %lld form rows appended to %s\n", (long long)keep, out);
+            if (!rc && dl_census_append(a.out, rows, keep)) rc = dl_cli_error("sass");
+            else if (!rc) printf("census: %lld form rows appended to %s\n", (long long)keep, a.out);
             free(rows);
         }
     }
     free(listed);
     free(listed_as);
-    if (!rc && shown == 0) printf("\nno variant kernel found in %s\n", binary);
+    if (!rc && shown == 0) printf("\nno variant kernel found in %s\n", a.binary);
     dl_census_free(&c);
     return rc;
 }

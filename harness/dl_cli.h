@@ -38,11 +38,11 @@ int dl_cmd_run_parse(int argc, char **argv);
  * returns 0 with *file set, 1 after printing help(stdout), -1 on error (recorded). */
 int dl_cli_one_file(const char *cmd, int argc, char **argv, const char **file, void (*help)(FILE *));
 
-/* The start of a subcommand that reads one golden FILE (check, inspect): dl_cli_one_file,
- * then dl_golden_read into *g. Returns -1 when *g holds the file (the caller frees it with
- * dl_golden_free), else the exit status to return at once: 0 after --help, 2 after the
- * error line. */
-int dl_cli_read_golden(const char *cmd, int argc, char **argv, void (*help)(FILE *), const char **file, dl_golden *g);
+/* A subcommand that reads one golden FILE (check, inspect): dl_cli_one_file, dl_golden_read,
+ * then body(file, g), then the file is freed. Returns body's exit status, 0 after --help,
+ * 2 after the error line of a bad argument or file. */
+int dl_cli_golden_cmd(const char *cmd, int argc, char **argv, void (*help)(FILE *),
+                      int (*body)(const char *file, const dl_golden *g));
 
 /* Print "decodelab <cmd>: <dl_last_error()>" to stderr and return 2. */
 int dl_cli_error(const char *cmd);

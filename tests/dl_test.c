@@ -152,6 +152,13 @@ void dl_test_lens(dl_config *c, const int64_t *lens)
     for (int64_t b = 0; b < c->batch_size; b++) c->explicit_lens[b] = lens[b];
 }
 
+void dl_test_ragged(dl_config *c, int64_t min_len, int64_t max_len, uint64_t seed)
+{
+    c->seq_len_min = min_len;
+    c->seq_len_max = max_len;
+    c->seed = seed;
+}
+
 void dl_test_build(const dl_config *cfg, dl_case *c)
 {
     int rc = dl_case_build(cfg, c);

@@ -98,6 +98,8 @@ int dl_test_same_bytes(const char *a, const char *b);
 void dl_test_shape(dl_config *c, int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_t page);
 /* Explicit sequence lengths: lens[0..c->batch_size-1]. */
 void dl_test_lens(dl_config *c, const int64_t *lens);
+/* Ragged sequence lengths drawn from min_len..max_len by dl_case_build, with this seed. */
+void dl_test_ragged(dl_config *c, int64_t min_len, int64_t max_len, uint64_t seed);
 /* dl_case_build; the test fails, naming the error, if it refuses. */
 void dl_test_build(const dl_config *cfg, dl_case *c);
 /* Parse a cuobjdump -sass listing held in a string into *c (asserts it parses). */

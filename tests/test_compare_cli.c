@@ -28,10 +28,14 @@ static char hash[32];
 static int64_t n_o(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads * G.c.cfg.head_dim; }
 static int64_t n_l(void) { return G.c.cfg.batch_size * G.c.cfg.num_qo_heads; }
 
-/* A candidate holding golden model m's outputs, o scaled by (1 + eps), in o_dtype. */
-static void make_cand(dl_candidate *c, dl_model m, double eps, dl_dtype o_dtype, int lse_base)
+/* A candidate holding golden model m's outputs, o scaled by (1 + eps), in o_dtype; claiming the
+ * golden model `model` and the compute `compute` (NULL: the attribute as dl_candidate_init leaves it). */
+static void make_cand(dl_candidate *c, dl_model m, double eps, dl_dtype o_dtype, int lse_base, const char *model,
+                      const char *compute)
 {
     dl_candidate_init(c);
+    if (model) snprintf(c->model, sizeof c->model, "%s", model);
+    if (compute) snprintf(c->compute, sizeof c->compute, "%s", compute);
     snprintf(c->producer, sizeof c->producer, "unit-test 1.0");
     snprintf(c->backend, sizeof c->backend, "copy-%s", dl_model_name(m));
     snprintf(c->settings, sizeof c->settings, "golden model %s, eps %g", dl_model_name(m), eps);
@@ -55,9 +59,11 @@ static void write_cand(const dl_candidate *c, const char *path)
     ck_assert_msg(dl_candidate_write(path, c, 1) == 0, "write %s: %s", path, dl_last_error());
 }
 
-/* The single row of a fresh results file after `compare gold cand --out res`. */
-static int compare_to_row(const char *extra_model, dl_result_row *row)
+/* c written as cand, then the single row of a fresh results file after `compare gold cand --out res`
+ * (with --model extra_model when it is not NULL). */
+static int compare_to_row(const dl_candidate *c, const char *extra_model, dl_result_row *row)
 {
+    write_cand(c, cand);
     unlink(res);
     int rc = extra_model ? DL_RUN("compare", gold, cand, "--model", extra_model, "--out", res)
                          : DL_RUN("compare", gold, cand, "--out", res);
@@ -113,10 +119,9 @@ END_TEST
 START_TEST(exact_copy_passes_vs_exact)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0);
-    write_cand(&c, cand);
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
     dl_result_row r;
-    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
+    ck_assert_msg(compare_to_row(&c, NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
     ck_assert_str_eq(r.variant, "ext:unit-test 1.0:copy-exact");
     ck_assert_str_eq(r.compute, "unknown");
     ck_assert_str_eq(r.unit, "unknown");
@@ -146,12 +151,9 @@ END_TEST
 START_TEST(bf16_model_as_bf16_passes_at_bf16_level)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 0);
-    snprintf(c.model, sizeof c.model, "bf16");
-    snprintf(c.compute, sizeof c.compute, "bf16");
-    write_cand(&c, cand);
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 0, "bf16", "bf16");
     dl_result_row r;
-    ck_assert_msg(compare_to_row(NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
+    ck_assert_msg(compare_to_row(&c, NULL, &r) == 0, "%s%s", dl_test_out, dl_test_err);
     ck_assert_str_eq(r.model, "bf16");
     ck_assert_str_eq(r.compute, "bf16");
     ck_assert_str_eq(r.verdict_model, "PASS");
@@ -179,10 +181,8 @@ START_TEST(bf16_model_as_bf16_passes_at_bf16_level)
     ck_assert_ptr_nonnull(strstr(r.reason, "o stored as bf16"));
     /* f16 storage reads back too (rounding at most 2^-11 relative for these magnitudes) */
     dl_candidate_free(&c);
-    make_cand(&c, DL_MODEL_BF16, 0.0, DL_F16, 0);
-    snprintf(c.model, sizeof c.model, "bf16");
-    write_cand(&c, cand);
-    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_F16, 0, "bf16", NULL);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 0);
     ck_assert(r.model_o.rel_l2 > 0 && r.model_o.rel_l2 <= ldexp(1.0, -11));
     dl_candidate_free(&c);
 }
@@ -191,24 +191,21 @@ END_TEST
 START_TEST(perturbed_fails)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.05, DL_F32, 0);
-    snprintf(c.model, sizeof c.model, "fp32");
-    write_cand(&c, cand);
+    make_cand(&c, DL_MODEL_EXACT, 0.05, DL_F32, 0, "fp32", NULL);
     dl_result_row r;
-    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 1);
     /* o scaled by 1.05: relative L2 against exact is 0.05 (up to float rounding) */
     ck_assert_msg(fabs(r.exact_o.rel_l2 - 0.05) < 1e-6, "%g", r.exact_o.rel_l2);
     ck_assert_str_eq(r.verdict, "FAIL");
     ck_assert_str_eq(r.verdict_model, "FAIL");
     ck_assert_str_eq(r.model, "fp32");
     /* --model none: judged against exact only, still 5 % off: FAIL */
-    ck_assert_int_eq(compare_to_row("none", &r), 1);
+    ck_assert_int_eq(compare_to_row(&c, "none", &r), 1);
     ck_assert_str_eq(r.model, "exact");
     /* a NaN in o is a FAIL, not a refusal */
     c.o[3] = NAN;
     snprintf(c.model, sizeof c.model, "exact");
-    write_cand(&c, cand);
-    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 1);
     ck_assert_int_eq(r.exact_o.nonfinite, 1);
     dl_candidate_free(&c);
 }
@@ -217,10 +214,9 @@ END_TEST
 START_TEST(log2_lse_converted)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2); /* the writer stores lse / ln 2 */
-    write_cand(&c, cand);
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2, NULL, NULL); /* the writer stores lse / ln 2 */
     dl_result_row r;
-    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 0);
     double maxl = 0;
     for (int64_t i = 0; i < n_l(); i++) maxl = fmax(maxl, fabs(G.out[DL_MODEL_EXACT].lse[i]));
     ck_assert(maxl > 0.5); /* a real test: the bases differ visibly on these values */
@@ -228,15 +224,13 @@ START_TEST(log2_lse_converted)
     /* the same log2 values declared natural: off by max |lse| (1/ln2 - 1) */
     for (int64_t i = 0; i < n_l(); i++) c.lse[i] = (float)(G.out[DL_MODEL_EXACT].lse[i] / log(2.0));
     c.lse_base = 0;
-    write_cand(&c, cand);
-    ck_assert_int_eq(compare_to_row(NULL, &r), 1);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 1);
     double want = maxl * (1 / log(2.0) - 1);
     ck_assert_msg(fabs(r.exact_lse.max_abs - want) <= 1e-5 * want, "%g vs %g", r.exact_lse.max_abs, want);
     /* without lse: judged on o alone */
     free(c.lse);
     c.lse = NULL;
-    write_cand(&c, cand);
-    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 0);
     ck_assert_int_eq(r.exact_lse.n, -1);
     ck_assert_ptr_nonnull(strstr(r.reason, "no lse"));
     dl_candidate_free(&c);
@@ -246,9 +240,7 @@ END_TEST
 START_TEST(timing_columns_from_attributes)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 2);
-    snprintf(c.model, sizeof c.model, "bf16");
-    snprintf(c.compute, sizeof c.compute, "fp32");
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_BF16, 2, "bf16", "fp32");
     snprintf(c.unit, sizeof c.unit, "simt");
     snprintf(c.timing_mode, sizeof c.timing_mode, "cold-l2");
     c.median_us = 100;
@@ -259,9 +251,8 @@ START_TEST(timing_columns_from_attributes)
     c.converged = 1;
     c.peak_read_gbps = 4000;
     snprintf(c.device_name, sizeof c.device_name, "Test GPU");
-    write_cand(&c, cand);
     dl_result_row r;
-    ck_assert_int_eq(compare_to_row(NULL, &r), 0);
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 0);
     ck_assert_str_eq(r.timing_mode, "cold-l2");
     ck_assert(r.time_median_s == 100e-6 && r.time_min_s == 90e-6 && r.time_max_s == 120e-6);
     ck_assert_int_eq(r.time_samples, 12);
@@ -309,31 +300,29 @@ static void refused(const char *want)
 START_TEST(refusals)
 {
     dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2);
-    write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/", "format", "decodelab-golden"), 0);
-    refused("format is 'decodelab-golden'");
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 2, NULL, NULL);
+    /* a string attribute set to a bad value (on the group or on /o) */
+    static const struct {
+        const char *obj, *name, *value, *want;
+    } bad_str[] = {
+        {"/", "format", "decodelab-golden", "format is 'decodelab-golden'"},
+        {"/", "golden_hash", "fnv1a64:0000000000000000", "golden_hash is 'fnv1a64:0000000000000000'"},
+        {"/", "lse_base", "10", "lse_base is '10'"},
+        {"/o", "dtype", "e4m3", "dtype 'e4m3'"},
+        {"/o", "dtype", "bf16", "HDF5 type is float"}, /* says bf16, holds float32 */
+        {"/", "model", "fp16", "model is 'fp16'"},
+    };
+    for (size_t i = 0; i < sizeof bad_str / sizeof bad_str[0]; i++) {
+        write_cand(&c, cand);
+        ck_assert_int_eq(gm_set_attr_str(cand, bad_str[i].obj, bad_str[i].name, bad_str[i].value), 0);
+        refused(bad_str[i].want);
+    }
     write_cand(&c, cand);
     ck_assert_int_eq(gm_set_attr_i64(cand, "/", "format_version", 2), 0);
     refused("format_version is 2");
     write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/", "golden_hash", "fnv1a64:0000000000000000"), 0);
-    refused("golden_hash is 'fnv1a64:0000000000000000'");
-    write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/", "lse_base", "10"), 0);
-    refused("lse_base is '10'");
-    write_cand(&c, cand);
     ck_assert_int_eq(gm_delete_attr(cand, "/", "producer"), 0);
     refused("producer is missing");
-    write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/o", "dtype", "e4m3"), 0);
-    refused("dtype 'e4m3'");
-    write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/o", "dtype", "bf16"), 0); /* says bf16, holds float32 */
-    refused("HDF5 type is float");
-    write_cand(&c, cand);
-    ck_assert_int_eq(gm_set_attr_str(cand, "/", "model", "fp16"), 0);
-    refused("model is 'fp16'");
     write_cand(&c, cand);
     double neg = -3;
     ck_assert_int_eq(gm_set_attr(cand, "/", "median_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &neg), 0);

@@ -27,19 +27,45 @@ static void small_config(dl_config *c, dl_layout layout)
     c->sm_scale = dl_sm_scale(c);
 }
 
-/* Build the case and every model. */
-static void build_all(const dl_config *cfg, dl_case *c, dl_output outs[DL_MODEL_COUNT], dl_model_params *p)
+/* Build the case and every model with the parameters *p. */
+static void build_with(const dl_config *cfg, const dl_model_params *p, dl_case *c, dl_output outs[DL_MODEL_COUNT])
 {
-    dl_model_params_default(p);
     ck_assert_msg(dl_case_build(cfg, c) == 0, "%s", dl_last_error());
     for (int m = 0; m < DL_MODEL_COUNT; m++)
         ck_assert_msg(dl_reference(c, (dl_model)m, p, &outs[m]) == 0, "%s", dl_last_error());
+}
+
+/* build_with the default parameters (into *p). */
+static void build_all(const dl_config *cfg, dl_case *c, dl_output outs[DL_MODEL_COUNT], dl_model_params *p)
+{
+    dl_model_params_default(p);
+    build_with(cfg, p, c, outs);
 }
 
 static void free_all(dl_case *c, dl_output outs[DL_MODEL_COUNT])
 {
     for (int m = 0; m < DL_MODEL_COUNT; m++) dl_output_free(&outs[m]);
     dl_case_free(c);
+}
+
+/* The case of cfg with every model (parameters *p) written to path; the test fails if it is refused. */
+static void write_case(const char *path, const dl_config *cfg, const dl_model_params *p)
+{
+    dl_case c;
+    dl_output outs[DL_MODEL_COUNT];
+    build_with(cfg, p, &c, outs);
+    ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, p, 0) == 0, "%s", dl_last_error());
+    free_all(&c, outs);
+}
+
+/* The small NHD case with the default parameters, written to path. */
+static void write_small(const char *path)
+{
+    dl_config cfg;
+    dl_model_params p;
+    small_config(&cfg, DL_NHD);
+    dl_model_params_default(&p);
+    write_case(path, &cfg, &p);
 }
 
 static int count_entries(const char *d)
@@ -56,14 +82,7 @@ static void setup(void)
 {
     dl_test_mkdir("golden");
     dl_test_path(good, sizeof good, "good.h5");
-    dl_config cfg;
-    dl_case c;
-    dl_output outs[DL_MODEL_COUNT];
-    dl_model_params p;
-    small_config(&cfg, DL_NHD);
-    build_all(&cfg, &c, outs, &p);
-    ck_assert_msg(dl_golden_write(good, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
-    free_all(&c, outs);
+    write_small(good);
 }
 
 static void teardown(void) { dl_test_rmdir(); }
@@ -143,8 +162,6 @@ END_TEST
 START_TEST(sink_reverse_round_trip_and_legacy)
 {
     dl_config cfg;
-    dl_case c;
-    dl_output outs[DL_MODEL_COUNT];
     dl_model_params p;
     char path[300];
     small_config(&cfg, DL_NHD);
@@ -153,11 +170,8 @@ START_TEST(sink_reverse_round_trip_and_legacy)
     cfg.dist.sink_delta = 5.5;
     dl_model_params_default(&p);
     p.kv_order = DL_KV_REVERSE;
-    ck_assert_msg(dl_case_build(&cfg, &c) == 0, "%s", dl_last_error());
-    for (int m = 0; m < DL_MODEL_COUNT; m++)
-        ck_assert_msg(dl_reference(&c, (dl_model)m, &p, &outs[m]) == 0, "%s", dl_last_error());
     dl_test_path(path, sizeof path, "sink.h5");
-    ck_assert_msg(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0, "%s", dl_last_error());
+    write_case(path, &cfg, &p);
     dl_golden g;
     ck_assert_msg(dl_golden_read(path, &g) == 0, "%s", dl_last_error());
     ck_assert_int_eq(g.c.cfg.dist.kind, DL_DIST_SINK);
@@ -166,7 +180,6 @@ START_TEST(sink_reverse_round_trip_and_legacy)
     ck_assert_int_eq(g.params.kv_order, DL_KV_REVERSE);
     ck_assert(g.out[DL_MODEL_FP8].p_values > 0 && isfinite(g.out[DL_MODEL_FP8].p_cast_nmse));
     dl_golden_free(&g);
-    free_all(&c, outs);
     /* legacy: the new attributes removed (the distribution made normal: an old file has no sink) */
     ck_assert_int_eq(gm_set_attr_str(path, "/config", "distribution", "normal"), 0);
     ck_assert_int_eq(gm_delete_attr(path, "/config", "sink_tokens"), 0);
@@ -243,14 +256,7 @@ START_TEST(same_case_same_bytes)
 {
     char path[300];
     dl_test_path(path, sizeof path, "again.h5");
-    dl_config cfg;
-    dl_case c;
-    dl_output outs[DL_MODEL_COUNT];
-    dl_model_params p;
-    small_config(&cfg, DL_NHD);
-    build_all(&cfg, &c, outs, &p);
-    ck_assert(dl_golden_write(path, &c, outs, DL_MODEL_COUNT, &p, 0) == 0);
-    free_all(&c, outs);
+    write_small(path);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", good, path);
     ck_assert_int_eq(system(cmd), 0);

@@ -17,9 +17,7 @@ static dl_config small_cfg(void)
 {
     dl_config c;
     dl_test_shape(&c, 5, 8, 2, 16, 4);
-    c.seq_len_min = 1;
-    c.seq_len_max = 23;
-    c.seed = 1234;
+    dl_test_ragged(&c, 1, 23, 1234);
     return c;
 }
 

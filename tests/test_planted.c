@@ -36,31 +36,27 @@ typedef struct {
     void *q;
 } mod_case;
 
+/* A malloc'd copy of the n bytes at src (the test fails if there is no memory). */
+static void *copy_of(const void *src, size_t n)
+{
+    void *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    memcpy(p, src, n);
+    return p;
+}
+
 static void mod_init(mod_case *m, const dl_case *src)
 {
     const dl_config *g = &src->cfg;
     const int64_t B = g->batch_size, nnz = src->kv_indptr[B];
     const size_t qb = (size_t)(B * g->num_qo_heads * g->head_dim) * dl_dtype_size(g->q_dtype);
     m->c = *src;
-    m->indptr = malloc((size_t)(B + 1) * 4);
-    m->indices = malloc((size_t)nnz * 4);
-    m->last = malloc((size_t)B * 4);
-    m->ks = malloc((size_t)g->num_kv_heads * 4);
-    m->vs = malloc((size_t)g->num_kv_heads * 4);
-    m->q = malloc(qb);
-    ck_assert(m->indptr && m->indices && m->last && m->ks && m->vs && m->q);
-    memcpy(m->indptr, src->kv_indptr, (size_t)(B + 1) * 4);
-    memcpy(m->indices, src->kv_indices, (size_t)nnz * 4);
-    memcpy(m->last, src->kv_last_page_len, (size_t)B * 4);
-    memcpy(m->ks, src->k_scale, (size_t)g->num_kv_heads * 4);
-    memcpy(m->vs, src->v_scale, (size_t)g->num_kv_heads * 4);
-    memcpy(m->q, src->q, qb);
-    m->c.kv_indptr = m->indptr;
-    m->c.kv_indices = m->indices;
-    m->c.kv_last_page_len = m->last;
-    m->c.k_scale = m->ks;
-    m->c.v_scale = m->vs;
-    m->c.q = m->q;
+    m->c.kv_indptr = m->indptr = copy_of(src->kv_indptr, (size_t)(B + 1) * 4);
+    m->c.kv_indices = m->indices = copy_of(src->kv_indices, (size_t)nnz * 4);
+    m->c.kv_last_page_len = m->last = copy_of(src->kv_last_page_len, (size_t)B * 4);
+    m->c.k_scale = m->ks = copy_of(src->k_scale, (size_t)g->num_kv_heads * 4);
+    m->c.v_scale = m->vs = copy_of(src->v_scale, (size_t)g->num_kv_heads * 4);
+    m->c.q = m->q = copy_of(src->q, qb);
 }
 
 static void mod_free(mod_case *m)
@@ -140,6 +136,24 @@ static void expect(const dl_golden *g, const char *gpath, dl_candidate *c, const
 static void model_on(const mod_case *mc, const dl_golden *g, dl_model m, dl_output *out)
 {
     ck_assert_msg(dl_reference(&mc->c, m, &g->params, out) == 0, "%s", dl_last_error());
+}
+
+/* The buggy kernel's output: model m on the modified case mc. Its request b (h < 0), or its query head
+ * from_h as query head h of request b, replaces g's model-m output in a candidate, which must FAIL.
+ * Frees mc. */
+static void expect_planted_fails(mod_case *mc, const dl_golden *g, const char *gpath, dl_model m, int64_t b, int64_t h,
+                                 int64_t from_h, const char *what)
+{
+    dl_output o;
+    model_on(mc, g, m, &o);
+    dl_candidate c;
+    cand_init(&c, g, m, what);
+    if (h < 0) take_request(&c, &o, b);
+    else take_row(&c, &o, b, h, from_h);
+    expect(g, gpath, &c, "FAIL", what);
+    dl_candidate_free(&c);
+    dl_output_free(&o);
+    mod_free(mc);
 }
 
 static void setup(void)
@@ -237,17 +251,9 @@ START_TEST(token_dropped)
                 mod_case mc;
                 mod_init(&mc, &G1.c);
                 drop_page_slot(&mc, b, first ? mc.indptr[b] : mc.indptr[b + 1] - 1);
-                dl_output o;
-                model_on(&mc, &G1, models[i], &o);
-                dl_candidate c;
                 char what[64];
                 snprintf(what, sizeof what, "request %lld: %s token dropped", (long long)b, first ? "first" : "last");
-                cand_init(&c, &G1, models[i], what);
-                take_request(&c, &o, b);
-                expect(&G1, gold1, &c, "FAIL", what);
-                dl_candidate_free(&c);
-                dl_output_free(&o);
-                mod_free(&mc);
+                expect_planted_fails(&mc, &G1, gold1, models[i], b, -1, -1, what);
             }
         }
         /* the last token of a page-16 request (last_page_len - 1) */
@@ -255,15 +261,7 @@ START_TEST(token_dropped)
         mod_init(&mc, &G16.c);
         ck_assert(mc.last[3] > 1);
         mc.last[3]--;
-        dl_output o;
-        model_on(&mc, &G16, models[i], &o);
-        dl_candidate c;
-        cand_init(&c, &G16, models[i], "last token dropped");
-        take_request(&c, &o, 3);
-        expect(&G16, gold16, &c, "FAIL", "request 3 (page 16): last token dropped");
-        dl_candidate_free(&c);
-        dl_output_free(&o);
-        mod_free(&mc);
+        expect_planted_fails(&mc, &G16, gold16, models[i], 3, -1, -1, "request 3 (page 16): last token dropped");
     }
 }
 END_TEST
@@ -281,15 +279,7 @@ START_TEST(page_missing_or_neighbour)
                                            : "request 2: page 0 read from page 1";
             if (kind == 0) drop_page_slot(&mc, b, k);
             else mc.indices[k] = mc.indices[k + 1];
-            dl_output o;
-            model_on(&mc, &G16, models[i], &o);
-            dl_candidate c;
-            cand_init(&c, &G16, models[i], what);
-            take_request(&c, &o, b);
-            expect(&G16, gold16, &c, "FAIL", what);
-            dl_candidate_free(&c);
-            dl_output_free(&o);
-            mod_free(&mc);
+            expect_planted_fails(&mc, &G16, gold16, models[i], b, -1, -1, what);
         }
     }
 }
@@ -306,15 +296,7 @@ START_TEST(wrong_kv_head)
         mod_case mc;
         mod_init(&mc, &G16.c);
         memcpy((char *)mc.q + (b * Hq + h2) * D * es, (const char *)G16.c.q + (b * Hq + h) * D * es, (size_t)(D * es));
-        dl_output o;
-        model_on(&mc, &G16, models[i], &o);
-        dl_candidate c;
-        cand_init(&c, &G16, models[i], "wrong KV head");
-        take_row(&c, &o, b, h, h2);
-        expect(&G16, gold16, &c, "FAIL", "query head (3, 1) reads KV head 1");
-        dl_candidate_free(&c);
-        dl_output_free(&o);
-        mod_free(&mc);
+        expect_planted_fails(&mc, &G16, gold16, models[i], b, h, h2, "query head (3, 1) reads KV head 1");
     }
 }
 END_TEST
@@ -331,18 +313,10 @@ START_TEST(scale_off_one_head)
                 if (which == 0) mc.c.cfg.sm_scale = dl_sm_scale(&G16.c.cfg) * f[k];
                 else if (which == 1) mc.ks[0] *= (float)f[k];
                 else mc.vs[0] *= (float)f[k];
-                dl_output o;
-                model_on(&mc, &G16, models[i], &o);
-                dl_candidate c;
                 char what[64];
                 snprintf(what, sizeof what, "head (3, 2): %s x %.2f", which == 0 ? "sm_scale" : which == 1 ? "k_scale" : "v_scale",
                          f[k]);
-                cand_init(&c, &G16, models[i], what);
-                take_row(&c, &o, 3, 2, 2);
-                expect(&G16, gold16, &c, "FAIL", what);
-                dl_candidate_free(&c);
-                dl_output_free(&o);
-                mod_free(&mc);
+                expect_planted_fails(&mc, &G16, gold16, models[i], 3, 2, 2, what);
             }
         }
     }

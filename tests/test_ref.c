@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,23 @@ static dl_config small_cfg(int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_
     cfg.kv_dtype = kv;
     cfg.seed = seed;
     return cfg;
+}
+
+/* small_cfg built into *c (the test fails if it is refused). */
+static void small_case(dl_case *c, int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_t page, dl_layout layout,
+                       dl_dtype kv, const int64_t *lens, uint64_t seed)
+{
+    dl_config cfg = small_cfg(B, Hq, Hkv, D, page, layout, kv, lens, seed);
+    dl_test_build(&cfg, c);
+}
+
+/* dl_output_free on each output given, up to a NULL. */
+static void free_outputs(dl_output *o, ...)
+{
+    va_list ap;
+    va_start(ap, o);
+    for (; o; o = va_arg(ap, dl_output *)) dl_output_free(o);
+    va_end(ap);
 }
 
 static void run_model(const dl_case *c, dl_model m, const dl_model_params *p, dl_output *out)
@@ -153,6 +171,30 @@ static void assert_close(const dl_output *a, const double *o_ref, const double *
                   tol * sl);
 }
 
+/* The closed-form o and lse: exact within 1e-12, fp32 within 1e-5. */
+static void assert_exact_and_fp32(const dl_case *c, const double *o, const double *lse, const char *what)
+{
+    dl_output out;
+    run_model(c, DL_MODEL_EXACT, NULL, &out);
+    assert_close(&out, o, lse, 1e-12, what);
+    dl_output_free(&out);
+    run_model(c, DL_MODEL_FP32, NULL, &out);
+    assert_close(&out, o, lse, 1e-5, what);
+    dl_output_free(&out);
+}
+
+/* Every token of requests b < nb, KV heads g < ng, takes the raw codes of token 0 in cache
+ * (c->k_cache or c->v_cache; D elements each). */
+static void copy_token0(dl_case *c, void *cache, int64_t nb, int64_t ng, int64_t D)
+{
+    const size_t esz = dl_dtype_size(c->cfg.kv_dtype);
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t g = 0; g < ng; g++)
+            for (int64_t t = 1; t < test_len(c, b); t++)
+                memcpy((char *)cache + (size_t)test_offset(c, b, t, g) * esz,
+                       (char *)cache + (size_t)test_offset(c, b, 0, g) * esz, (size_t)D * esz);
+}
+
 /* Deterministic test value in [-3, 3) for a logical position. */
 static double logical_value(uint64_t seed, uint64_t stream, int64_t b, int64_t t, int64_t g, int64_t d)
 {
@@ -196,14 +238,12 @@ static void assert_same_outputs(const dl_case *a, const dl_case *b, double rel_t
     run_model(a, DL_MODEL_EXACT, NULL, &oa);
     run_model(b, DL_MODEL_EXACT, NULL, &ob);
     assert_close(&ob, oa.o, oa.lse, rel_tol, what);
-    dl_output_free(&oa);
-    dl_output_free(&ob);
+    free_outputs(&oa, &ob, NULL);
     for (size_t i = 0; i < sizeof emulated / sizeof *emulated; i++) {
         run_model(a, emulated[i], NULL, &oa);
         run_model(b, emulated[i], NULL, &ob);
         ck_assert_msg(outputs_identical(&oa, &ob), "%s: model %s differs", what, dl_model_name(emulated[i]));
-        dl_output_free(&oa);
-        dl_output_free(&ob);
+        free_outputs(&oa, &ob, NULL);
     }
 }
 
@@ -212,9 +252,8 @@ static void assert_same_outputs(const dl_case *a, const dl_case *b, double rel_t
 START_TEST(test_lse_definition)
 {
     const int64_t lens[] = {1, 15, 16, 17, 100};
-    dl_config cfg = small_cfg(5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 11);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 5, 8, 2, 32, 16, DL_NHD, DL_E4M3, lens, 11);
     int64_t n = 5 * 8;
     double *o = malloc((size_t)(n * 32) * sizeof(double)), *lse = malloc((size_t)n * sizeof(double));
     naive(&c, o, lse);
@@ -235,17 +274,11 @@ END_TEST
 START_TEST(test_all_keys_equal)
 {
     const int64_t lens[] = {3, 16, 41};
-    dl_config cfg = small_cfg(3, 4, 2, 16, 8, DL_HND, DL_E4M3, lens, 5);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 3, 4, 2, 16, 8, DL_HND, DL_E4M3, lens, 5);
     const int64_t B = 3, Hq = 4, D = 16, G = 2;
-    size_t esz = dl_dtype_size(cfg.kv_dtype);
     /* every key of (b, g) := the key of token 0 (raw codes copied) */
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t g = 0; g < 2; g++)
-            for (int64_t t = 1; t < test_len(&c, b); t++)
-                memcpy((char *)c.k_cache + (size_t)test_offset(&c, b, t, g) * esz,
-                       (char *)c.k_cache + (size_t)test_offset(&c, b, 0, g) * esz, (size_t)D * esz);
+    copy_token0(&c, c.k_cache, B, 2, D);
     double o[3 * 4 * 16], lse[3 * 4];
     for (int64_t b = 0; b < B; b++) {
         int64_t len = test_len(&c, b);
@@ -258,13 +291,8 @@ START_TEST(test_all_keys_equal)
             }
         }
     }
+    assert_exact_and_fp32(&c, o, lse, "all keys equal");
     dl_output out;
-    run_model(&c, DL_MODEL_EXACT, NULL, &out);
-    assert_close(&out, o, lse, 1e-12, "all keys equal");
-    dl_output_free(&out);
-    run_model(&c, DL_MODEL_FP32, NULL, &out);
-    assert_close(&out, o, lse, 1e-5, "all keys equal");
-    dl_output_free(&out);
     /* fp8: all P equal 1 -> e4m3(448) = 448 exactly, so o is the float mean of V */
     run_model(&c, DL_MODEL_FP8, NULL, &out);
     ck_assert_msg(max_abs_diff(out.o, o, B * Hq * D) < 1e-5, "fp8 all keys equal: o is not the mean of V");
@@ -300,13 +328,7 @@ START_TEST(test_dominant_key)
             for (int64_t d = 0; d < D; d++) o[(b * H + h) * D + d] = vval(&c, b, js, h, d);
         }
     }
-    dl_output out;
-    run_model(&c, DL_MODEL_EXACT, NULL, &out);
-    assert_close(&out, o, lse, 1e-12, "dominant key");
-    dl_output_free(&out);
-    run_model(&c, DL_MODEL_FP32, NULL, &out);
-    assert_close(&out, o, lse, 1e-5, "dominant key");
-    dl_output_free(&out);
+    assert_exact_and_fp32(&c, o, lse, "dominant key");
     dl_case_free(&c);
 }
 END_TEST
@@ -386,12 +408,7 @@ START_TEST(test_normalizer_uses_float_p)
     cfg.q_dtype = DL_F32;
     dl_case c;
     dl_test_build(&cfg, &c);
-    size_t esz = dl_dtype_size(cfg.kv_dtype);
-    for (int64_t b = 0; b < 2; b++)
-        for (int64_t g = 0; g < 2; g++)
-            for (int64_t t = 1; t < test_len(&c, b); t++)
-                memcpy((char *)c.v_cache + (size_t)test_offset(&c, b, t, g) * esz,
-                       (char *)c.v_cache + (size_t)test_offset(&c, b, 0, g) * esz, (size_t)32 * esz);
+    copy_token0(&c, c.v_cache, 2, 2, 32);
     double v[2 * 4 * 32];
     for (int64_t b = 0; b < 2; b++)
         for (int64_t h = 0; h < 4; h++)
@@ -430,9 +447,8 @@ END_TEST
 START_TEST(test_bf16_v_scale_folded)
 {
     const int64_t lens[] = {1, 70, 129};
-    dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_HND, DL_F16, lens, 17);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 3, 4, 2, 32, 16, DL_HND, DL_F16, lens, 17);
     const int64_t n = 3 * 4, no = n * 32;
     c.v_scale[0] = 1.0f;
     c.v_scale[1] = 1.0f;
@@ -449,8 +465,7 @@ START_TEST(test_bf16_v_scale_folded)
                       (long long)i, scaled.o[i], (double)s[h / 2], want);
     }
     ck_assert_msg(memcmp(one.lse, scaled.lse, (size_t)n * sizeof(double)) == 0, "lse depends on v_scale");
-    dl_output_free(&one);
-    dl_output_free(&scaled);
+    free_outputs(&one, &scaled, NULL);
     dl_case_free(&c);
 }
 END_TEST
@@ -546,10 +561,8 @@ static void models_near_exact(dl_dtype kv, double tol_fp8)
 {
     dl_config cfg;
     dl_test_shape(&cfg, 4, 8, 2, 64, 16);
+    dl_test_ragged(&cfg, 1, 300, 1234);
     cfg.kv_dtype = kv;
-    cfg.seq_len_min = 1;
-    cfg.seq_len_max = 300;
-    cfg.seed = 1234;
     dl_case c;
     dl_test_build(&cfg, &c);
     dl_output ex, out;
@@ -587,9 +600,8 @@ END_TEST
 START_TEST(test_fp8_reduced_accumulator)
 {
     const int64_t lens[] = {200, 77, 128};
-    dl_config cfg = small_cfg(3, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 77);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 3, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 77);
     dl_model_params p;
     dl_model_params_default(&p);
     dl_output ex, full, red;
@@ -607,10 +619,7 @@ START_TEST(test_fp8_reduced_accumulator)
     p.acc_mantissa_bits = 0;
     run_model(&c, DL_MODEL_FP8, &p, &zero);
     ck_assert(outputs_identical(&zero, &full));
-    dl_output_free(&zero);
-    dl_output_free(&ex);
-    dl_output_free(&full);
-    dl_output_free(&red);
+    free_outputs(&zero, &ex, &full, &red, NULL);
     dl_case_free(&c);
 }
 END_TEST
@@ -623,9 +632,8 @@ END_TEST
 START_TEST(test_fp8_flip_allowance_bounds)
 {
     const int64_t lens[] = {700, 301, 64, 1000};
-    dl_config cfg = small_cfg(4, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 4242);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 4, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 4242);
     dl_model_params p;
     dl_model_params_default(&p);
     const int64_t rows = 4 * 8, D = 64;
@@ -672,9 +680,8 @@ END_TEST
 START_TEST(test_kv_block_changes_little)
 {
     const int64_t lens[] = {300, 65};
-    dl_config cfg = small_cfg(2, 4, 1, 64, 16, DL_NHD, DL_E4M3, lens, 5);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 2, 4, 1, 64, 16, DL_NHD, DL_E4M3, lens, 5);
     dl_model_params p;
     dl_model_params_default(&p);
     for (size_t i = 0; i < sizeof emulated / sizeof *emulated; i++) {
@@ -685,8 +692,7 @@ START_TEST(test_kv_block_changes_little)
         run_model(&c, emulated[i], &p, &b);
         double tol = emulated[i] == DL_MODEL_FP32 ? 1e-5 : 5e-2;
         ck_assert_msg(rel_l2(b.o, a.o, 2 * 4 * 64) < tol, "%s: kv_block 1 vs 64 too far", dl_model_name(emulated[i]));
-        dl_output_free(&a);
-        dl_output_free(&b);
+        free_outputs(&a, &b, NULL);
     }
     dl_case_free(&c);
 }
@@ -696,9 +702,7 @@ START_TEST(test_deterministic_threads)
 {
     dl_config cfg;
     dl_test_shape(&cfg, 6, 8, 4, 32, 16);
-    cfg.seq_len_min = 1;
-    cfg.seq_len_max = 200;
-    cfg.seed = 8;
+    dl_test_ragged(&cfg, 1, 200, 8);
     dl_case c;
     dl_test_build(&cfg, &c);
     int saved = omp_get_max_threads();
@@ -709,8 +713,7 @@ START_TEST(test_deterministic_threads)
         omp_set_num_threads(4);
         run_model(&c, (dl_model)m, NULL, &four);
         ck_assert_msg(outputs_identical(&one, &four), "%s differs between 1 and 4 threads", dl_model_name((dl_model)m));
-        dl_output_free(&one);
-        dl_output_free(&four);
+        free_outputs(&one, &four, NULL);
     }
     omp_set_num_threads(saved);
     dl_case_free(&c);
@@ -737,9 +740,8 @@ START_TEST(test_names_and_errors)
     ck_assert(p.p_scale == 448.0f);
 
     const int64_t lens[] = {4};
-    dl_config cfg = small_cfg(1, 2, 1, 8, 4, DL_NHD, DL_E4M3, lens, 1);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 1, 2, 1, 8, 4, DL_NHD, DL_E4M3, lens, 1);
     dl_output out;
     float *keep = c.v_orig;
     c.v_orig = NULL;
@@ -830,8 +832,7 @@ START_TEST(test_bf16simt_rounds_each_fma)
         run_model(&c, DL_MODEL_FP32, NULL, &f);
         ck_assert_msg(b.lse[0] == (double)(1.0f * 1.0f * sm), "bf16simt lse %.9g, want %.9g", b.lse[0], (double)sm);
         ck_assert_msg(fabs(f.lse[0] - (1.0 + 3.0 / 256.0) * sm) < 1e-6, "fp32 lse %.9g", f.lse[0]);
-        dl_output_free(&b);
-        dl_output_free(&f);
+        free_outputs(&b, &f, NULL);
         dl_case_free(&c);
     }
 }
@@ -863,9 +864,8 @@ END_TEST
 START_TEST(test_fp8acc_promotion_helps)
 {
     const int64_t lens[] = {1000, 700};
-    dl_config cfg = small_cfg(2, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 91);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 2, 8, 2, 128, 16, DL_NHD, DL_E4M3, lens, 91);
     dl_model_params p;
     dl_model_params_default(&p);
     dl_output ref, acc23, plain10, acc10;
@@ -878,10 +878,7 @@ START_TEST(test_fp8acc_promotion_helps)
     const double e23 = rel_l2(acc23.o, ref.o, n), ep = rel_l2(plain10.o, ref.o, n), ea = rel_l2(acc10.o, ref.o, n);
     ck_assert_msg(e23 < 1e-5, "fp8acc vs fp8 at 23 bits: %.3g", e23);
     ck_assert_msg(ea > 0.0 && ea < ep, "10 bits: fp8acc error %.3g is not below fp8's %.3g", ea, ep);
-    dl_output_free(&ref);
-    dl_output_free(&acc23);
-    dl_output_free(&plain10);
-    dl_output_free(&acc10);
+    free_outputs(&ref, &acc23, &plain10, &acc10, NULL);
     dl_case_free(&c);
 }
 END_TEST
@@ -894,9 +891,8 @@ static const dl_model sched_models[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_F
 START_TEST(test_sched_trivial_bit_for_bit)
 {
     const int64_t lens[3] = {1, 100, 300};
-    dl_config cfg = small_cfg(3, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 11);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 3, 8, 2, 64, 16, DL_NHD, DL_E4M3, lens, 11);
     int64_t indptr[7], begin[6];
     for (int t = 0; t <= 6; t++) indptr[t] = t;
     for (int t = 0; t < 6; t++) begin[t] = 0;
@@ -910,16 +906,13 @@ START_TEST(test_sched_trivial_bit_for_bit)
         ck_assert_int_eq(dl_reference_sched(&c, sched_models[i], NULL, NULL, &b), 0);
         ck_assert_int_eq(dl_reference_sched(&c, sched_models[i], NULL, &one, &d), 0);
         ck_assert_msg(outputs_identical(&a, &b) && outputs_identical(&a, &d), "%s", dl_model_name(sched_models[i]));
-        dl_output_free(&a);
-        dl_output_free(&b);
-        dl_output_free(&d);
+        free_outputs(&a, &b, &d, NULL);
     }
     dl_output a, b;
     run_model(&c, DL_MODEL_EXACT, NULL, &a);
     ck_assert_int_eq(dl_reference_sched(&c, DL_MODEL_EXACT, NULL, &split, &b), 0);
     ck_assert(outputs_identical(&a, &b));
-    dl_output_free(&a);
-    dl_output_free(&b);
+    free_outputs(&a, &b, NULL);
     dl_schedule_free(&split);
     dl_case_free(&c);
 }
@@ -933,9 +926,8 @@ END_TEST
 START_TEST(test_sched_segments_by_hand)
 {
     const int64_t lens[1] = {300};
-    dl_config cfg = small_cfg(1, 4, 1, 64, 16, DL_HND, DL_E4M3, lens, 12);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 1, 4, 1, 64, 16, DL_HND, DL_E4M3, lens, 12);
     const int32_t np = c.kv_indptr[1];
     int32_t ip_a[2] = {0, 8}, last_a[1] = {16}, ip_b[2] = {0, np - 8};
     dl_case ca = c, cb = c;
@@ -972,10 +964,7 @@ START_TEST(test_sched_segments_by_hand)
         double e = rel_l2(os.o, ou.o, 4 * 64);
         ck_assert_msg(e < (m == DL_MODEL_FP32 || m == DL_MODEL_BF16SIMT ? 1e-6 : 5e-2), "%s split vs unsplit %g",
                       dl_model_name(m), e);
-        dl_output_free(&oa);
-        dl_output_free(&ob);
-        dl_output_free(&os);
-        dl_output_free(&ou);
+        free_outputs(&oa, &ob, &os, &ou, NULL);
     }
     dl_case_free(&c);
 }
@@ -989,9 +978,8 @@ START_TEST(test_sched_split_kv)
     ck_assert_int_eq(dl_split_kv_chunk(1, 4, 64), 64);
     ck_assert_int_eq(dl_split_kv_chunk(1000, 1, 64), 1024);
     const int64_t lens[3] = {1, 300, 1000};
-    dl_config cfg = small_cfg(3, 4, 2, 32, 16, DL_NHD, DL_BF16, lens, 13);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 3, 4, 2, 32, 16, DL_NHD, DL_BF16, lens, 13);
     dl_schedule s;
     int64_t chunk = 0;
     ck_assert_int_eq(dl_schedule_split_kv(&c, 4, 64, &s, &chunk), 0);
@@ -1011,9 +999,8 @@ END_TEST
 START_TEST(test_sched_refused)
 {
     const int64_t lens[2] = {10, 40};
-    dl_config cfg = small_cfg(2, 2, 1, 32, 16, DL_NHD, DL_BF16, lens, 14);
     dl_case c;
-    dl_test_build(&cfg, &c);
+    small_case(&c, 2, 2, 1, 32, 16, DL_NHD, DL_BF16, lens, 14);
     dl_output o;
     struct {
         int64_t ntask, indptr[3], begin[4];
@@ -1090,8 +1077,7 @@ START_TEST(test_share_prefix_models)
         ck_assert_msg(all_finite(&a), "%s: non-finite output on the shared case", dl_model_name((dl_model)m));
         ck_assert_msg(outputs_identical(&a, &b), "model %s: shared and unshared cases differ",
                       dl_model_name((dl_model)m));
-        dl_output_free(&a);
-        dl_output_free(&b);
+        free_outputs(&a, &b, NULL);
     }
     /* a split-KV schedule (segments that start inside and after the shared prefix) */
     dl_schedule sa, sb;
@@ -1102,8 +1088,7 @@ START_TEST(test_share_prefix_models)
     ck_assert_int_eq(dl_reference_sched(&sh, DL_MODEL_BF16, NULL, &sa, &a), 0);
     ck_assert_int_eq(dl_reference_sched(&un, DL_MODEL_BF16, NULL, &sb, &b), 0);
     ck_assert(outputs_identical(&a, &b));
-    dl_output_free(&a);
-    dl_output_free(&b);
+    free_outputs(&a, &b, NULL);
     dl_schedule_free(&sa);
     dl_schedule_free(&sb);
     /* and the shared pages are really read: change one shared K element, every request moves */
@@ -1117,8 +1102,7 @@ START_TEST(test_share_prefix_models)
         int64_t row = bb * cfg.num_qo_heads; /* query head 0 reads KV head 0 */
         ck_assert_msg(before.lse[row] != after.lse[row], "request %lld did not read the shared page", (long long)bb);
     }
-    dl_output_free(&before);
-    dl_output_free(&after);
+    free_outputs(&before, &after, NULL);
     dl_case_free(&un);
     dl_case_free(&sh);
 }
@@ -1156,9 +1140,7 @@ START_TEST(test_kv_order_reverse_is_reversed_sequence)
         int differ = 0;
         for (int64_t i = 0; i < 3 * 8 * 32; i++) differ |= a.o[i] != f.o[i];
         ck_assert_msg(differ, "%s: reverse gives exactly the forward output", dl_model_name((dl_model)m));
-        dl_output_free(&a);
-        dl_output_free(&r);
-        dl_output_free(&f);
+        free_outputs(&a, &r, &f, NULL);
     }
     /* exact does not depend on the order */
     dl_output e1, e2;
@@ -1167,8 +1149,7 @@ START_TEST(test_kv_order_reverse_is_reversed_sequence)
     ck_assert(outputs_identical(&e1, &e2));
     ck_assert_int_eq(e1.p_values, -1);
     ck_assert(isnan(e1.p_cast_nmse));
-    dl_output_free(&e1);
-    dl_output_free(&e2);
+    free_outputs(&e1, &e2, NULL);
     dl_kv_order_parse("reverse", &rev.kv_order);
     ck_assert_int_eq(rev.kv_order, DL_KV_REVERSE);
     ck_assert_int_ne(dl_kv_order_parse("backward", &rev.kv_order), 0);
@@ -1218,10 +1199,7 @@ START_TEST(test_sink_p_cast_counts)
     run_model(&c, DL_MODEL_FP8, &p, &f448);
     ck_assert(f448.p_zeros < f.p_zeros / 4);
     ck_assert(isfinite(f448.p_cast_nmse) && f448.p_cast_nmse > 0);
-    dl_output_free(&f);
-    dl_output_free(&r);
-    dl_output_free(&f32);
-    dl_output_free(&f448);
+    free_outputs(&f, &r, &f32, &f448, NULL);
     dl_case_free(&c);
 }
 END_TEST
@@ -1272,8 +1250,7 @@ START_TEST(test_p_cast_stats_deterministic)
     ck_assert_int_eq(one.p_values, three.p_values);
     ck_assert_int_eq(one.p_zeros, three.p_zeros);
     ck_assert(one.p_cast_nmse == three.p_cast_nmse);
-    dl_output_free(&one);
-    dl_output_free(&three);
+    free_outputs(&one, &three, NULL);
     dl_case_free(&c);
 }
 END_TEST

@@ -88,6 +88,23 @@ static void sample_row(dl_result_row *r, int k)
     r->p_cast_nmse = 1.5e-4;
 }
 
+/* sample_row(r, k), appended to table h5. */
+static void append_sample(const char *h5, dl_result_row *r, int k)
+{
+    sample_row(r, k);
+    ck_assert_int_eq(dl_results_append(h5, r, 1), 0);
+}
+
+/* Every row of table h5 (the caller frees them); the test fails unless it reads and holds n_want rows. */
+static dl_result_row *read_rows(const char *h5, int64_t n_want)
+{
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, n_want);
+    return out;
+}
+
 /* Parse one CSV record starting at *p (RFC 4180 quoting) into fields. */
 static int csv_record(const char **p, char fields[][9000], int max)
 {
@@ -140,10 +157,7 @@ START_TEST(test_results_append_roundtrip)
     ck_assert_int_eq(dl_results_append(h5, &in[0], 1), 0);
     ck_assert_int_eq(dl_results_append(h5, &in[1], 1), 0);
 
-    dl_result_row *out = NULL;
-    int64_t n = 0;
-    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
-    ck_assert_int_eq(n, 2);
+    dl_result_row *out = read_rows(h5, 2);
     /* every column reads back as written */
     int nc = dl_results_num_columns();
     char a[9000], b[9000];
@@ -213,10 +227,7 @@ START_TEST(test_results_atomic)
     ck_assert_uint_eq(n_csv, n_csvb);
     ck_assert(!memcmp(csv_before, csv_after, n_csv));
     ck_assert_int_eq(count_tmp_files(), 0);
-    dl_result_row *out = NULL;
-    int64_t n = 0;
-    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
-    ck_assert_int_eq(n, 1);
+    dl_result_row *out = read_rows(h5, 1);
     free(out);
     free(h5_after);
     free(csv_after);
@@ -266,10 +277,7 @@ START_TEST(test_results_version2)
                            "/results/p_cast_nmse"};
     for (int k = 0; k < 7; k++) ck_assert_int_eq(gm_delete(h5, added[k]), 0);
     ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 2), 0);
-    dl_result_row *out = NULL;
-    int64_t n = 0;
-    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
-    ck_assert_int_eq(n, 2);
+    dl_result_row *out = read_rows(h5, 2);
     ck_assert_int_eq(out[1].dist_sink_tokens, -1);
     ck_assert(isnan(out[1].dist_sink_delta) && isnan(out[1].p_scale) && isnan(out[1].p_underflow_frac));
     ck_assert(isnan(out[1].p_underflow_pred) && isnan(out[1].p_cast_nmse));
@@ -277,15 +285,14 @@ START_TEST(test_results_version2)
     ck_assert_str_eq(out[1].flush, "read"); /* version-2 columns intact */
     free(out);
     dl_result_row extra;
-    sample_row(&extra, 2);
-    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
-    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
-    ck_assert_int_eq(n, 3);
+    append_sample(h5, &extra, 2);
+    out = read_rows(h5, 3);
     ck_assert_str_eq(out[2].kv_order, "reverse");
     ck_assert(out[2].p_underflow_frac == 2.25 && out[2].dist_sink_tokens == 6);
     ck_assert(isnan(out[0].p_cast_nmse));
     free(out);
     /* a version-3 table missing one of them is refused, naming it */
+    int64_t n = 0;
     ck_assert_int_eq(gm_delete(h5, "/results/p_cast_nmse"), 0);
     ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
     ck_assert_msg(strstr(dl_last_error(), "/results/p_cast_nmse") != NULL, "%s", dl_last_error());
@@ -307,10 +314,7 @@ START_TEST(test_results_version1)
     }
     ck_assert_int_eq(dl_results_append(h5, in, 4), 0);
     ck_assert_int_eq(make_v1(h5), 0);
-    dl_result_row *out = NULL;
-    int64_t n = 0;
-    ck_assert_msg(dl_results_read(h5, &out, &n) == 0, "%s", dl_last_error());
-    ck_assert_int_eq(n, 4);
+    dl_result_row *out = read_rows(h5, 4);
     for (int k = 0; k < 4; k++) {
         ck_assert_str_eq(out[k].flush, want[k]);
         ck_assert(isnan(out[k].ref_read_s) && isnan(out[k].ref_read_pages_s) && isnan(out[k].ref_read_contig_s));
@@ -322,10 +326,8 @@ START_TEST(test_results_version1)
 
     /* appending rewrites it as version 2, the old rows with their filled-in values */
     dl_result_row extra;
-    sample_row(&extra, 9);
-    ck_assert_int_eq(dl_results_append(h5, &extra, 1), 0);
-    ck_assert_int_eq(dl_results_read(h5, &out, &n), 0);
-    ck_assert_int_eq(n, 5);
+    append_sample(h5, &extra, 9);
+    out = read_rows(h5, 5);
     ck_assert_str_eq(out[0].flush, "write");
     ck_assert_str_eq(out[2].flush, "unknown");
     ck_assert_str_eq(out[4].flush, "read");
@@ -345,6 +347,7 @@ START_TEST(test_results_version1)
     ck_assert_int_eq(ver, DL_RESULTS_VERSION);
 
     /* a version-2 table without one of the new columns is refused, naming it */
+    int64_t n = 0;
     ck_assert_int_eq(gm_delete(h5, "/results/ref_read_contig_s"), 0);
     ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
     ck_assert_msg(strstr(dl_last_error(), "/results/ref_read_contig_s") != NULL, "%s", dl_last_error());
@@ -374,10 +377,7 @@ START_TEST(test_results_v1_readable)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/results/h200_2026-11-30/results.h5", dl_test_root());
-    dl_result_row *rows = NULL;
-    int64_t n = 0;
-    ck_assert_msg(dl_results_read(path, &rows, &n) == 0, "%s", dl_last_error());
-    ck_assert_int_eq(n, 27);
+    dl_result_row *rows = read_rows(path, 27);
     ck_assert(isnan(rows[0].model_o.head_rel_l2) && rows[0].model_o.head_worst == -1);
     ck_assert(isnan(rows[0].limit_o_rel_l2));
     ck_assert_str_eq(rows[0].model_schedule, "");
