@@ -172,21 +172,26 @@ END_TEST
 
 /* ---------------------------------------------------------------- run, no GPU */
 
+/* A fresh test folder `stem` holding g.h5: an e4m3 golden file, page 16, D 64, with the given options. */
+static void golden_in_test_dir(const char *stem, const char *opts)
+{
+    if (access(dl_test_bin(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", dl_test_bin());
+    dl_test_mkdir(stem);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s golden %s --page-size 16 --head-dim 64 --kv-dtype e4m3 --out %s/g.h5 > /dev/null 2>&1",
+             dl_test_bin(), opts, dl_test_dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(test_run_without_gpu)
 {
     if (dl_gpu_device_count() > 0) {
         printf("test_run_without_gpu: this machine has a CUDA device; not applicable\n");
         return;
     }
-    if (access(dl_test_bin(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", dl_test_bin());
-    dl_test_mkdir("run");
+    golden_in_test_dir("run", "--seq-len 1,16,17 --num-qo-heads 4 --num-kv-heads 1");
     char cmd[2048], out[512];
     dl_test_path(out, sizeof out, "run.txt");
-    snprintf(cmd, sizeof cmd,
-             "%s golden --seq-len 1,16,17 --page-size 16 --num-qo-heads 4 --num-kv-heads 1 --head-dim 64 "
-             "--kv-dtype e4m3 --out %s/g.h5 > /dev/null 2>&1",
-             dl_test_bin(), dl_test_dir);
-    ck_assert_int_eq(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s run %s/g.h5 --time --out %s/res.h5 > %s 2>&1", dl_test_bin(), dl_test_dir, dl_test_dir, out);
     int st = system(cmd);
     ck_assert(WIFEXITED(st));
@@ -214,16 +219,10 @@ END_TEST
  * PASS; the same output with one head scaled by 1.01 must FAIL); a missing folder is refused. */
 START_TEST(test_save_outputs_round_trip)
 {
-    if (access(dl_test_bin(), X_OK) != 0) ck_abort_msg("decodelab binary not found at %s (set DL_BIN)", dl_test_bin());
-    dl_test_mkdir("save");
+    golden_in_test_dir("save", "--seq-len 1,16,70 --num-qo-heads 8 --num-kv-heads 2 --models exact,fp8wg");
     char cmd[2048], g_path[512], out[512];
     dl_test_path(g_path, sizeof g_path, "g.h5");
     dl_test_path(out, sizeof out, "out.txt");
-    snprintf(cmd, sizeof cmd,
-             "%s golden --seq-len 1,16,70 --page-size 16 --num-qo-heads 8 --num-kv-heads 2 --head-dim 64 "
-             "--kv-dtype e4m3 --models exact,fp8wg --out %s > /dev/null 2>&1",
-             dl_test_bin(), g_path);
-    ck_assert_int_eq(system(cmd), 0);
     dl_golden g;
     ck_assert_int_eq(dl_golden_read(g_path, &g), 0);
     const dl_variant *v = dl_variant_find("fp8-none-wgmma");
