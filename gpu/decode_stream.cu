@@ -881,9 +881,11 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                         af[kc][mb][2 * half + 1] = __byte_perm(x01, x23, 0x7531); /* dim d0 + 1 */
                     }
                 }
-            /* fp8acc: the tile's two k32 blocks (PROMOTE = 2) chain in a fresh partial, added to acc
-             * after the rescale, as the fp8acc model promotes at the end of each kv_block */
-            constexpr int NP = PROMOTE > 0 ? MB : 1;
+            /* fp8acc: the tile's two k32 blocks chain in a fresh partial (PROMOTE >= 2: one chain, as the
+             * fp8acc model promotes at the end of each kv_block; PROMOTE = 1: a partial per block), added
+             * to acc after the rescale, in block order */
+            constexpr int NKC = PROMOTE == 1 ? 2 : 1;
+            constexpr int NP = PROMOTE > 0 ? NKC * MB : 1;
             float part[NP][4];
 #pragma unroll
             for (int i = 0; i < NP; i++) part[i][0] = part[i][1] = part[i][2] = part[i][3] = 0.0f;
@@ -894,7 +896,8 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                 const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) {
-                    if constexpr (PROMOTE > 0) wg_mma_rs<KV>(part[mb], af[kc][mb], db, kc > 0);
+                    if constexpr (PROMOTE == 1) wg_mma_rs<KV>(part[kc * MB + mb], af[kc][mb], db, 0);
+                    else if constexpr (PROMOTE > 0) wg_mma_rs<KV>(part[mb], af[kc][mb], db, kc > 0);
                     else wg_mma_rs<KV>(acc[mb], af[kc][mb], db, 1);
                 }
             }
@@ -902,9 +905,9 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             if constexpr (PROMOTE > 0) {
                 wg_wait<NP>(part);
 #pragma unroll
-                for (int mb = 0; mb < MB; mb++)
-                    acc[mb][0] += part[mb][0], acc[mb][1] += part[mb][1], acc[mb][2] += part[mb][2],
-                        acc[mb][3] += part[mb][3];
+                for (int q = 0; q < NP; q++) /* q = kc * MB + mb: block 0's partials first */
+                    acc[q % MB][0] += part[q][0], acc[q % MB][1] += part[q][1], acc[q % MB][2] += part[q][2],
+                        acc[q % MB][3] += part[q][3];
             } else {
                 wg_wait<MB>(acc);
             }
@@ -1170,15 +1173,19 @@ template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
     return 0;
 }
 
-/* fp8-none-wgmma and fp8acc-none-wgmma share the shape; the plan takes the lower occupancy. */
+/* fp8-none-wgmma and fp8acc-none-wgmma (every promotion count) share the shape; the plan takes the
+ * lowest occupancy among them. */
 extern "C" int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    shape_rt sh, sh2;
+    shape_rt sh, s1, s2, s4;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, wgmma plan", [&](auto s) {
         DL_TRY((wgmma_shape<decltype(s)::D, decltype(s)::KV, 0>(&sh)));
-        return wgmma_shape<decltype(s)::D, decltype(s)::KV, 2>(&sh2);
+        DL_TRY((wgmma_shape<decltype(s)::D, decltype(s)::KV, 1>(&s1)));
+        DL_TRY((wgmma_shape<decltype(s)::D, decltype(s)::KV, 2>(&s2)));
+        return wgmma_shape<decltype(s)::D, decltype(s)::KV, 4>(&s4);
     }));
-    if (sh2.occ < sh.occ) sh.occ = sh2.occ;
+    for (const shape_rt *x : {&s1, &s2, &s4})
+        if (x->occ < sh.occ) sh.occ = x->occ;
     return make_plan(a, h_seq_len, sh, out);
 }
 
@@ -1201,4 +1208,14 @@ template <int PROMOTE> static int dispatch_wgmma(const dl_gpu_args *a)
                                   [&](auto s) { return launch_wgmma<decltype(s)::D, decltype(s)::KV, PROMOTE>(a); });
 }
 extern "C" int dl_launch_fp8_none_wgmma(const dl_gpu_args *a) { return dispatch_wgmma<0>(a); }
-extern "C" int dl_launch_fp8acc_none_wgmma(const dl_gpu_args *a) { return dispatch_wgmma<2>(a); }
+extern "C" int dl_launch_fp8acc_none_wgmma(const dl_gpu_args *a)
+{
+    switch (a->acc_promote_blocks) {
+    case 1: return dispatch_wgmma<1>(a);
+    case 2: return dispatch_wgmma<2>(a);
+    case 4: return dispatch_wgmma<4>(a);
+    default:
+        return dl_fail("fp8acc-none-wgmma: acc_promote_blocks = %d (the kernel is built for 1, 2 and 4)",
+                       a->acc_promote_blocks);
+    }
+}

@@ -21,6 +21,8 @@ typedef struct dl_gpu_args_s {
     float sm_scale;
     float p_scale;                    /* the fp8 kernels' static P scale: P = e4m3(p * p_scale), output / p_scale
                                        * (the golden file's p_scale; E8's S = 1, 256, 448) */
+    int acc_promote_blocks;           /* fp8acc-none-wgmma: k32 blocks per FP32 promotion, 1, 2 or 4 (the golden
+                                       * file's acc_promote_blocks) */
     int64_t num_pages;
     const void *q;                    /* [B, Hq, D] f16/bf16 bits */
     const void *k_cache, *v_cache;    /* raw encoding of kv_dtype */

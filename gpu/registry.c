@@ -89,10 +89,21 @@ static int params_tile64(const dl_variant *v, const dl_model_params *p, char *re
     return 1;
 }
 
+/* fp8acc-none-wgmma: built for promotion every 1, 2 or 4 k32 blocks (dl_launch_fp8acc_none_wgmma) */
+static int params_fp8wg(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
+{
+    if (!params_tile64(v, p, reason, n)) return 0;
+    if (v->model == DL_MODEL_FP8ACCWG && p->acc_promote_blocks != 1 && p->acc_promote_blocks != 2 &&
+        p->acc_promote_blocks != 4)
+        return skip(reason, n, "kernel promotes every 1, 2 or 4 k32 blocks: golden made with acc_promote_blocks = %lld",
+                    (long long)p->acc_promote_blocks);
+    return 1;
+}
+
 static int params_fp8(const dl_variant *v, const dl_model_params *p, char *reason, size_t n)
 {
     if (!params_tile64(v, p, reason, n)) return 0;
-    if ((v->model == DL_MODEL_FP8ACC || v->model == DL_MODEL_FP8ACCWG) && p->acc_promote_blocks != 2)
+    if (v->model == DL_MODEL_FP8ACC && p->acc_promote_blocks != 2)
         return skip(reason, n, "kernel promotes every 2 k32 blocks: golden made with acc_promote_blocks = %lld",
                     (long long)p->acc_promote_blocks);
     return 1;

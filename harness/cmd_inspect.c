@@ -98,9 +98,10 @@ static int inspect_file(const char *file, const dl_golden *g)
     if (c->dist.kind == DL_DIST_SINK)
         printf("sink:      the first %lld keys of each request score %g higher\n", (long long)c->dist.sink_tokens,
                c->dist.sink_delta);
-    printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld p_scale=%g kv_order=%s\n",
+    printf("params:    kv_block=%lld acc_mantissa_bits=%d acc_block=%lld acc_promote_blocks=%lld p_scale=%g "
+           "kv_order=%s\n",
            (long long)g->params.kv_block, g->params.acc_mantissa_bits, (long long)g->params.acc_block,
-           (double)g->params.p_scale, dl_kv_order_name(g->params.kv_order));
+           (long long)g->params.acc_promote_blocks, (double)g->params.p_scale, dl_kv_order_name(g->params.kv_order));
     const int nhd = c->kv_layout == DL_NHD;
     long long B = c->batch_size, Hq = c->num_qo_heads, Hkv = c->num_kv_heads, D = c->head_dim, P = g->c.num_pages;
     long long a1 = nhd ? c->page_size : Hkv, a2 = nhd ? Hkv : c->page_size;

@@ -174,6 +174,7 @@ static void case_args(dl_gpu_args *a, const dl_case *c, const dev_bufs *d, dl_be
     a->kv_dtype = cfg->kv_dtype;
     a->sm_scale = (float)dl_sm_scale(cfg);
     a->p_scale = 448.0f; /* the fp8 models' default; run_variant sets the golden file's */
+    a->acc_promote_blocks = 2;
     a->num_pages = c->num_pages;
     a->q = d->q;
     a->k_cache = d->k;
@@ -281,6 +282,7 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
     dl_gpu_args a;
     case_args(&a, c, d, bench, r->max_seq_len);
     a.p_scale = g->params.p_scale;
+    a.acc_promote_blocks = (int)g->params.acc_promote_blocks;
     a.num_splits = dl_variant_splits(v, o->splits > 0 ? o->splits : dl_gpu_choose_splits(&a, info->sm_count));
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);

@@ -104,6 +104,19 @@ START_TEST(test_variant_params)
     ck_assert_int_eq(f8->params_ok(f8, &p, why, sizeof why), 1); /* fp8 has no promotion */
     ck_assert_int_eq(f8a->params_ok(f8a, &p, why, sizeof why), 0);
     ck_assert_msg(strstr(why, "acc_promote_blocks = 4") != NULL, "%s", why);
+    /* the wgmma fp8acc kernel is built for promotion every 1, 2 or 4 k32 blocks; its fp8 twin ignores it */
+    const dl_variant *w8 = dl_variant_find("fp8-none-wgmma"), *w8a = dl_variant_find("fp8acc-none-wgmma");
+    ck_assert(w8 && w8a);
+    for (int pb = 1; pb <= 5; pb++) {
+        dl_model_params_default(&p);
+        p.acc_promote_blocks = pb;
+        ck_assert_int_eq(w8->params_ok(w8, &p, why, sizeof why), 1);
+        const int want = pb == 1 || pb == 2 || pb == 4;
+        ck_assert_msg(w8a->params_ok(w8a, &p, why, sizeof why) == want, "acc_promote_blocks %d: %s", pb, why);
+        if (!want) ck_assert_msg(strstr(why, "acc_promote_blocks = ") != NULL, "%s", why);
+    }
+    p.kv_block = 32;
+    ck_assert_int_eq(w8a->params_ok(w8a, &p, why, sizeof why), 0);
     /* the CUDA-core kernels take any parameters */
     ck_assert_ptr_null(dl_variant_find("fp32-cast-simt")->params_ok);
     ck_assert_ptr_null(dl_variant_find("bf16-fast-simt")->params_ok);

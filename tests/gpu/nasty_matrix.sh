@@ -2,7 +2,7 @@
 # nasty_matrix.sh - `make test-gpu`: every GPU variant on a matrix of small,
 # nasty cases generated fresh, then compute-sanitizer memcheck on a subset.
 #
-# Cases (24 + 9 golden files; each KV dtype x head_dim x layout, with page size,
+# Cases (24 + 11 golden files; each KV dtype x head_dim x layout, with page size,
 # group size and Q dtype rotated so that every pair of values of any two axes
 # meets at least once):
 #   KV dtype f16 bf16 e4m3 e5m2 | D 64 128 256 | NHD HND | page 1 16 |
@@ -71,13 +71,20 @@ done; done; done > "$WORK/generate.txt"
 # full page to share; these are 32 + the default ones, so every request shares 2 full pages and
 # then ends at the same page-boundary offsets. Appended last so that the other cases keep their
 # seeds (SEED + index) and reproduce earlier runs.
-while read -r kv d layout page group qd dist share lens; do
+# Optional 10th field: the fp8acc models' promotion count (--acc-promote-blocks; default 2): the last
+# two cases run fp8acc-none-wgmma's other builds (1 and 4), and SKIP fp8acc-none-mma (built for 2).
+while read -r kv d layout page group qd dist share lens promote; do
     seed=$(( SEED + i ))
     label="kv=$kv D=$d $layout page=$page group=$group q=$qd $dist"
     extra=""
     if [ -n "${share:-}" ] && [ "$share" != 0 ]; then
         label="$label share=$share"
         extra="--share-prefix $share"
+    fi
+    [ "${lens:-}" = "-" ] && lens=""
+    if [ -n "${promote:-}" ]; then
+        label="$label promote=$promote"
+        extra="$extra --acc-promote-blocks $promote"
     fi
     file="$WORK/case$(printf %02d $i).h5"
     CASES+=("$file|$label")
@@ -95,6 +102,8 @@ f16 64 NHD 256 16 f16 normal
 e4m3 128 NHD 4 4 bf16 channel-outlier
 e4m3 256 HND 256 8 bf16 normal
 e4m3 128 HND 16 4 bf16 normal 2 33,34,47,48,49,63,64,65,132,289,1032
+e4m3 128 HND 16 4 bf16 normal 0 - 1
+e5m2 64 NHD 16 8 f16 outlier 0 - 4
 EOC
 NPROC=$(nproc 2>/dev/null || echo 4)
 t0=$(date +%s)
