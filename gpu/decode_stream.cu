@@ -892,7 +892,10 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             wg_fence();
 #pragma unroll
             for (int kc = 0; kc < 2; kc++) {
-                if (32 * kc >= nvalid) continue; /* the model has no k-block without a valid token */
+                /* no skip of a k-block without a valid token (its V is masked to 0, its P is 0): a branch
+                 * around the wgmmas made ptxas serialize every one of them (C7520); and by the measured
+                 * QGMMA rule (dl_qgmma_add) adding only zero products leaves a 14-bit C unchanged, which
+                 * the previous block's output is, so the fp8wg model's "no such k-block" still holds */
                 const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) {
