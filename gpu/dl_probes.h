@@ -50,7 +50,7 @@ int dl_wgmma_acc_cases(dl_acc_case *v, int cap);
 void dl_wgmma_acc_random(int chain, int zero_c, int i, float *c, float *a, float *b);
 
 /* The wgmma accumulator probe (gpu/wgmma_acc_probe.cu, issue 12): for each of n cases a chain of
- * `chain` (1..8) m64n8k32 e4m3 wgmmas on one accumulator that starts at c[i] (zero_c = 1: the first
+ * `chain` (1, 2, 4 or 8) m64n8k32 e4m3 wgmmas on one accumulator that starts at c[i] (zero_c = 1: the first
  * wgmma ignores it, scale-d = 0); step s of case i multiplies the e4m3 codes a[(i*chain+s)*32 + k]
  * and b[(i*chain+s)*32 + k] (every row of A and column of B the same 32 codes); d[i] = the result,
  * uniform[i] = 1 when all 512 outputs agree bitwise. 0 or dl_fail(). Without CUDA: records why and

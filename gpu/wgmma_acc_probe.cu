@@ -23,8 +23,6 @@ __device__ __forceinline__ uint64_t acc_desc(uint32_t addr, uint32_t lbo, uint32
            ((uint64_t)((sbo >> 4) & 0x3FFF) << 32);
 }
 
-#define PROBE_MAX_CHAIN 8
-
 /* A (64 x 32) and B (8 x 32) of one chain step into shared memory, every row of A = a[0..32),
  * every column of B = b[0..32) */
 __device__ __forceinline__ void load_step(uint8_t *sa, uint8_t *sb, const uint8_t *a, const uint8_t *b)
@@ -39,22 +37,26 @@ __device__ __forceinline__ void load_step(uint8_t *sa, uint8_t *sb, const uint8_
     }
 }
 
+/* CHAIN wgmmas back to back on one accumulator (unrolled, with the accumulator set before the fence, so
+ * that ptxas issues them without a wait in between, as it now does in the decode kernels) */
+template <int CHAIN>
 __global__ void __launch_bounds__(128) wgmma_acc_probe_kernel(const float *c, const uint8_t *a, const uint8_t *b,
-                                                             float *d, int *uniform, int chain, int zero_c)
+                                                             float *d, int *uniform, int zero_c)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __shared__ __align__(1024) uint8_t sa[PROBE_MAX_CHAIN][64 * 32];
-    __shared__ __align__(1024) uint8_t sb[PROBE_MAX_CHAIN][8 * 32];
+    __shared__ __align__(1024) uint8_t sa[CHAIN][64 * 32];
+    __shared__ __align__(1024) uint8_t sb[CHAIN][8 * 32];
     __shared__ int same;
     const int cs = blockIdx.x, t = threadIdx.x;
-    for (int i = 0; i < chain; i++)
-        load_step(sa[i], sb[i], a + ((size_t)cs * chain + i) * 32, b + ((size_t)cs * chain + i) * 32);
+    for (int i = 0; i < CHAIN; i++)
+        load_step(sa[i], sb[i], a + ((size_t)cs * CHAIN + i) * 32, b + ((size_t)cs * CHAIN + i) * 32);
     if (t == 0) same = 1;
+    float acc[4] = {c[cs], c[cs], c[cs], c[cs]};
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    float acc[4] = {c[cs], c[cs], c[cs], c[cs]};
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    for (int i = 0; i < chain; i++) { /* chained: each wgmma adds to the previous one's accumulator */
+#pragma unroll
+    for (int i = 0; i < CHAIN; i++) { /* chained: each wgmma adds to the previous one's accumulator */
         const uint64_t da = acc_desc((uint32_t)__cvta_generic_to_shared(sa[i]), 128, 256);
         const uint64_t db = acc_desc((uint32_t)__cvta_generic_to_shared(sb[i]), 128, 256);
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
@@ -154,8 +156,8 @@ extern "C" int dl_wgmma_acc_full(int n, int zero_c, const float *c, const uint8_
 extern "C" int dl_wgmma_acc_probe(int n, int chain, int zero_c, const float *c, const uint8_t *a, const uint8_t *b,
                                   float *d, int *uniform)
 {
-    if (n < 1 || chain < 1 || chain > PROBE_MAX_CHAIN)
-        return dl_fail("dl_wgmma_acc_probe: %d cases, chain %d (1..%d)", n, chain, PROBE_MAX_CHAIN);
+    if (n < 1 || (chain != 1 && chain != 2 && chain != 4 && chain != 8))
+        return dl_fail("dl_wgmma_acc_probe: %d cases, chain %d (1, 2, 4 or 8)", n, chain);
     const size_t ops = (size_t)n * chain * 32;
     float *dc = NULL, *dd = NULL;
     uint8_t *dab = NULL;
@@ -169,7 +171,12 @@ extern "C" int dl_wgmma_acc_probe(int n, int chain, int zero_c, const float *c, 
     if (e == cudaSuccess) e = cudaMemcpy(dab + ops, b, ops, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemset(du, 0xff, n * sizeof(int));
     if (e == cudaSuccess) {
-        wgmma_acc_probe_kernel<<<n, 128>>>(dc, dab, dab + ops, dd, du, chain, zero_c);
+        switch (chain) {
+        case 1: wgmma_acc_probe_kernel<1><<<n, 128>>>(dc, dab, dab + ops, dd, du, zero_c); break;
+        case 2: wgmma_acc_probe_kernel<2><<<n, 128>>>(dc, dab, dab + ops, dd, du, zero_c); break;
+        case 4: wgmma_acc_probe_kernel<4><<<n, 128>>>(dc, dab, dab + ops, dd, du, zero_c); break;
+        default: wgmma_acc_probe_kernel<8><<<n, 128>>>(dc, dab, dab + ops, dd, du, zero_c); break;
+        }
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
