@@ -51,16 +51,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s GOLDEN.h5 [MODELS] [PATTERNS]\n", argv[0]);
         return 2;
     }
-    const char *want = argc > 2 ? argv[2] : "fp32,bf16,fp8,fp8acc,bf16simt";
+    const char *want = argc > 2 ? argv[2] : "fp32,bf16,fp8,fp8acc,bf16simt,fp8wg,fp8accwg";
     const int patterns = argc > 3 ? atoi(argv[3]) : 8;
     dl_golden g;
     if (dl_golden_read(argv[1], &g)) {
         fprintf(stderr, "%s\n", dl_last_error());
         return 2;
     }
-    const dl_model models[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8, DL_MODEL_FP8ACC, DL_MODEL_BF16SIMT};
-    for (int i = 0; i < 5; i++) {
-        const dl_model m = models[i];
+    for (int i = 0; i < DL_MODEL_COUNT; i++) { /* every emulated model (exact, orig: FP64, no expf) */
+        const dl_model m = (dl_model)i;
+        if (m == DL_MODEL_EXACT || m == DL_MODEL_ORIG) continue;
         char key[32];
         snprintf(key, sizeof key, ",%s,", dl_model_name(m));
         char list[256];

@@ -32,7 +32,7 @@ for seed in "${SEEDS[@]}"; do
     for f in $(awk '$1 == "case" { print $2 }' "$dir.cases"); do
         # the kv dtype of the case, for the fp8 models (their kernels run on fp8 caches only)
         kv=$(awk -v f="$f" '$2 == f { sub(/^kv=/, "", $3); print $3 }' "$dir.cases")
-        build/exp_sensitivity "$f" fp32,bf16,fp8,fp8acc,bf16simt "$PATTERNS" | sed "s/\$/ kv=$kv/" >> "$WORK/runs.txt" ||
+        build/exp_sensitivity "$f" fp32,bf16,fp8,fp8acc,bf16simt,fp8wg,fp8accwg "$PATTERNS" | sed "s/\$/ kv=$kv/" >> "$WORK/runs.txt" ||
             exit 2
     done
 done
@@ -49,13 +49,15 @@ runs = defaultdict(list)
 for line in open(sys.argv[1]):
     f = line.split()
     kv = f[-1][3:]
-    if f[1] in ("fp8", "fp8acc") and kv not in ("e4m3", "e5m2"):
+    if f[1].startswith("fp8") and kv not in ("e4m3", "e5m2"):
         continue  # no fp8 kernel runs on a 16-bit cache
     d = dict(x.split("=") for x in f[3:])
-    runs[f[1]].append((float(d["o"]), float(d["head"]), float(d["lse"]), f[0], d["b"], d["h"], d.get("verdict", "?")))
+    runs[f[1]].append((float(d["o"]), float(d["head"]), float(d["lse"]), f[0], d["b"], d["h"], d.get("verdict", "?"),
+                       float(d.get("excess", d["head"]))))
 print(f"{'model':<9} {'runs':>5} {'worst o':>10} {'worst head':>10} {'(file, request, head)':<40} {'worst lse':>10}"
-      f"  {'over limit o / head / lse (limits from decodelab list)'}  judged FAIL (the one judge, flip allowance included)")
-for m in ("fp32", "bf16", "fp8", "fp8acc", "bf16simt"):
+      f"  {'over limit o / head / lse (limits from decodelab list)'}  judged FAIL (the one judge, flip allowance included)"
+      f"  worst head beyond the allowance")
+for m in ("fp32", "bf16", "fp8", "fp8acc", "bf16simt", "fp8wg", "fp8accwg"):
     rs = runs.get(m, [])
     if not rs:
         continue
@@ -65,5 +67,6 @@ for m in ("fp32", "bf16", "fp8", "fp8acc", "bf16simt"):
     frac = lambda k, lim: sum(r[k] > lim for r in rs) / n
     where = f"{wh[3].split('/')[-2]}/{wh[3].split('/')[-1]} {wh[4]} {wh[5]}"
     print(f"{m:<9} {n:>5} {wo:>10.3e} {wh[1]:>10.3e} {where:<40} {wl:>10.3e}  {frac(0, lo):.4f} / {frac(1, lh):.4f} /"
-          f" {frac(2, ll):.4f}  ({lo:g} / {lh:g} / {ll:g})  {sum(r[6] == 'FAIL' for r in rs) / n:.4f}")
+          f" {frac(2, ll):.4f}  ({lo:g} / {lh:g} / {ll:g})  {sum(r[6] == 'FAIL' for r in rs) / n:.4f}"
+          f"  {max(r[7] for r in rs):.3e}")
 PY

@@ -110,6 +110,27 @@ int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
         for (int k = 1; k < 32; k++) pow2_pair(16 - g, &v[n].a[k], &v[n].b[k]);
         n++;
     }
+    /* Which exponent aligns a product whose mantissas multiply past 2: its own (normalized) or the
+     * sum of its operands' exponents? x*y - x*y + C with C = 2^-13 survives only in the latter. */
+    static const float unm[][2] = {{1.5f, 1.5f}, {1.875f, 1.875f}, {1.5f, 1.25f}, {1.25f, 1.5f}};
+    static const char *const unm_name[] = {"1.5x1.5", "1.875x1.875", "1.5x1.25", "1.25x1.5"};
+    for (int u = 0; u < 4; u++) {
+        NEW("unnorm %s", unm_name[u]);
+        v[n].c = ldexpf(1.0f, -13);
+        v[n].a[2] = unm[u][0], v[n].a[9] = -unm[u][0], v[n].b[2] = v[n].b[9] = unm[u][1];
+        n++;
+    }
+    /* Subnormal operands (e4m3: below 2^-6): does one align by its own exponent or by the smallest
+     * normal's? C = 3 * 2^-14 beside 2^-9 * 256, C = 3 * 2^-32 beside 2^-9 * 2^-9: kept only in the
+     * former. The subnormal in A, in B, in both. */
+    for (int w = 0; w < 4; w++) {
+        NEW("subnormal %s", w == 0 ? "a" : w == 1 ? "b" : w == 2 ? "3a" : "both");
+        const float sub = ldexpf(w == 2 ? 3.0f : 1.0f, -9);
+        v[n].a[4] = w == 1 ? 256.0f : sub;
+        v[n].b[4] = w == 0 || w == 2 ? 256.0f : sub;
+        v[n].c = w == 3 ? 3.0f * ldexpf(1.0f, -32) : 3.0f * ldexpf(1.0f, -14);
+        n++;
+    }
 #undef NEW
     return n;
 }

@@ -46,7 +46,7 @@ static void probe_help(FILE *f)
 static float chain_model(float c, const float *a, const float *b, int chain, int zero_c)
 {
     float acc = zero_c ? 0.0f : c;
-    for (int s = 0; s < chain; s++) acc = dl_qgmma_add(acc, a + s * 32, b + s * 32, 1, 32);
+    for (int s = 0; s < chain; s++) acc = dl_qgmma_add(acc, a + s * 32, b + s * 32, 1, 32, DL_E4M3);
     return acc;
 }
 
@@ -173,7 +173,7 @@ static int wgmma_acc(void)
             for (int m = 0; m < 64; m++)
                 for (int j = 0; j < 8; j++) {
                     const float mod = dl_qgmma_add(zc ? 0.0f : fc[i * 512 + m * 8 + j], xa + i * 2048 + m * 32,
-                                                   xb + i * 256 + j * 32, 1, 32);
+                                                   xb + i * 256 + j * 32, 1, 32, DL_E4M3);
                     const float g = fd[i * 512 + m * 8 + j];
                     if (!memcmp(&mod, &g, sizeof g)) {
                         agree++;
@@ -200,7 +200,7 @@ static int wgmma_acc(void)
                             for (int m = m0; m < m0 + gr; m++)
                                 for (int j = j0; j < j0 + gcol; j++) {
                                     const int t = dl_qgmma_top(zc ? 0.0f : fc[i * 512 + m * 8 + j],
-                                                               xa + i * 2048 + m * 32, xb + i * 256 + j * 32, 1, 32);
+                                                               xa + i * 2048 + m * 32, xb + i * 256 + j * 32, 1, 32, DL_E4M3);
                                     if (t > top) top = t;
                                 }
                             for (int m = m0; m < m0 + gr; m++)

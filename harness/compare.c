@@ -229,10 +229,16 @@ static const dl_threshold impl_table[DL_MODEL_COUNT] = {
     IMPL(DL_MODEL_FP8, 2.963e-7, 1.491e-6, 1.908e-6),
     IMPL(DL_MODEL_FP8ACC, 2.938e-7, 1.488e-6, 1.908e-6),
     IMPL(DL_MODEL_BF16SIMT, 3.056e-7, 1.610e-6, 1.908e-6),
-    /* provisional: fp8's figures (the wgmma kernels' softmax and merge are the fp8 kernels' FP32
-     * arithmetic; only the accumulator differs, and the model reproduces it by construction) until
-     * an H200 run measures the wgmma kernels against fp8wg / fp8accwg */
-    IMPL(DL_MODEL_FP8WG, 2.963e-7, 1.491e-6, 1.908e-6),
+    /* fp8wg: one 14-bit truncating QGMMA chain per segment carries a P-rounding flip on: every later
+     * k-block truncates a value that differs, so a correct kernel whose exp differs from expf sits
+     * past the flip allowance (which counts only the flipped products). Measured by the emulation
+     * (experiments/exp_sensitivity.sh, expf -2..+2 ulp, 8 patterns, the test-gpu matrix of seeds
+     * 20261401 and 20261402: worst global o 8.916e-6, worst per head beyond the allowance 2.278e-5;
+     * with fp8's limits 6.6 .. 11 % of those runs FAILed) and on the H200 (2026-12-01, memfloor
+     * llama3-8B B64 L1024 and B256 L4096: 1.569e-5 and 2.164e-5 beyond the allowance,
+     * results/h200_2026-12-01d). fp8accwg restarts the chain every 1..4 k-blocks: the same
+     * emulation keeps it under fp8's figures (worst beyond the allowance 3.486e-7), so it keeps them. */
+    IMPL(DL_MODEL_FP8WG, 8.916e-6, 2.278e-5, 1.908e-6),
     IMPL(DL_MODEL_FP8ACCWG, 2.938e-7, 1.488e-6, 1.908e-6),
 };
 

@@ -282,7 +282,17 @@ static float quantize_e4m3(const float *x, int64_t n, float *out)
  * k-blocks and its value is added to a separate FP32 accumulator. */
 static float acc_trunc(float x, int bits) { return (bits <= 0 || bits >= 23) ? x : truncate_mantissa(x, bits); }
 
-int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n)
+/* The exponent QGMMA aligns an FP8 operand by: frexp's, but a subnormal counts with the smallest
+ * normal exponent (its exponent field, 0, means the same scale as 1). */
+static int fp8_exponent(float v, dl_dtype t)
+{
+    int e;
+    (void)frexpf(v, &e);
+    const int emin = t == DL_E5M2 ? -13 : -5; /* frexp of the smallest normal: 2^-14, 2^-6 */
+    return e < emin ? emin : e;
+}
+
+int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n, dl_dtype yt)
 {
     int e, top = INT_MIN;
     if (c != 0.0f && isfinite(c)) {
@@ -290,9 +300,10 @@ int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64
         top = e;
     }
     for (int64_t i = 0; i < n; i++) {
-        const double p = (double)x[i] * (double)y[i * ystride];
-        if (p != 0.0 && isfinite(p)) {
-            (void)frexp(p, &e);
+        const float a = x[i], b = y[i * ystride];
+        if (a != 0.0f && b != 0.0f && isfinite(a) && isfinite(b)) {
+            /* the product's exponent before normalization: a 1.x times 1.y mantissa lies in [1, 4) */
+            e = fp8_exponent(a, DL_E4M3) + fp8_exponent(b, yt) - 1;
             if (e > top) top = e;
         }
     }
@@ -302,37 +313,38 @@ int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64
 float dl_qgmma_sum(float c, const float *x, const float *y, int64_t ystride, int64_t n, int top)
 {
     if (top == INT_MIN) return c; /* no nonzero term (or a non-finite one: left to float) */
-    /* frexp: |t| = m * 2^e with m in [0.5, 1), so the largest binary exponent is top - 1 */
+    /* top is frexp-like: the alignment's leading bit is 2^(top - 1) */
     const double ulp = ldexp(1.0, top - 1 - DL_QGMMA_FRAC_BITS);
-    double s = trunc((double)c / ulp) * ulp; /* exact: every term has at most 14 bits above ulp */
+    double s = trunc((double)c / ulp) * ulp; /* exact: every term has at most 15 bits above ulp */
     for (int64_t i = 0; i < n; i++) s += trunc((double)x[i] * (double)y[i * ystride] / ulp) * ulp;
-    return truncate_mantissa((float)s, DL_QGMMA_FRAC_BITS); /* s has <= 20 significant bits: exact in float */
+    return truncate_mantissa((float)s, DL_QGMMA_FRAC_BITS); /* s has <= 21 significant bits: exact in float */
 }
 
-float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n)
+float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n, dl_dtype yt)
 {
-    return dl_qgmma_sum(c, x, y, ystride, n, dl_qgmma_top(c, x, y, ystride, n));
+    return dl_qgmma_sum(c, x, y, ystride, n, dl_qgmma_top(c, x, y, ystride, n, yt));
 }
 
 /* One k-block of the chain: acc_trunc(part + the products) summed in binary32, or (qgmma) the
  * Hopper wgmma rule above. */
 static float mma_block(float part, const float *q, const float *k, int64_t ks, int64_t n, const dl_model_params *p,
-                       int qgmma)
+                       int qgmma, dl_dtype kt)
 {
-    if (qgmma) return dl_qgmma_add(part, q, k, ks, n);
+    if (qgmma) return dl_qgmma_add(part, q, k, ks, n, kt);
     for (int64_t i = 0; i < n; i++) part += q[i] * k[i * ks];
     return acc_trunc(part, p->acc_mantissa_bits);
 }
 
 /* q.k over D dims in k-blocks of p->acc_block dims (qgmma: of 32), as described above. */
-static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_params *p, int64_t promote, int qgmma)
+static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_params *p, int64_t promote, int qgmma,
+                     dl_dtype kt)
 {
     float main = 0.0f, part = 0.0f;
     int64_t nblk = 0;
     const int64_t kb = qgmma ? 32 : p->acc_block;
     for (int64_t d0 = 0; d0 < D; d0 += kb) {
         const int64_t d1 = d0 + kb < D ? d0 + kb : D;
-        part = mma_block(part, q + d0, k + d0, 1, d1 - d0, p, qgmma);
+        part = mma_block(part, q + d0, k + d0, 1, d1 - d0, p, qgmma, kt);
         if (promote > 0 && (++nblk % promote == 0 || d1 == D)) {
             main += part;
             part = 0.0f;
@@ -349,8 +361,8 @@ static float dot_mma(const float *q, const float *k, int64_t D, const dl_model_p
  * is added to acc and restarts every promote k-blocks and at the kv_block end
  * (the kernel promotes before it rescales). part is scratch [D]. */
 static void online_softmax_mma(const float *s, const float *V, int64_t len, int64_t D, const dl_model_params *p,
-                               int64_t promote, int qgmma, float *acc, float *part, float *m_out, float *sum_out,
-                               pstat *st)
+                               int64_t promote, int qgmma, dl_dtype vt, float *acc, float *part, float *m_out,
+                               float *sum_out, pstat *st)
 {
     const int64_t kb = qgmma ? 32 : p->acc_block;
     float prs[32]; /* qgmma: the block's P values */
@@ -398,7 +410,7 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
                 }
             }
             if (qgmma)
-                for (int64_t d = 0; d < D; d++) chain[d] = dl_qgmma_add(chain[d], prs, V + k0 * D + d, D, k1 - k0);
+                for (int64_t d = 0; d < D; d++) chain[d] = dl_qgmma_add(chain[d], prs, V + k0 * D + d, D, k1 - k0, vt);
             else
                 for (int64_t d = 0; d < D; d++) chain[d] = acc_trunc(chain[d], p->acc_mantissa_bits);
             /* the shadow (P not rounded, for the P-cast statistics) keeps the binary32 chain */
@@ -510,6 +522,10 @@ typedef struct {
     int mma;          /* the row's mma kind (MMA_*) */
 } emu;
 typedef void (*prepare_fn)(emu *e, float *K, float *V);
+
+/* The format of the K and V elements the fp8 models multiply: the cache's own when it is FP8
+ * (prep_fp8 leaves it), else e4m3 (prep_fp8 quantizes to it). */
+static dl_dtype fp8_cache_type(const emu *e) { return e->c->cfg.kv_dtype == DL_E5M2 ? DL_E5M2 : DL_E4M3; }
 typedef void (*scores_fn)(const emu *e, const float *q, float *qr, const float *K, float *s, float *out_scale,
                           int64_t *promote);
 
@@ -575,7 +591,7 @@ static void scores_fp8(const emu *e, const float *q, float *qr, const float *K, 
     const float qs = quantize_e4m3(q, e->D, qr);
     const int qg = e->mma == MMA_QGMMA;
     for (int64_t j = 0; j < e->len; j++)
-        s[j] = dot_mma(qr, K + j * e->D, e->D, e->p, *promote, qg) * qs * e->ks * e->sm;
+        s[j] = dot_mma(qr, K + j * e->D, e->D, e->p, *promote, qg, fp8_cache_type(e)) * qs * e->ks * e->sm;
     *out_scale = e->vs / e->p->p_scale;
 }
 
@@ -722,7 +738,8 @@ static int task_emulated(const dl_case *c, const float *lut, dl_model model, con
                 st.lo = nsink - j0 > 0 ? nsink - j0 : 0;
             }
             float m, sum;
-            if (row->mma) online_softmax_mma(sk, vk, n, D, p, promote, row->mma == MMA_QGMMA, acc, acc + D, &m, &sum, &st);
+            if (row->mma) online_softmax_mma(sk, vk, n, D, p, promote, row->mma == MMA_QGMMA, fp8_cache_type(&e), acc, acc + D, &m,
+                                   &sum, &st);
             else online_softmax(sk, vk, n, D, p->kv_block, row->p_round, acc, &m, &sum, &st);
             pv += st.values;
             pz += st.zeros;

@@ -94,16 +94,19 @@ typedef struct {
 void dl_model_params_default(dl_model_params *p);
 
 /* The Hopper FP8 warpgroup MMA's accumulator (QGMMA; the fp8wg and fp8accwg models), as measured on
- * the H200 by `decodelab probe --wgmma-acc` (results/h200_2026-12-01c/wgmma_acc_probe.txt): one
- * wgmma adds n products x[i] * y[i * ystride] to the accumulator c thus: E = the largest binary
- * exponent among c and the nonzero products; every term, c included, is truncated toward zero to a
- * multiple of 2^(E - 13); the terms are summed exactly; the sum is truncated toward zero to 14
- * significant bits (13 fraction bits). The products must be exact in float (e4m3/e5m2 operands). */
+ * the H200 by `decodelab probe --wgmma-acc` (results/h200_2026-12-01c/wgmma_acc_probe.txt, and the
+ * random chains of results/h200_2026-12-01d/wgmma_acc_probe2.txt): one wgmma adds n products
+ * x[i] * y[i * ystride] (x: e4m3 values; y: values of format yt, e4m3 or e5m2) to the accumulator c.
+ * The alignment exponent E is the largest of c's binary exponent and, per nonzero product, the
+ * sum of its operands' exponents (a subnormal counting as the smallest normal): the product's
+ * exponent before normalization, one below its own when the mantissas multiply to [2, 4). Every
+ * term, c included, is truncated toward zero to a multiple of 2^(E - 13); the terms are summed
+ * exactly; the sum is truncated toward zero to 14 significant bits (13 fraction bits). */
 #define DL_QGMMA_FRAC_BITS 13
-float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n);
-/* Its two halves: the alignment exponent (frexp's, of the largest term; INT_MIN when every term is
- * 0), and the truncated sum for a given alignment exponent top (>= the terms' own: a shared one) */
-int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n);
+float dl_qgmma_add(float c, const float *x, const float *y, int64_t ystride, int64_t n, dl_dtype yt);
+/* Its two halves: the alignment exponent (frexp-like: E + 1; INT_MIN when every term is 0), and
+ * the truncated sum for a given alignment exponent top (>= the terms' own: a shared one) */
+int dl_qgmma_top(float c, const float *x, const float *y, int64_t ystride, int64_t n, dl_dtype yt);
 float dl_qgmma_sum(float c, const float *x, const float *y, int64_t ystride, int64_t n, int top);
 
 const char *dl_model_name(dl_model m);          /* "exact" "orig" "fp32" "bf16" "fp8" "fp8acc" "bf16simt" "fp8wg" "fp8accwg" */

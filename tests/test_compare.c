@@ -328,8 +328,9 @@ START_TEST(tables_pinned)
         {DL_MODEL_FP8, 8 * 2.963e-7, 8 * 1.491e-6, 8 * 1.908e-6},
         {DL_MODEL_FP8ACC, 8 * 2.938e-7, 8 * 1.488e-6, 8 * 1.908e-6},
         {DL_MODEL_BF16SIMT, 8 * 3.056e-7, 8 * 1.610e-6, 8 * 1.908e-6},
-        /* provisional (fp8's figures) until the H200 measures the wgmma kernels against them */
-        {DL_MODEL_FP8WG, 8 * 2.963e-7, 8 * 1.491e-6, 8 * 1.908e-6},
+        /* fp8wg: the expf-perturbation emulation's worst (results/cpu_2026-12-01_expsens_wg), the
+         * chain carrying a P-rounding flip past the allowance; fp8accwg keeps fp8acc's figures */
+        {DL_MODEL_FP8WG, 8 * 8.916e-6, 8 * 2.278e-5, 8 * 1.908e-6},
         {DL_MODEL_FP8ACCWG, 8 * 2.938e-7, 8 * 1.488e-6, 8 * 1.908e-6},
     };
     ck_assert_int_eq(sizeof impl / sizeof impl[0], DL_MODEL_COUNT);

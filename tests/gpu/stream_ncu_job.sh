@@ -11,7 +11,7 @@ set -uo pipefail
 gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
 G=/tmp/ncu_g.h5
 /tmp/dl golden --preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-scale absmax-tensor \
-    --models exact,bf16,fp8 --seed 1 --out "$G" > "$OUT/golden.log" 2>&1 || { echo "golden failed"; exit 2; }
+    --models exact,bf16,fp8wg --seed 1 --out "$G" > "$OUT/golden.log" 2>&1 || { echo "golden failed"; exit 2; }
 status=0
 for v in bf16-hw-stream fp8-none-wgmma; do
     for ctas in 2 1; do
