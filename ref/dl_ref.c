@@ -639,8 +639,8 @@ static const model_row models[DL_MODEL_COUNT] = {
     {"fp8wg", "/golden/fp8wg",
      "FP8 warpgroup-MMA (wgmma, QGMMA) kernel arithmetic: as fp8, with the Hopper accumulator measured on the "
      "H200: per wgmma of 32 products, every term (accumulator included) truncated to 13 fraction bits below the "
-     "largest exponent, summed exactly, the sum truncated to 14 significant bits (acc_mantissa_bits and acc_block "
-     "do not apply)",
+     "alignment exponent (the largest of the accumulator's and, per product, its operands' exponents summed), "
+     "summed exactly, the sum truncated to 14 significant bits (acc_mantissa_bits and acc_block do not apply)",
      prep_fp8, scores_fp8, P_FLOAT, MMA_QGMMA, 1},
     {"fp8accwg", "/golden/fp8accwg",
      "fp8wg with two-level accumulation: each chain of acc_promote_blocks wgmmas starts from 0 and is added to an "
