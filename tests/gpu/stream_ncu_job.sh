@@ -3,7 +3,9 @@
 # Nsight Compute on bf16-hw-stream (and fp8-none-wgmma beside it) at llama3-8B B128 L4096 e4m3 NHD,
 # with 2 CTAs per SM (the default) and 1 (DL_STREAM_CTAS_PER_SM=1, 1.4x slower on 2026-12-01):
 # throughput, memory tables, warp-state (stall reasons: a consumer starved of data waits on its
-# full barrier, one bound by its own work stalls on dependencies) and scheduler sections.
+# full barrier, one bound by its own work stalls on dependencies) and scheduler sections, and the
+# stall breakdown (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, every reason
+# this ncu has: the section alone printed none on 2026-12-01, no pc sampling counter).
 # ncu locks the SM clock at base (1.33 GHz): compare durations only within this job.
 # Expects .carry/decodelab.gz. Writes ncu_<variant>_<ctas>.txt (at most 4) and golden.log to $OUT.
 set -uo pipefail
@@ -18,11 +20,15 @@ for v in bf16-hw-stream fp8-none-wgmma; do
         f="$OUT/ncu_${v}_${ctas}.txt"
         DL_STREAM_CTAS_PER_SM=$ctas ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
             --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SchedulerStats \
-            --section LaunchStats --section Occupancy -k 'regex:(stream|wgmma)_decode' -c 1 \
+            --section LaunchStats --section Occupancy \
+            --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+            -k 'regex:(stream|wgmma)_decode' -c 1 \
             /tmp/dl run "$G" --variants "$v" > "$f" 2>&1 || status=1
         echo "== $v, $ctas CTAs/SM"
         grep -E "^\s+(Duration|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Warp Cycles Per Issued|Achieved Occupancy|Registers Per)" "$f"
-        grep -E "^\s+(Stall|.*stall)" "$f" | head -12
+        # the stall breakdown: warps stalled per issued instruction, by reason, largest first
+        awk '$1 ~ /^smsp__average_warps_issue_stalled_/ { r = $1; sub(/^smsp__average_warps_issue_stalled_/, "", r);
+             sub(/_per_issue_active\.ratio$/, "", r); printf "    stall %-24s %s\n", r, $NF }' "$f" | sort -k3 -g -r | head -10
     done
 done
 exit $status
