@@ -94,6 +94,13 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
                  "r"(parity)
                  : "memory");
 }
+/* An L2 prefetch of the same box (no shared memory, no barrier: the bytes only move to L2). */
+__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(map), "r"(x),
+                 "r"(slot), "r"(head), "r"(page)
+                 : "memory");
+}
 /* One TMA copy of a box (SW bytes x rows) at coordinates (x, slot, head, page). */
 __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int x, int slot, int head,
                                          int page)
@@ -195,6 +202,7 @@ struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
     int num_slots, num_segs, num_tasks;
     int swz;              /* tile_off swizzle mode */
+    int prefetch;         /* L2 prefetch distance in tiles of the same segment (0: none; DL_STREAM_PREFETCH) */
 };
 
 /* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
@@ -246,7 +254,10 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
  * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
  * stage, so the load latency hides behind the wait) and issues that page's copies.
- * Warp-uniform control flow. Consumer w's segments are those of plan slot blockIdx.x * W + w. */
+ * With sp.prefetch = P > 0 it also asks L2 for tile + P of the same segment (before the wait):
+ * more bytes on their way from DRAM than the stages hold (issue 10: the kernel is bound by bytes
+ * in flight; the shared memory is full). Warp-uniform control flow. Consumer w's segments are
+ * those of plan slot blockIdx.x * W + w. */
 template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
@@ -289,6 +300,17 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             const int32_t *pages = a.kv_indices + cpb[w];
             const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            if (sp.prefetch > 0 && ctile[w] + sp.prefetch < ct1[w]) { /* the copies of lanes < 32 only */
+                const int tok = (ctile[w] + sp.prefetch) * kTile + lane * rows;
+                if (lane < ncopy && tok < clen[w]) {
+                    const int page = pages[tok / ps];
+#pragma unroll
+                    for (int sl = 0; sl < SLABS; sl++) {
+                        tma_prefetch_l2(kmap, sl * SW, tok % ps, ckvh[w], page);
+                        tma_prefetch_l2(vmap, sl * SW, tok % ps, ckvh[w], page);
+                    }
+                }
+            }
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
             __syncwarp();
@@ -985,6 +1007,7 @@ static int get_encode(encode_fn *fn)
 struct stream_maps {
     CUtensorMap k, v;
     int swz;
+    int prefetch; /* DL_STREAM_PREFETCH */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1030,7 +1053,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->prefetch};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     return 0;
@@ -1107,11 +1130,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes;
+    int min_tiles, max_segs, promo_bytes, prefetch;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, 4, &min_tiles));
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
+    DL_TRY(knob("DL_STREAM_PREFETCH", 0, 16, 0, &prefetch)); /* not yet measured: off by default */
     if (promo_bytes != 0 && promo_bytes != 64 && promo_bytes != 128 && promo_bytes != 256)
         return dl_fail("DL_STREAM_L2PROMO: '%d' is not 0, 64, 128 or 256", promo_bytes);
     const CUtensorMapL2promotion promo = promo_bytes == 0    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
@@ -1125,6 +1149,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
+    maps->prefetch = prefetch;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);
