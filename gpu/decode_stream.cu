@@ -671,7 +671,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
  *    such k-block;
  *  - o = acc / sum * (v_scale / 448), lse = m + logf(sum), per segment (merged by ticket).
  * Group <= 8 (one n8 tile), page_size >= 8 (the swizzled layouts wgmma reads); else SKIP. */
-template <int D> struct wg_shape {
+template <int D, int CE = 1> struct wg_shape { /* CE: bytes of a compute element (1: FP8, 2: BF16) */
     static constexpr int R = D; /* FP8 row bytes */
     static constexpr int SW = R >= 128 ? 128 : R;
     static constexpr int SLABS = R / SW;
@@ -679,8 +679,8 @@ template <int D> struct wg_shape {
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr int W = 2;                     /* consumer warpgroups per CTA */
     static constexpr int S = 2;                     /* stages per warpgroup */
-    static constexpr int QB = 8 * R;                /* Q: SLABS x [8 heads][SW] */
-    static constexpr int PB = 8 * kTile;            /* P: 4 core matrices [8 heads][16 tokens] */
+    static constexpr int QB = 8 * R * CE;           /* Q: FP8 SLABS x [8 heads][SW]; BF16 [D/8][8 heads][8] */
+    static constexpr int PB = 8 * kTile * CE;       /* P: core matrices [tokens/(16/CE)][8 heads][16 bytes] */
     static constexpr int RED = 128 * 4;             /* floats: 2 x [4 warps][8 heads] maxima, [4][8] sums, [8] q scales */
     static constexpr int PER_WG = ((QB + PB + RED + 1023) / 1024) * 1024;
     static constexpr int THREADS = 32 * (4 * W + 1);
@@ -978,6 +978,240 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
     }
 }
 
+/* ------------------------------------------------------------ bf16-fast-wgmma (issue 12)
+ * The BF16 counterpart of fp8-none-wgmma on the same path (producer, plan, ticket merge, one
+ * warpgroup per ring), computing as bf16-fast-stream does, with the bf16 model's numerics: FP8
+ * codes dequantized in registers by the bit trick (dl_fp8_dq<KV, DL_DQ_FAST>: decode(code) x
+ * 2^-BIAS, exact in BF16), multiplied by wgmma m64n8k16 bf16 (HGMMA) into FP32 accumulators:
+ *  - S^T = K Q^T: A = K from registers (warp wq: tokens 16wq + g, + 8); in k-step ks a lane's 4
+ *    bytes of a row are dims c*D/4 + 4ks + {0..3}, logical k 2c, 2c+1, 2c+8, 2c+9 (the
+ *    bf16-fast-stream permutation of the dims); B = Q, bf16(q) x 2^(BIAS/2), written once per
+ *    segment in that logical order into a no-swizzle K-major buffer of core matrices (logical k
+ *    L of head n at (L/8)*128 + n*16 + (L%8)*2; descriptor LBO 128, one k-step = 256 bytes);
+ *    s = (dot x 2^(BIAS - BIAS/2)) * (sm_scale * k_scale);
+ *  - the softmax of fp8-none-wgmma (tile max through shared memory, expf); P = bf16(p) x
+ *    2^(BIAS/2) into the same core-matrix layout (token t of head n at (t/8)*128 + n*16 + (t%8)*2);
+ *  - O^T += V^T P per 64 dims and 16 tokens: A = V^T from registers (a lane's rows g, g+8 are the
+ *    adjacent dims d0, d0+1 of one 16-bit load per token; tokens past the end load as 0);
+ *  - o = acc / sum * (v_scale * 2^(BIAS - BIAS/2)), lse = m + logf(sum), per segment.
+ * HGMMA's accumulator is not yet measured (the bf16 model assumes FP32 accumulation); built
+ * 2026-12-01, not yet run on a GPU. Group <= 8, page_size >= 8, FP8 caches. */
+__device__ __forceinline__ void wg_mma_bf16_rs(float *d, const uint32_t *a, uint64_t db, int accumulate)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+/* The bits of a float that is a BF16 value (no rounding: the caller rounded) */
+__device__ __forceinline__ uint16_t bf16_bits(float x) { return (uint16_t)(__float_as_uint(x) >> 16); }
+
+template <int D, dl_dtype KV>
+__global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
+    wgmma_bf16_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
+                             const __grid_constant__ CUtensorMap vmap)
+{
+    using SH = wg_shape<D, 2>;
+    using POL = dl_fp8_dq<KV, DL_DQ_FAST>;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS, MB = D / 64, KS = D / 16, KCH = D / 64;
+    constexpr int BIAS = dl_bf16_bias_log2<KV, DL_DQ_FAST>();
+    constexpr float kHalfBias = (float)(1ull << (BIAS - BIAS / 2)), kMul = (float)(1ull << (BIAS / 2));
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    uint8_t *extra = smem + W * S * SH::STAGE;
+    uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    ring_barriers_init(full, empty, W * S, 128);
+    if (warp == 4 * W) {
+        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        return;
+    }
+
+    /* ---------------- consumer warpgroup */
+    const int wg = warp / 4, wq = warp % 4, tid = threadIdx.x % 128, g = lane / 4, c = lane % 4;
+    uint8_t *ring = smem + wg * S * SH::STAGE;
+    uint8_t *sQ = extra + wg * SH::PER_WG, *sP = sQ + SH::QB;
+    float *sRed = (float *)(sP + SH::PB); /* [0, 64): tile maxima (2 buffers); [64, 96): sums */
+    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
+    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
+    const int slot = blockIdx.x * W + wg;
+    const uint32_t qaddr = smem_u32(sQ), paddr = smem_u32(sP);
+    int koff[2][KCH]; /* the lane's K chunks: rows 16wq + g (+ 8), 16-byte chunks c*KCH + q */
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int q = 0; q < KCH; q++) koff[h][q] = tile_off<SW>(16 * wq + g + 8 * h, c * KCH + q, sp.swz);
+
+    int j = 0; /* tiles consumed */
+    for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
+        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+        const int len = dl_seq_len(a, b);
+        const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
+
+        /* Q to bf16 x 2^(BIAS/2) in the permuted logical order: 16 threads per head */
+        {
+            constexpr int PER = D / 16;
+            const int head = tid / 16, sub = tid % 16;
+            wg_sync(wg); /* the previous segment's wgmmas and reads of sQ / sRed are done */
+#pragma unroll
+            for (int i = 0; i < PER; i++) {
+                const int L = sub * PER + i, ks = L / 16, pp = L % 16;
+                const int d = ((pp % 8) / 2) * (D / 4) + 4 * ks + (pp % 2) + 2 * (pp / 8);
+                const float q = head < G ? round_bf16(dl_load_q(a.q, (row0 + head) * D + d, a.q_dtype)) * kMul : 0.0f;
+                *(uint16_t *)(sQ + (L / 8) * 128 + head * 16 + (L % 8) * 2) = bf16_bits(q);
+            }
+            fence_async_smem();
+            wg_sync(wg);
+        }
+        const float sks = a.sm_scale * a.k_scale[kvh];
+
+        float acc[MB][4];
+#pragma unroll
+        for (int i = 0; i < MB; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
+
+        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+            const int st = j % S;
+            const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+            const int nvalid = tile_tokens(len, tile);
+            mbar_wait(&full[wg * S + st], (j / S) & 1);
+
+            /* S^T = K Q^T: every k-step's A fragment first (wgmma.fence must follow their writes) */
+            uint32_t af[KS][4];
+#pragma unroll
+            for (int q = 0; q < KCH; q++) {
+                const uint4 r0 = *(const uint4 *)(tk + koff[0][q]), r1 = *(const uint4 *)(tk + koff[1][q]);
+                const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
+#pragma unroll
+                for (int wi = 0; wi < 4; wi++) {
+                    POL::x4(w0[wi], af[4 * q + wi][0], af[4 * q + wi][2]);
+                    POL::x4(w1[wi], af[4 * q + wi][1], af[4 * q + wi][3]);
+                }
+            }
+            float s[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+            wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++) wg_mma_bf16_rs(s[0], af[ks], wg_desc(qaddr + ks * 256, 128, 256, 0), ks > 0);
+            wg_commit();
+            wg_wait<1>(s);
+
+            /* scale as the bf16 model, mask, tile max over the 4 warps */
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = 16 * wq + g + 8 * (i >> 1);
+                float x = __fmul_rn(s[0][i] * kHalfBias, sks);
+                if (tok >= nvalid) x = -INFINITY;
+                s[0][i] = x;
+                mx[i & 1] = fmaxf(mx[i & 1], x);
+            }
+            float *red = sRed + (j & 1) * 32;
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float x = mx[e];
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+                if (g == 0) red[wq * 8 + 2 * c + e] = x;
+            }
+            wg_sync(wg);
+            float f[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int h = 2 * c + e;
+                const float tm = fmaxf(fmaxf(red[h], red[8 + h]), fmaxf(red[16 + h], red[24 + h]));
+                const float mn = fmaxf(m[e], tm);
+                f[e] = m[e] == -INFINITY ? 0.0f : expf(m[e] - mn);
+                m[e] = mn;
+                dsum[e] *= f[e];
+            }
+#pragma unroll
+            for (int i = 0; i < MB; i++) {
+                acc[i][0] *= f[0]; acc[i][1] *= f[1];
+                acc[i][2] *= f[0]; acc[i][3] *= f[1];
+            }
+            /* P = bf16(p) x 2^(BIAS/2) into the core-matrix buffer */
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int tok = 16 * wq + g + 8 * (i >> 1), n = 2 * c + (i & 1);
+                const float p = expf(s[0][i] - m[i & 1]);
+                dsum[i & 1] += p;
+                *(uint16_t *)(sP + (tok / 8) * 128 + n * 16 + (tok % 8) * 2) = bf16_bits(round_bf16(p) * kMul);
+            }
+            fence_async_smem();
+            wg_sync(wg);
+
+            /* O^T += V^T P: every A fragment first; token pairs (2c, 2c+1) and (2c+8, 2c+9) of the
+             * k-step, dims d0 (row g) and d0 + 1 (row g + 8) */
+            uint32_t vf[4][MB][4];
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                for (int mb = 0; mb < MB; mb++) {
+                    const int d0 = 64 * mb + 16 * wq + 2 * g;
+                    uint32_t h[4];
+#pragma unroll
+                    for (int r = 0; r < 4; r++) {
+                        const int tok = 16 * kk + 2 * c + (r & 1) + 8 * (r >> 1);
+                        const uint16_t v = *(const uint16_t *)(tv + tile_off<SW>(tok, d0 / 16, sp.swz) + d0 % 16);
+                        h[r] = tok < nvalid ? v : 0u;
+                    }
+                    POL::x4(__byte_perm(h[0], h[1], 0x5140), vf[kk][mb][0], vf[kk][mb][1]);
+                    POL::x4(__byte_perm(h[2], h[3], 0x5140), vf[kk][mb][2], vf[kk][mb][3]);
+                }
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                const uint64_t db = wg_desc(paddr + kk * 256, 128, 256, 0);
+#pragma unroll
+                for (int mb = 0; mb < MB; mb++) wg_mma_bf16_rs(acc[mb], vf[kk][mb], db, 1);
+            }
+            wg_commit();
+            wg_wait<MB>(acc);
+            mbar_arrive(&empty[wg * S + st]);
+        }
+
+        /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale * 2^(BIAS - BIAS/2)) */
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float x = dsum[e];
+            x += __shfl_xor_sync(0xffffffffu, x, 4);
+            x += __shfl_xor_sync(0xffffffffu, x, 8);
+            x += __shfl_xor_sync(0xffffffffu, x, 16);
+            if (g == 0) sRed[64 + wq * 8 + 2 * c + e] = x;
+        }
+        wg_sync(wg);
+        const int part = seg_out[k];
+        float *ws = (float *)a.workspace;
+        const float out_scale = a.v_scale[kvh] * kHalfBias;
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int head = 2 * c + e;
+            if (head >= G) continue;
+            const float den = sRed[64 + head] + sRed[72 + head] + sRed[80 + head] + sRed[88 + head];
+            float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
+#pragma unroll
+            for (int mb = 0; mb < MB; mb++) {
+                const int d0 = 64 * mb + 16 * wq + 2 * g;
+                orow[d0] = acc[mb][e] / den * out_scale;
+                orow[d0 + 1] = acc[mb][2 + e] / den * out_scale;
+            }
+            if (wq == 0 && g == 0) {
+                const float lse = m[e] + logf(den);
+                if (part < 0) a.lse[row0 + head] = lse;
+                else orow[D] = lse;
+            }
+        }
+        if (part >= 0) {
+            __threadfence();
+            wg_sync(wg);
+            if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
+        }
+    }
+}
+
 /* ------------------------------------------------------------ host side */
 
 typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
@@ -1065,6 +1299,10 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
 {
     return launch_planned<wgmma_decode_kernel<D, KV, PROMOTE>, wg_shape<D>>(a);
+}
+template <int D, dl_dtype KV> static int launch_wgmma_bf16(const dl_gpu_args *a)
+{
+    return launch_planned<wgmma_bf16_decode_kernel<D, KV>, wg_shape<D, 2>>(a);
 }
 
 /* The shape of the instantiation for (D, kv element size), at run time. */
@@ -1217,6 +1455,23 @@ extern "C" int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len
     return make_plan(a, h_seq_len, sh, out);
 }
 
+/* bf16-fast-wgmma: its own shape (larger Q and P buffers) and occupancy. */
+extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    shape_rt sh;
+    DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, bf16 wgmma plan", [&](auto s) {
+        constexpr int D = decltype(s)::D;
+        constexpr auto kern = wgmma_bf16_decode_kernel<D, decltype(s)::KV>;
+        DL_TRY(dl_smem_limit<kern>(wg_shape<D, 2>::SMEM));
+        sh = shape_rt_of<wg_shape<D, 2>>();
+        DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh.occ, kern, wg_shape<D, 2>::THREADS,
+                                                                    wg_shape<D, 2>::SMEM));
+        if (sh.occ < 1) return dl_fail("decode_stream.cu: the bf16 wgmma kernel (D=%d) does not fit on an SM", D);
+        return 0;
+    }));
+    return make_plan(a, h_seq_len, sh, out);
+}
+
 extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
 {
     if (!p) return;
@@ -1236,6 +1491,11 @@ template <int PROMOTE> static int dispatch_wgmma(const dl_gpu_args *a)
                                   [&](auto s) { return launch_wgmma<decltype(s)::D, decltype(s)::KV, PROMOTE>(a); });
 }
 extern "C" int dl_launch_fp8_none_wgmma(const dl_gpu_args *a) { return dispatch_wgmma<0>(a); }
+extern "C" int dl_launch_bf16_fast_wgmma(const dl_gpu_args *a)
+{
+    return dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, bf16 wgmma",
+                                  [&](auto s) { return launch_wgmma_bf16<decltype(s)::D, decltype(s)::KV>(a); });
+}
 extern "C" int dl_launch_fp8acc_none_wgmma(const dl_gpu_args *a)
 {
     switch (a->acc_promote_blocks) {

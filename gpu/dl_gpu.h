@@ -91,6 +91,7 @@ int dl_gpu_choose_splits(const dl_gpu_args *a, int num_sms);
  * warpgroup (wgmma) consumers */
 int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out); /* bf16-fast-wgmma */
 
 #ifdef __cplusplus
 }

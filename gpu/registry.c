@@ -126,11 +126,16 @@ static int supports_stream(const dl_variant *v, const dl_config *cfg, char *reas
     return 1;
 }
 
-/* The wgmma consumers of the streaming family: FP8 caches, one n8 tile of heads, and the
- * swizzled shared-memory layouts the warpgroup MMA reads (TMA writes them for page_size >= 8). */
+/* The wgmma consumers of the streaming family (fp8-none-wgmma, fp8acc-none-wgmma, bf16-fast-wgmma):
+ * FP8 caches, one n8 tile of heads, and the swizzled shared-memory layouts the warpgroup MMA reads
+ * (TMA writes them for page_size >= 8). */
 static int supports_wgmma(const dl_variant *v, const dl_config *cfg, char *reason, size_t n)
 {
-    if (!supports_fp8_mma(v, cfg, reason, n) || !supports_stream(v, cfg, reason, n)) return 0;
+    if (v->compute == DL_COMPUTE_FP8 && !supports_fp8_mma(v, cfg, reason, n)) return 0;
+    if (v->compute != DL_COMPUTE_FP8 && !is_fp8(cfg->kv_dtype))
+        return skip(reason, n, "the bf16 wgmma kernel dequantizes FP8 codes in registers (kv is %s: a 16-bit cache "
+                    "would need its own operand path)", dl_dtype_name(cfg->kv_dtype));
+    if (!supports_stream(v, cfg, reason, n)) return 0;
     const int64_t G = cfg->num_qo_heads / cfg->num_kv_heads;
     if (G > 8) return skip(reason, n, "group=%lld: the wgmma kernel has one n8 tile of query heads (group <= 8)", (long long)G);
     if (cfg->page_size < 8)

@@ -268,14 +268,18 @@ START_TEST(test_design_in_the_disassembly)
                     ck_assert_msg(real.k[k].cls[DL_CLS_TENSOR] > 0, "%s: %s holds no tensor instruction", v->name,
                                   real.k[k].name);
             if (v->unit == DL_UNIT_WGMMA) {
-                /* warpgroup MMA must assemble to the Hopper GMMA instructions, not to HMMA */
-                int64_t g = 0, h = 0;
+                /* warpgroup MMA must assemble to the Hopper GMMA instruction of its compute type - QGMMA
+                 * for FP8, HGMMA for BF16 - and never to HMMA (issue 12) */
+                int64_t hg = 0, qg = 0, h = 0;
                 for (int k = 0; k < real.n; k++)
                     if (dl_census_kernel_matches(v->kernel, real.k[k].name)) {
-                        g += real.k[k].op[dl_census_opcode_index("HGMMA")] + real.k[k].op[dl_census_opcode_index("QGMMA")];
+                        hg += real.k[k].op[dl_census_opcode_index("HGMMA")];
+                        qg += real.k[k].op[dl_census_opcode_index("QGMMA")];
                         h += real.k[k].op[dl_census_opcode_index("HMMA")];
                     }
-                ck_assert_msg(g > 0, "%s: no HGMMA/QGMMA", v->name);
+                const int fp8 = v->compute == DL_COMPUTE_FP8;
+                ck_assert_msg(fp8 ? qg > 0 && hg == 0 : hg > 0 && qg == 0, "%s: %lld QGMMA, %lld HGMMA (want only %s)",
+                              v->name, (long long)qg, (long long)hg, fp8 ? "QGMMA" : "HGMMA");
                 ck_assert_msg(h == 0, "%s: %lld HMMA beside its GMMA (issue 12: no HMMA on the native path)", v->name,
                               (long long)h);
             }
