@@ -9,6 +9,9 @@
 #   FUZZ_SECONDS  seconds per target for `make fuzz-smoke` (default 60)
 #   STATIC    0 | 1          link HDF5/OpenBLAS/zlib statically (for the lent GPU machine)
 #   PLANT     '' | skip_last_token   plant a known bug in the streaming kernels (tests/README.md)
+#   DIAG      0 | 1          compile the streaming kernels' diagnosis paths (DL_STREAM_DRY, gpu/NOTES.md);
+#             off by default so that they cannot change the production kernels' code; build it apart
+#             (e.g. `make static BUILD=build-diag DIAG=1`)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -91,6 +94,13 @@ ifneq ($(PLANT),)
     $(error PLANT must be skip_last_token, not '$(PLANT)')
   endif
   NVCCFLAGS += -DDL_PLANT_SKIP_LAST_TOKEN=1
+endif
+DIAG ?= 0
+ifneq ($(filter-out 0 1,$(DIAG)),)
+  $(error DIAG must be 0 or 1, not '$(DIAG)')
+endif
+ifeq ($(DIAG),1)
+  NVCCFLAGS += -DDL_STREAM_DIAG=1
 endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 

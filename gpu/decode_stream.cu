@@ -203,7 +203,17 @@ struct stream_params {
     int num_slots, num_segs, num_tasks;
     int swz;              /* tile_off swizzle mode */
     int prefetch;         /* L2 prefetch distance in tiles of the same segment (0: none; DL_STREAM_PREFETCH) */
+    int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
+                           * consumers release each stage unread and write nothing; 2 = the producer copies
+                           * nothing (it arrives on the full barrier alone), every consumer computes on
+                           * whatever the stage holds */
 };
+/* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
+ * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
+ * 36-byte spill). */
+#ifndef DL_STREAM_DIAG
+#define DL_STREAM_DIAG 0
+#endif
 
 /* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
 __device__ __forceinline__ int tile_tokens(int len, int tile)
@@ -312,12 +322,15 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                 }
             }
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
-            if (lane == 0) mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+            if (lane == 0) {
+                if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
+                else mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+            }
             __syncwarp();
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int p = lane + 32 * h;
-                if (p < ncopy) {
+                if (p < ncopy && !(DL_STREAM_DIAG && sp.dry == 2)) {
                     const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
 #pragma unroll
                     for (int sl = 0; sl < SLABS; sl++) {
@@ -438,6 +451,11 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             const int nvalid = tile_tokens(len, tile);
             const bool partial = nvalid < kTile;
             mbar_wait(&full[warp * S + st], (j / S) & 1);
+            if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
+                __syncwarp();
+                mbar_arrive(&empty[warp * S + st]);
+                continue;
+            }
 
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
@@ -615,6 +633,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             mbar_arrive(&empty[warp * S + st]);
         }
 
+        if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: normalized o (v_scale applied) and natural-log lse */
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
@@ -812,6 +831,10 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
+            if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
+                mbar_arrive(&empty[wg * S + st]);
+                continue;
+            }
 
             /* S^T = K Q^T: rows = tokens (warp wq: 16wq + g, + 8), columns = heads 2c, 2c+1 */
             /* fp8acc (PROMOTE = N > 0): a fresh chain every N k32 blocks, the partials added in FP32 */
@@ -939,6 +962,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             mbar_arrive(&empty[wg * S + st]);
         }
 
+        if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale / 448) */
 #pragma unroll
         for (int e = 0; e < 2; e++) {
@@ -1077,6 +1101,10 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
+            if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
+                mbar_arrive(&empty[wg * S + st]);
+                continue;
+            }
 
             /* S^T = K Q^T: every k-step's A fragment first (wgmma.fence must follow their writes) */
             uint32_t af[KS][4];
@@ -1173,6 +1201,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             mbar_arrive(&empty[wg * S + st]);
         }
 
+        if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale * 2^(BIAS - BIAS/2)) */
 #pragma unroll
         for (int e = 0; e < 2; e++) {
@@ -1242,6 +1271,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int prefetch; /* DL_STREAM_PREFETCH */
+    int dry;      /* DL_STREAM_DRY */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1287,7 +1317,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->prefetch};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->prefetch, m->dry};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     return 0;
@@ -1368,12 +1398,16 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, prefetch;
+    int min_tiles, max_segs, promo_bytes, prefetch, dry;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, 4, &min_tiles));
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_PREFETCH", 0, 16, 0, &prefetch)); /* not yet measured: off by default */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    if (dry && !DL_STREAM_DIAG)
+        return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
+                       "static BUILD=build-diag DIAG=1)", dry);
     if (promo_bytes != 0 && promo_bytes != 64 && promo_bytes != 128 && promo_bytes != 256)
         return dl_fail("DL_STREAM_L2PROMO: '%d' is not 0, 64, 128 or 256", promo_bytes);
     const CUtensorMapL2promotion promo = promo_bytes == 0    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
@@ -1388,6 +1422,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->prefetch = prefetch;
+    maps->dry = dry;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);
