@@ -187,7 +187,11 @@ static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, 
     if (i == 0) return -1;
     if (form) {
         size_t j = 0;
-        for (p = start; ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.') && j + 1 < fn; p++)
+        /* a lowercase x between digits belongs to a shape modifier: HGMMA.64x8x16.F32.BF16 */
+        for (p = start; ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
+                         (*p == 'x' && p > start && p[-1] >= '0' && p[-1] <= '9' && p[1] >= '0' && p[1] <= '9')) &&
+                        j + 1 < fn;
+             p++)
             form[j++] = *p;
         form[j] = 0;
         while (*p == ' ' || *p == '\t') p++;

@@ -2,8 +2,9 @@
  * gpu/dl_probes.def; issue 13 item 2). Lists them (name, kernel, the SASS forms each issues and
  * how many per thread) or launches them once each, so that Nsight Compute can profile them:
  *   ncu -k regex:e2_probe --metrics ... decodelab probe --run all
- * (tests/gpu/e2_probes_job.sh); and the FP8 wgmma accumulator probe (--wgmma-acc, gpu/wgmma_acc_probe.cu,
- * issue 12). Without a CUDA device it says so and exits 0. */
+ * (tests/gpu/e2_probes_job.sh); and the wgmma accumulator probes of issue 12 (gpu/wgmma_acc_probe.cu):
+ * FP8 (--wgmma-acc, QGMMA) and BF16 (--hgmma-acc, HGMMA; tests/gpu/hgmma_probe_job.sh). Without a CUDA
+ * device it says so and exits 0. */
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -21,7 +22,7 @@
 static void probe_help(FILE *f)
 {
     fprintf(f,
-            "usage: decodelab probe [--list] [--run NAME|all] [--wgmma-acc]\n\n"
+            "usage: decodelab probe [--list] [--run NAME|all] [--wgmma-acc] [--hgmma-acc]\n\n"
             "The E2 probe kernels: small straight-line kernels that each issue one candidate instruction\n"
             "form (packed/scalar FP16/BF16 FMA, MUL, ADD, MAX, compare, conversions, PRMT, LOP3, immediate\n"
             "moves; FFMA and HMMA as controls) a known number of times per thread, one block of %d threads.\n"
@@ -37,7 +38,18 @@ static void probe_help(FILE *f)
             "                model's (dl_qgmma_add); then the same cases as chains of 2 and 4 wgmmas, and 512\n"
             "                random chains of 1, 2, 4 and 8 wgmmas (from C, or from scale-d = 0 as the decode\n"
             "                kernels start) against the model applied step by step; then 64 random full\n"
-            "                matrices (every output its own row of A and column of B)\n\n"
+            "                matrices (every output its own row of A and column of B)\n"
+            "  --hgmma-acc   the BF16 counterpart (HGMMA): D = C + sum of 16 bf16 products by one m64n8k16\n"
+            "                wgmma, on cases for the same questions plus cancellation, subnormal operands and\n"
+            "                results; prints per case C, the exact sum, a sequential FP32 sum, the GPU's D and\n"
+            "                the model family dl_hgmma_model (gpu/dl_probes.h: products aligned to the largest\n"
+            "                exponent, truncated to F fraction bits; t<F> truncates the result too, r<F> rounds it\n"
+            "                to nearest, t25n aligns products by their normalized exponent), then the same cases\n"
+            "                as chains of 2 and 4 wgmmas, 512 random chains of 1, 2, 4, 8 and 16 wgmmas (from C\n"
+            "                or from scale-d = 0) and 64 random full matrices; last, one '# summary' line per\n"
+            "                model (also fp32_seq, and step_rn: each wgmma's exact sum rounded to nearest once)\n"
+            "                with how many cases, chains and outputs it matches bitwise. Exit 1 when a launch\n"
+            "                fails or its 512 outputs disagree (a layout error)\n\n"
             "exit status: 0 ok (also: no CUDA device, nothing launched), 1 a launch failed, 2 bad usage.\n",
             DL_PROBE_THREADS);
 }
@@ -222,6 +234,256 @@ out:
     return rc;
 }
 
+/* ---- the HGMMA probe (--hgmma-acc) */
+
+/* The models each GPU result is compared with, bitwise: dl_hgmma_model for (bits, flags); bits 0:
+ * fp32_seq (the 16 products added one by one in binary32), -1: step_rn (the wgmma's exact sum
+ * rounded to nearest once). A chain applies the model once per wgmma. */
+static const struct {
+    const char *name;
+    int bits, flags;
+} hm[] = {
+    {"t13", 13, 0},  {"t23", 23, 0},  {"t24", 24, 0},           {"t25", 25, 0},         {"r24", 24, DL_HGMMA_RN},
+    {"r25", 25, DL_HGMMA_RN}, {"t25n", 25, DL_HGMMA_NORM}, {"fp32_seq", 0, 0}, {"step_rn", -1, 0},
+};
+enum { NHM = (int)(sizeof hm / sizeof hm[0]), HM_FAMILY = NHM - 2 }; /* the first HM_FAMILY: dl_hgmma_model */
+
+static float hstep(int m, float acc, const float *a, const float *b)
+{
+    if (hm[m].bits == 0) {
+        for (int k = 0; k < 16; k++) acc += a[k] * b[k]; /* bf16 x bf16: exact in binary32 */
+        return acc;
+    }
+    if (hm[m].bits < 0) {
+        double s = acc;
+        for (int k = 0; k < 16; k++) s += (double)a[k] * b[k];
+        return (float)s;
+    }
+    return dl_hgmma_model(acc, a, b, 16, hm[m].bits, hm[m].flags);
+}
+
+static float hchain(int m, float c, const float *a, const float *b, int chain, int zero_c)
+{
+    float acc = zero_c ? 0.0f : c;
+    for (int s = 0; s < chain; s++) acc = hstep(m, acc, a + s * 16, b + s * 16);
+    return acc;
+}
+
+/* which models give g bitwise: one '0'/'1' per hm[] entry into out[NHM + 1]; returns the mask */
+static unsigned hmatch(float g, float c, const float *a, const float *b, int chain, int zero_c, char *out)
+{
+    unsigned mask = 0;
+    for (int m = 0; m < NHM; m++) {
+        const float x = hchain(m, c, a, b, chain, zero_c);
+        const int same = memcmp(&x, &g, sizeof g) == 0;
+        mask |= (unsigned)same << m;
+        if (out) out[m] = same ? '1' : '0';
+    }
+    if (out) out[NHM] = 0;
+    return mask;
+}
+
+/* Launch n cases of chain steps (bf16 values in fa, fb: n*chain*16), d[i] and u[i] out; 0 or dl_fail() */
+static int hlaunch(int n, int chain, int zero_c, const float *c, const float *fa, const float *fb, float *d, int *u)
+{
+    const size_t ops = (size_t)n * chain * 16;
+    uint16_t *a = malloc(ops * sizeof *a), *b = malloc(ops * sizeof *b);
+    if (!a || !b) {
+        free(a), free(b);
+        return dl_fail("out of memory");
+    }
+    for (size_t k = 0; k < ops; k++) {
+        a[k] = dl_f32_to_bf16(fa[k], DL_NOSAT);
+        b[k] = dl_f32_to_bf16(fb[k], DL_NOSAT);
+    }
+    const int rc = dl_hgmma_acc_probe(n, chain, zero_c, c, a, b, d, u);
+    free(a), free(b);
+    return rc;
+}
+
+static int is_bf16(float x) { return isfinite(x) && dl_round_bf16(x) == x; }
+
+static int hgmma_acc(void)
+{
+    enum { CAP = 1024, NRAND = 512, MAXCH = DL_HGMMA_MAX_CHAIN, NF = 64 };
+    dl_hacc_case *v = calloc(CAP, sizeof *v);
+    float *c = calloc(CAP, sizeof *c), *d = calloc(CAP, sizeof *d);
+    float *fa = calloc((size_t)CAP * MAXCH * 16, sizeof *fa), *fb = calloc((size_t)CAP * MAXCH * 16, sizeof *fb);
+    int *u = calloc(CAP, sizeof *u);
+    float *fc = malloc((size_t)NF * 512 * sizeof *fc), *fd = malloc((size_t)NF * 512 * sizeof *fd);
+    float *xa = malloc((size_t)NF * 1024 * sizeof *xa), *xb = malloc((size_t)NF * 128 * sizeof *xb);
+    uint16_t *ca = malloc((size_t)NF * 1024 * sizeof *ca), *cb = malloc((size_t)NF * 128 * sizeof *cb);
+    /* per model: matches among the cases (chains of 1, 2, 4), the random chains, the full outputs */
+    int cnt[NHM][5] = {{0}}, tot[5] = {0}, nonuniform = 0, rc = 0;
+    if (!v || !c || !d || !fa || !fb || !u || !fc || !fd || !xa || !xb || !ca || !cb) {
+        rc = dl_fail("out of memory");
+        goto out;
+    }
+    const int n = dl_hgmma_acc_cases(v, CAP);
+    for (int i = 0; i < n && !rc; i++)
+        for (int k = 0; k < 16; k++)
+            if (!is_bf16(v[i].a[k]) || !is_bf16(v[i].b[k]))
+                rc = dl_fail("hgmma probe case '%s': k=%d: %g or %g is not a bf16 value", v[i].name, k, v[i].a[k],
+                             v[i].b[k]);
+    if (rc) goto out;
+    dl_clear_error();
+    if (dl_gpu_device_count() <= 0) {
+        const char *why = dl_last_error();
+        if (!strncmp(why, "no CUDA device: ", 16)) why += 16;
+        printf("no CUDA device (%s): nothing launched; would run %d hgmma accumulator cases, the same as chains "
+               "of 2 and 4, %d random chains of 1, 2, 4, 8 and 16 wgmmas (accumulator given or not) and %d random "
+               "full matrices\n", why, n, NRAND, NF);
+        goto out;
+    }
+    printf("# models (dl_hgmma_model, gpu/dl_probes.h): t<F>: products aligned to the largest exponent (operand "
+           "exponents summed), truncated toward zero to F fraction bits, exact sum, result truncated; r<F>: result "
+           "rounded to nearest even; t25n: products aligned by their own normalized exponent; fp32_seq: binary32 "
+           "adds in k order; step_rn: the exact sum rounded once. match: one digit per model in this order:");
+    for (int m = 0; m < NHM; m++) printf(" %s", hm[m].name);
+    printf("\n");
+    /* 1. the hand-made cases, one wgmma each (the table), then as chains of 2 and 4 of the same wgmma */
+    static char match1[CAP][NHM + 1];
+    for (int chain = 1, slot = 0; chain <= 4 && !rc; chain *= 2, slot++) {
+        for (int i = 0; i < n; i++) {
+            c[i] = v[i].c;
+            for (int s = 0; s < chain; s++) {
+                memcpy(fa + ((size_t)i * chain + s) * 16, v[i].a, sizeof v[i].a);
+                memcpy(fb + ((size_t)i * chain + s) * 16, v[i].b, sizeof v[i].b);
+            }
+        }
+        if ((rc = hlaunch(n, chain, 0, c, fa, fb, d, u))) break;
+        if (chain == 1) {
+            printf("# D = C + sum_k a[k] b[k] by one wgmma m64n8k16 f32.bf16.bf16 (all 512 outputs; uniform = they agree)\n");
+            printf("%-28s %-16s %-24s %-16s %-16s %-12s %-7s", "case", "C", "exact", "fp32_seq", "gpu", "gpu-exact",
+                   "uniform");
+            for (int m = 0; m < HM_FAMILY; m++) printf(" %-16s", hm[m].name);
+            printf(" match\n");
+        }
+        tot[slot] = n;
+        for (int i = 0; i < n; i++) {
+            const float *a = fa + (size_t)i * chain * 16, *b = fb + (size_t)i * chain * 16;
+            char mt[NHM + 1];
+            const unsigned mask = hmatch(d[i], c[i], a, b, chain, 0, mt);
+            for (int m = 0; m < NHM; m++) cnt[m][slot] += (mask >> m) & 1;
+            if (u[i] != 1) nonuniform++;
+            if (chain == 1) {
+                double ex = c[i];
+                for (int k = 0; k < 16; k++) ex += (double)v[i].a[k] * v[i].b[k];
+                printf("%-28s %-16a %-24a %-16a %-16a %-12.4g %-7d", v[i].name, (double)c[i], ex,
+                       (double)hchain(NHM - 2, c[i], a, b, 1, 0), (double)d[i], (double)d[i] - ex, u[i]);
+                for (int m = 0; m < HM_FAMILY; m++) printf(" %-16a", (double)hchain(m, c[i], a, b, 1, 0));
+                printf(" %s\n", mt);
+                memcpy(match1[i], mt, sizeof mt);
+            } else if (strcmp(mt, match1[i])) {
+                printf("#   chain %d of the same wgmma matches otherwise: %-28s gpu %-16a match %s (one wgmma: %s)\n",
+                       chain, v[i].name, (double)d[i], mt, match1[i]);
+            }
+        }
+        printf("# cases as chains of %d wgmmas: gpu == model bitwise:", chain);
+        for (int m = 0; m < NHM; m++) printf(" %s %d", hm[m].name, cnt[m][slot]);
+        printf(" (of %d)\n", n);
+    }
+    /* 2. random chains as the decode kernels issue them (QK: D/16 wgmmas from scale-d = 0) */
+    for (int chain = 1; chain <= MAXCH && !rc; chain *= 2)
+        for (int zc = 0; zc <= 1 && !rc; zc++) {
+            for (int i = 0; i < NRAND; i++)
+                dl_hgmma_acc_random(chain, zc, i, &c[i], fa + (size_t)i * chain * 16, fb + (size_t)i * chain * 16);
+            if ((rc = hlaunch(NRAND, chain, zc, c, fa, fb, d, u))) break;
+            int agree[NHM] = {0};
+            for (int i = 0; i < NRAND; i++) {
+                char mt[NHM + 1];
+                const unsigned mask =
+                    hmatch(d[i], c[i], fa + (size_t)i * chain * 16, fb + (size_t)i * chain * 16, chain, zc, mt);
+                for (int m = 0; m < NHM; m++) agree[m] += (mask >> m) & 1;
+                if (u[i] != 1) nonuniform++;
+                printf("rand chain=%d zero_c=%d i=%-4d gpu %-16a match %s\n", chain, zc, i, (double)d[i], mt);
+            }
+            printf("# random chains of %d (zero_c %d): gpu == model bitwise:", chain, zc);
+            for (int m = 0; m < NHM; m++) {
+                printf(" %s %d", hm[m].name, agree[m]);
+                cnt[m][3] += agree[m];
+            }
+            printf(" (of %d)\n", NRAND);
+            tot[3] += NRAND;
+        }
+    /* 3. full random matrices: every output its own row of A and column of B */
+    for (int zc = 0; zc <= 1 && !rc; zc++) {
+        for (int i = 0; i < NF; i++) dl_hgmma_acc_full_random(i, fc + i * 512, xa + i * 1024, xb + i * 128);
+        for (int k = 0; k < NF * 1024; k++) ca[k] = dl_f32_to_bf16(xa[k], DL_NOSAT);
+        for (int k = 0; k < NF * 128; k++) cb[k] = dl_f32_to_bf16(xb[k], DL_NOSAT);
+        if ((rc = dl_hgmma_acc_full(NF, zc, fc, ca, cb, fd))) break;
+        int agree[NHM] = {0};
+        for (int i = 0; i < NF; i++)
+            for (int m = 0; m < 64; m++)
+                for (int j = 0; j < 8; j++) {
+                    const unsigned mask = hmatch(fd[i * 512 + m * 8 + j], fc[i * 512 + m * 8 + j], xa + i * 1024 + m * 16,
+                                                 xb + i * 128 + j * 16, 1, zc, NULL);
+                    for (int q = 0; q < NHM; q++) agree[q] += (mask >> q) & 1;
+                }
+        int best = 0;
+        for (int q = 0; q < NHM; q++) {
+            cnt[q][4] += agree[q];
+            if (agree[q] > agree[best]) best = q;
+        }
+        tot[4] += NF * 512;
+        printf("# full random matrices (zero_c %d): gpu == per-element model bitwise:", zc);
+        for (int q = 0; q < NHM; q++) printf(" %s %d", hm[q].name, agree[q]);
+        printf(" (of %d)\n", NF * 512);
+        int shown = 0;
+        for (int i = 0; i < NF && shown < 20; i++)
+            for (int m = 0; m < 64 && shown < 20; m++)
+                for (int j = 0; j < 8 && shown < 20; j++) {
+                    const float g = fd[i * 512 + m * 8 + j];
+                    const float x = hchain(best, fc[i * 512 + m * 8 + j], xa + i * 1024 + m * 16, xb + i * 128 + j * 16,
+                                           1, zc);
+                    if (memcmp(&x, &g, sizeof g))
+                        printf("full zero_c=%d case %d m=%d n=%d: gpu %-16a %s %a\n", zc, i, m, j, (double)g,
+                               hm[best].name, (double)x), shown++;
+                }
+        if (best >= HM_FAMILY) continue; /* the shared-alignment alternatives are of the model family */
+        /* alternatives: one alignment shared by a block of gr rows x gc columns of the 64 x 8 outputs,
+         * for the best per-element model */
+        for (int gr = 1; gr <= 64; gr *= 2)
+            for (int gcol = 1; gcol <= 8; gcol *= 2) {
+                if (gr == 1 && gcol == 1) continue;
+                int ok = 0;
+                for (int i = 0; i < NF; i++)
+                    for (int m0 = 0; m0 < 64; m0 += gr)
+                        for (int j0 = 0; j0 < 8; j0 += gcol) {
+                            int top = INT_MIN;
+                            for (int m = m0; m < m0 + gr; m++)
+                                for (int j = j0; j < j0 + gcol; j++) {
+                                    const int t = dl_hgmma_top(zc ? 0.0f : fc[i * 512 + m * 8 + j], xa + i * 1024 + m * 16,
+                                                               xb + i * 128 + j * 16, 16, hm[best].flags);
+                                    if (t > top) top = t;
+                                }
+                            for (int m = m0; m < m0 + gr; m++)
+                                for (int j = j0; j < j0 + gcol; j++) {
+                                    const float x = dl_hgmma_sum(zc ? 0.0f : fc[i * 512 + m * 8 + j], xa + i * 1024 + m * 16,
+                                                                 xb + i * 128 + j * 16, 16, top, hm[best].bits,
+                                                                 hm[best].flags);
+                                    ok += !memcmp(&x, &fd[i * 512 + m * 8 + j], sizeof x);
+                                }
+                        }
+                printf("# full random matrices (zero_c %d): %s with one alignment per %d rows x %d columns: gpu == it "
+                       "on %d of %d outputs\n", zc, hm[best].name, gr, gcol, ok, NF * 512);
+            }
+    }
+    if (!rc) {
+        for (int m = 0; m < NHM; m++)
+            printf("# summary %-8s cases %d/%d, as chains of 2 %d/%d, of 4 %d/%d; random chains %d/%d; full-matrix "
+                   "outputs %d/%d\n", hm[m].name, cnt[m][0], tot[0], cnt[m][1], tot[1], cnt[m][2], tot[2], cnt[m][3],
+                   tot[3], cnt[m][4], tot[4]);
+        printf("# summary launches whose 512 outputs disagree (a layout error if any): %d\n", nonuniform);
+        if (nonuniform) rc = 1;
+    }
+out:
+    if (rc < 0) rc = dl_cli_error("probe");
+    free(v), free(c), free(d), free(fa), free(fb), free(u);
+    free(fc), free(fd), free(xa), free(xb), free(ca), free(cb);
+    return rc;
+}
+
 static void list(void)
 {
     printf("#name\tkernel\tforms\tper_thread\twarps\tptx\tnote\n");
@@ -232,17 +494,19 @@ static void list(void)
     }
 }
 
-enum { O_HELP = 'h', O_LIST = 256, O_RUN, O_WGMMA };
+enum { O_HELP = 'h', O_LIST = 256, O_RUN, O_WGMMA, O_HGMMA };
 
 static const struct option probe_opts[] = {
     {"help", no_argument, 0, O_HELP},
     {"list", no_argument, 0, O_LIST},
     {"run", required_argument, 0, O_RUN},
     {"wgmma-acc", no_argument, 0, O_WGMMA},
+    {"hgmma-acc", no_argument, 0, O_HGMMA},
     {0, 0, 0, 0},
 };
 
-/* --run NAME into *run, --wgmma-acc into *wgmma. 0 ok, 1 help printed, -1 error (recorded). */
+/* --run NAME into *run, --wgmma-acc into *wgmma (1), --hgmma-acc into *wgmma (2). 0 ok, 1 help
+ * printed, -1 error (recorded). */
 static int parse_probe(int argc, char **argv, const char **run, int *wgmma)
 {
     opterr = 0;
@@ -251,7 +515,12 @@ static int parse_probe(int argc, char **argv, const char **run, int *wgmma)
         switch (code) {
         case O_HELP: probe_help(stdout); return 1;
         case O_LIST: break; /* the default */
-        case O_WGMMA: *wgmma = 1; break;
+        case O_WGMMA:
+        case O_HGMMA:
+            if (*wgmma && *wgmma != (code == O_WGMMA ? 1 : 2))
+                return dl_fail("--wgmma-acc and --hgmma-acc: one at a time");
+            *wgmma = code == O_WGMMA ? 1 : 2;
+            break;
         case O_RUN:
             if (strcmp(optarg, "all") && dl_probe_find(optarg) < 0)
                 return dl_fail("--run: no probe named '%s' (see decodelab probe --list)", optarg);
@@ -271,7 +540,7 @@ int dl_cmd_probe(int argc, char **argv)
     int rc = parse_probe(argc, argv, &run, &wgmma);
     if (rc == 1) return 0;
     if (rc) return dl_cli_error("probe");
-    if (wgmma) return wgmma_acc();
+    if (wgmma) return wgmma == 1 ? wgmma_acc() : hgmma_acc();
     if (!run) {
         list();
         return 0;
