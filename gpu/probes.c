@@ -43,15 +43,17 @@ static void pow2_pair(int e, float *a, float *b)
     *b = ldexpf(1.0f, e - ea);
 }
 
-int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
-{
-    int n = 0;
+/* The case tables below: start case v[n] (zeroed, named), or return n when the table (cap) is full. */
 #define NEW(...)                                                                                         \
     do {                                                                                                 \
         if (n == cap) return n;                                                                          \
         memset(&v[n], 0, sizeof v[n]);                                                                   \
         snprintf(v[n].name, sizeof v[n].name, __VA_ARGS__);                                              \
     } while (0)
+
+int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
+{
+    int n = 0;
     for (int j = 0; j < 32; j++) { /* pairing: D = b[j] exactly if a[k] meets b[k] */
         NEW("pair k=%d", j);
         v[n].a[j] = 1.0f;
@@ -135,7 +137,6 @@ int dl_wgmma_acc_cases(dl_acc_case *v, int cap)
         v[n].c = w == 3 ? 3.0f * ldexpf(1.0f, -32) : 3.0f * ldexpf(1.0f, -14);
         n++;
     }
-#undef NEW
     return n;
 }
 
@@ -248,12 +249,6 @@ int dl_hgmma_acc_cases(dl_hacc_case *v, int cap)
 {
     int n = 0;
     const float full = 255.0f / 128.0f; /* 1.1111111b: the widest bf16 mantissa; full * full has 16 bits */
-#define NEW(...)                                                                                         \
-    do {                                                                                                 \
-        if (n == cap) return n;                                                                          \
-        memset(&v[n], 0, sizeof v[n]);                                                                   \
-        snprintf(v[n].name, sizeof v[n].name, __VA_ARGS__);                                              \
-    } while (0)
     for (int j = 0; j < 16; j++) { /* pairing: D = b[j] exactly if a[k] meets b[k] */
         NEW("pair k=%d", j);
         v[n].a[j] = 1.0f;
@@ -393,9 +388,9 @@ int dl_hgmma_acc_cases(dl_hacc_case *v, int cap)
     NEW("C -0 alone");
     v[n].c = -0.0f;
     n++;
-#undef NEW
     return n;
 }
+#undef NEW
 
 /* Random chain case i of (chain, zero_c): chain steps of 16 bf16 a and b (rounded to nearest),
  * normal times a scale that depends on i % 3: 1, 64, or 2^u per element with u uniform in -6..6;
