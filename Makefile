@@ -141,7 +141,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
