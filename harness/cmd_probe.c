@@ -62,21 +62,30 @@ static float chain_model(float c, const float *a, const float *b, int chain, int
     return acc;
 }
 
-/* Launch n cases of chain steps (values in fa, fb: n*chain*32), d[i] out; 0 or dl_fail() */
-static int launch_cases(int n, int chain, int zero_c, const float *c, const float *fa, const float *fb, float *d,
-                        int *u)
+/* Launch n cases of chain steps of the accumulator probe of operand type t (DL_E4M3: QGMMA, 32 values
+ * per step; DL_BF16: HGMMA, 16), values in fa, fb (n*chain*K), encoded here; d[i] and u[i] out; 0 or
+ * dl_fail() */
+static int launch_chain(dl_dtype t, int n, int chain, int zero_c, const float *c, const float *fa, const float *fb,
+                        float *d, int *u)
 {
-    const size_t ops = (size_t)n * chain * 32;
-    uint8_t *a = malloc(ops), *b = malloc(ops);
+    const int bf16 = t == DL_BF16;
+    const size_t ops = (size_t)n * chain * (bf16 ? 16 : 32), size = bf16 ? 2 : 1;
+    void *a = malloc(ops * size), *b = malloc(ops * size);
     if (!a || !b) {
         free(a), free(b);
         return dl_fail("out of memory");
     }
     for (size_t k = 0; k < ops; k++) {
-        a[k] = dl_f32_to_e4m3(fa[k], DL_SATFINITE);
-        b[k] = dl_f32_to_e4m3(fb[k], DL_SATFINITE);
+        if (bf16) {
+            ((uint16_t *)a)[k] = dl_f32_to_bf16(fa[k], DL_NOSAT);
+            ((uint16_t *)b)[k] = dl_f32_to_bf16(fb[k], DL_NOSAT);
+        } else {
+            ((uint8_t *)a)[k] = dl_f32_to_e4m3(fa[k], DL_SATFINITE);
+            ((uint8_t *)b)[k] = dl_f32_to_e4m3(fb[k], DL_SATFINITE);
+        }
     }
-    const int rc = dl_wgmma_acc_probe(n, chain, zero_c, c, a, b, d, u);
+    const int rc = bf16 ? dl_hgmma_acc_probe(n, chain, zero_c, c, a, b, d, u)
+                        : dl_wgmma_acc_probe(n, chain, zero_c, c, a, b, d, u);
     free(a), free(b);
     return rc;
 }
@@ -115,7 +124,7 @@ static int wgmma_acc(void)
                 memcpy(fb + ((size_t)i * chain + s) * 32, v[i].b, sizeof v[i].b);
             }
         }
-        if ((rc = launch_cases(n, chain, 0, c, fa, fb, d, u))) break;
+        if ((rc = launch_chain(DL_E4M3, n, chain, 0, c, fa, fb, d, u))) break;
         if (chain == 1) {
             printf("# D = C + sum_k a[k] b[k] by one wgmma m64n8k32 f32.e4m3.e4m3 (all 512 outputs; uniform = they agree)\n");
             printf("# model = dl_qgmma_add (ref/dl_ref.h, the fp8wg accumulator); gpu==model: 1 when bitwise equal\n");
@@ -151,7 +160,7 @@ static int wgmma_acc(void)
         for (int zc = 0; zc <= 1 && !rc; zc++) {
             for (int i = 0; i < NRAND; i++)
                 dl_wgmma_acc_random(chain, zc, i, &c[i], fa + (size_t)i * chain * 32, fb + (size_t)i * chain * 32);
-            if ((rc = launch_cases(NRAND, chain, zc, c, fa, fb, d, u))) break;
+            if ((rc = launch_chain(DL_E4M3, NRAND, chain, zc, c, fa, fb, d, u))) break;
             int agree = 0;
             double worst = 0.0;
             for (int i = 0; i < NRAND; i++) {
@@ -283,24 +292,6 @@ static unsigned hmatch(float g, float c, const float *a, const float *b, int cha
     return mask;
 }
 
-/* Launch n cases of chain steps (bf16 values in fa, fb: n*chain*16), d[i] and u[i] out; 0 or dl_fail() */
-static int hlaunch(int n, int chain, int zero_c, const float *c, const float *fa, const float *fb, float *d, int *u)
-{
-    const size_t ops = (size_t)n * chain * 16;
-    uint16_t *a = malloc(ops * sizeof *a), *b = malloc(ops * sizeof *b);
-    if (!a || !b) {
-        free(a), free(b);
-        return dl_fail("out of memory");
-    }
-    for (size_t k = 0; k < ops; k++) {
-        a[k] = dl_f32_to_bf16(fa[k], DL_NOSAT);
-        b[k] = dl_f32_to_bf16(fb[k], DL_NOSAT);
-    }
-    const int rc = dl_hgmma_acc_probe(n, chain, zero_c, c, a, b, d, u);
-    free(a), free(b);
-    return rc;
-}
-
 static int is_bf16(float x) { return isfinite(x) && dl_round_bf16(x) == x; }
 
 static int hgmma_acc(void)
@@ -351,7 +342,7 @@ static int hgmma_acc(void)
                 memcpy(fb + ((size_t)i * chain + s) * 16, v[i].b, sizeof v[i].b);
             }
         }
-        if ((rc = hlaunch(n, chain, 0, c, fa, fb, d, u))) break;
+        if ((rc = launch_chain(DL_BF16, n, chain, 0, c, fa, fb, d, u))) break;
         if (chain == 1) {
             printf("# D = C + sum_k a[k] b[k] by one wgmma m64n8k16 f32.bf16.bf16 (all 512 outputs; uniform = they agree)\n");
             printf("%-28s %-16s %-24s %-16s %-16s %-12s %-7s", "case", "C", "exact", "fp32_seq", "gpu", "gpu-exact",
@@ -388,7 +379,7 @@ static int hgmma_acc(void)
         for (int zc = 0; zc <= 1 && !rc; zc++) {
             for (int i = 0; i < NRAND; i++)
                 dl_hgmma_acc_random(chain, zc, i, &c[i], fa + (size_t)i * chain * 16, fb + (size_t)i * chain * 16);
-            if ((rc = hlaunch(NRAND, chain, zc, c, fa, fb, d, u))) break;
+            if ((rc = launch_chain(DL_BF16, NRAND, chain, zc, c, fa, fb, d, u))) break;
             int agree[NHM] = {0};
             for (int i = 0; i < NRAND; i++) {
                 char mt[NHM + 1];
