@@ -8,6 +8,7 @@
 # Expects .carry/decodelab.gz (the static binary).
 set -uo pipefail
 : "${OUT:?}"
+mkdir -p "$OUT"
 gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
 EXPS=${EXPS:-"E3 E7 E1 E4 E5 E6 E8 E2"}
 BUDGET_S=${BUDGET_S:-400}
@@ -22,6 +23,9 @@ for e in $EXPS; do
     timeout $left /tmp/dl experiment "$cfg" --full --cache /tmp/gc --out /tmp/exp/$name > /tmp/exp/$name.log 2>&1
     rc=$?
     echo "== $name: exit $rc ($(( $(date +%s) - start )) s into the call)"
-    [ -f /tmp/exp/$name/verdicts.csv ] && cat /tmp/exp/$name/verdicts.csv | cut -c1-160
+    # each verdict with its observed range and the claim's interval (the whole rows are in the tarball)
+    [ -f /tmp/exp/$name/verdicts.csv ] && python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print("  %-4s %-12s observed %s .. %s, claim [%s, %s], n %s" % (r["hypothesis"], r["verdict"], r["value_min"], r["value_max"], r["lo"], r["hi"], r["n_obs"]))' /tmp/exp/$name/verdicts.csv
 done
 tar czf "$OUT/experiments.tgz" -C /tmp exp
