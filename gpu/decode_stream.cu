@@ -94,13 +94,6 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
                  "r"(parity)
                  : "memory");
 }
-/* An L2 prefetch of the same box (no shared memory, no barrier: the bytes only move to L2). */
-__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(map), "r"(x),
-                 "r"(slot), "r"(head), "r"(page)
-                 : "memory");
-}
 /* One TMA copy of a box (SW bytes x rows) at coordinates (x, slot, head, page). */
 __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int x, int slot, int head,
                                          int page)
@@ -202,7 +195,6 @@ struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
     int num_slots, num_segs, num_tasks;
     int swz;              /* tile_off swizzle mode */
-    int prefetch;         /* L2 prefetch distance in tiles of the same segment (0: none; DL_STREAM_PREFETCH) */
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
@@ -262,12 +254,11 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
 
 /* The producer warp of a CTA: it serves the W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
- * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
- * stage, so the load latency hides behind the wait) and issues that page's copies.
- * With sp.prefetch = P > 0 it also asks L2 for tile + P of the same segment (before the wait):
- * more bytes on their way from DRAM than the stages hold (issue 10: the kernel is bound by bytes
- * in flight; the shared memory is full). Warp-uniform control flow. Consumer w's segments are
- * those of plan slot blockIdx.x * W + w. */
+ * V tile at TILE_BYTES); lane p issues the copies of the tile's page p. The page ids of a
+ * consumer's tile are loaded one round ahead (pg[w], issued before the wait for the tile before
+ * it): the copies of a tile never wait on a page-table load (issue 10, attempt #10: with the ids
+ * loaded at issue, the copy path alone took 305 us at B128 L4096 against a read of 260). Warp-uniform
+ * control flow. Consumer w's segments are those of plan slot blockIdx.x * W + w. */
 template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
@@ -279,6 +270,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+    int pg[W][2]; /* the page ids of lanes p and p + 32 for consumer w's current tile */
     /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
     auto start_segment = [&](int w, int k) {
         const int t = seg_task[k], b = t / Hkv;
@@ -288,6 +280,19 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
         ctile[w] = seg_t0[k];
         ct1[w] = seg_t1[k];
     };
+    /* copies of consumer w's current tile: its first token and the number of pages (boxes) */
+    auto tile_copies = [&](int w, int *tok0) {
+        *tok0 = ctile[w] * kTile;
+        const int ntok = min(kTile, clen[w] - *tok0);
+        return ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+    };
+    auto load_pages = [&](int w) {
+        int tok0;
+        const int ncopy = tile_copies(w, &tok0);
+        const int32_t *pages = a.kv_indices + cpb[w];
+        pg[w][0] = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+        pg[w][1] = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+    };
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
@@ -295,7 +300,11 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
         kend[w] = slot_ptr[slot + 1];
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-        if (ck[w] < kend[w]) start_segment(w, ck[w]);
+        pg[w][0] = pg[w][1] = 0;
+        if (ck[w] < kend[w]) {
+            start_segment(w, ck[w]);
+            load_pages(w);
+        }
     }
     for (;;) {
         bool any = false;
@@ -305,23 +314,14 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             any = true;
             const int st = cj[w] % S;
             uint8_t *tk = smem + (w * S + st) * STAGE, *tv = tk + TILE_BYTES;
-            const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
-            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-            const int32_t *pages = a.kv_indices + cpb[w];
-            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
-            const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
-            if (sp.prefetch > 0 && ctile[w] + sp.prefetch < ct1[w]) { /* the copies of lanes < 32 only */
-                const int tok = (ctile[w] + sp.prefetch) * kTile + lane * rows;
-                if (lane < ncopy && tok < clen[w]) {
-                    const int page = pages[tok / ps];
-#pragma unroll
-                    for (int sl = 0; sl < SLABS; sl++) {
-                        tma_prefetch_l2(kmap, sl * SW, tok % ps, ckvh[w], page);
-                        tma_prefetch_l2(vmap, sl * SW, tok % ps, ckvh[w], page);
-                    }
-                }
-            }
-            mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
+            int tok0;
+            const int ncopy = tile_copies(w, &tok0), kvh = ckvh[w], pg0 = pg[w][0], pg1 = pg[w][1];
+            /* advance to the next tile and load its page ids now: they arrive while this tile's
+             * stage is awaited and copied and the other consumers are served */
+            cj[w]++;
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
+            if (ck[w] < kend[w]) load_pages(w);
+            mbar_wait(&empty[w * S + st], (((cj[w] - 1) / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
                 else mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
@@ -335,13 +335,11 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 #pragma unroll
                     for (int sl = 0; sl < SLABS; sl++) {
                         const int off = sl * kTile * SW + p * rows * SW;
-                        tma_load(tk + off, kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
-                        tma_load(tv + off, vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                        tma_load(tk + off, kmap, &full[w * S + st], sl * SW, slot0, kvh, page);
+                        tma_load(tv + off, vmap, &full[w * S + st], sl * SW, slot0, kvh, page);
                     }
                 }
             }
-            cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
         }
         if (!any) break;
     }
@@ -1270,7 +1268,6 @@ static int get_encode(encode_fn *fn)
 struct stream_maps {
     CUtensorMap k, v;
     int swz;
-    int prefetch; /* DL_STREAM_PREFETCH */
     int dry;      /* DL_STREAM_DRY */
 };
 
@@ -1317,7 +1314,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->prefetch, m->dry};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     return 0;
@@ -1398,12 +1395,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, prefetch, dry;
+    int min_tiles, max_segs, promo_bytes, dry;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, 4, &min_tiles));
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
-    DL_TRY(knob("DL_STREAM_PREFETCH", 0, 16, 0, &prefetch)); /* not yet measured: off by default */
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
@@ -1421,7 +1417,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
-    maps->prefetch = prefetch;
     maps->dry = dry;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
