@@ -254,11 +254,11 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
 
 /* The producer warp of a CTA: it serves the W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
- * V tile at TILE_BYTES); lane p issues the copies of the tile's page p. The page ids of a
- * consumer's tile are loaded one round ahead (pg[w], issued before the wait for the tile before
- * it): the copies of a tile never wait on a page-table load (issue 10, attempt #10: with the ids
- * loaded at issue, the copy path alone took 305 us at B128 L4096 against a read of 260). Warp-uniform
- * control flow. Consumer w's segments are those of plan slot blockIdx.x * W + w. */
+ * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
+ * stage, so the load latency hides behind the wait) and issues that page's copies.
+ * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
+ * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
+ * Consumer w's segments are those of plan slot blockIdx.x * W + w. */
 template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
@@ -270,7 +270,6 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
-    int pg[W][2]; /* the page ids of lanes p and p + 32 for consumer w's current tile */
     /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
     auto start_segment = [&](int w, int k) {
         const int t = seg_task[k], b = t / Hkv;
@@ -280,19 +279,6 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
         ctile[w] = seg_t0[k];
         ct1[w] = seg_t1[k];
     };
-    /* copies of consumer w's current tile: its first token and the number of pages (boxes) */
-    auto tile_copies = [&](int w, int *tok0) {
-        *tok0 = ctile[w] * kTile;
-        const int ntok = min(kTile, clen[w] - *tok0);
-        return ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-    };
-    auto load_pages = [&](int w) {
-        int tok0;
-        const int ncopy = tile_copies(w, &tok0);
-        const int32_t *pages = a.kv_indices + cpb[w];
-        pg[w][0] = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
-        pg[w][1] = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
-    };
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
@@ -300,11 +286,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
         kend[w] = slot_ptr[slot + 1];
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-        pg[w][0] = pg[w][1] = 0;
-        if (ck[w] < kend[w]) {
-            start_segment(w, ck[w]);
-            load_pages(w);
-        }
+        if (ck[w] < kend[w]) start_segment(w, ck[w]);
     }
     for (;;) {
         bool any = false;
@@ -314,14 +296,12 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             any = true;
             const int st = cj[w] % S;
             uint8_t *tk = smem + (w * S + st) * STAGE, *tv = tk + TILE_BYTES;
-            int tok0;
-            const int ncopy = tile_copies(w, &tok0), kvh = ckvh[w], pg0 = pg[w][0], pg1 = pg[w][1];
-            /* advance to the next tile and load its page ids now: they arrive while this tile's
-             * stage is awaited and copied and the other consumers are served */
-            cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
-            if (ck[w] < kend[w]) load_pages(w);
-            mbar_wait(&empty[w * S + st], (((cj[w] - 1) / S) & 1) ^ 1);
+            const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
+            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+            const int32_t *pages = a.kv_indices + cpb[w];
+            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+            const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
                 else mbar_expect_tx(&full[w * S + st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
@@ -335,11 +315,13 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 #pragma unroll
                     for (int sl = 0; sl < SLABS; sl++) {
                         const int off = sl * kTile * SW + p * rows * SW;
-                        tma_load(tk + off, kmap, &full[w * S + st], sl * SW, slot0, kvh, page);
-                        tma_load(tv + off, vmap, &full[w * S + st], sl * SW, slot0, kvh, page);
+                        tma_load(tk + off, kmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
+                        tma_load(tv + off, vmap, &full[w * S + st], sl * SW, slot0, ckvh[w], page);
                     }
                 }
             }
+            cj[w]++;
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
         }
         if (!any) break;
     }
