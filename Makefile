@@ -12,6 +12,8 @@
 #   DIAG      0 | 1          compile the streaming kernels' diagnosis paths (DL_STREAM_DRY, gpu/NOTES.md);
 #             off by default so that they cannot change the production kernels' code; build it apart
 #             (e.g. `make static BUILD=build-diag DIAG=1`)
+#   STREAM_PRODUCERS  one | per-consumer   producer warps of the warp-consumer streaming kernels
+#             (one per CTA, the default; per-consumer: issue 10's attempt #11, gpu/NOTES.md)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -102,6 +104,13 @@ endif
 ifeq ($(DIAG),1)
   NVCCFLAGS += -DDL_STREAM_DIAG=1
 endif
+STREAM_PRODUCERS ?= one
+ifeq ($(filter one per-consumer,$(STREAM_PRODUCERS)),)
+  $(error STREAM_PRODUCERS must be one or per-consumer, not '$(STREAM_PRODUCERS)')
+endif
+ifeq ($(STREAM_PRODUCERS),per-consumer)
+  NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=1
+endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 
 # ---- sources: every ref/*.c and harness/*.c except the CLI entry is the library
@@ -141,7 +150,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=one|per-consumer"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

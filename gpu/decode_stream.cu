@@ -50,6 +50,13 @@ namespace {
 
 constexpr int kTile = 64;
 
+/* Producer warps of the warp-consumer kernels: one per CTA serving every consumer (the measured
+ * design), or with make STREAM_PRODUCERS=per-consumer one per consumer warp (issue 10 attempt #11:
+ * is the copy path bound by one producer's chain of waits and issues per CTA?). */
+#ifndef DL_STREAM_PRODUCER_PER_CONSUMER
+#define DL_STREAM_PRODUCER_PER_CONSUMER 0
+#endif
+
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
  * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
@@ -62,7 +69,8 @@ template <int D, int ES> struct stream_shape {
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr int W = STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
     static constexpr int S = STAGE <= 8192 ? 3 : 2;
-    static constexpr int THREADS = 32 * (W + 1);
+    static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
+    static constexpr int THREADS = 32 * (W + NP);
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8;
 };
 
@@ -258,12 +266,14 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * stage, so the load latency hides behind the wait) and issues that page's copies.
  * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
  * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
- * Consumer w's segments are those of plan slot blockIdx.x * W + w. */
-template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
+ * Consumer w's segments are those of plan slot blockIdx.x * W + w. With NP = W producer warps,
+ * producer pw serves consumer pw alone (NP is 1 or W). */
+template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS, int NP = 1>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
-                                               uint64_t *empty, int lane)
+                                               uint64_t *empty, int lane, int pw = 0)
 {
+    static_assert(NP == 1 || NP == W, "stream_produce: one producer, or one per consumer");
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
     const int Hkv = a.num_kv_heads, ps = a.page_size;
@@ -282,8 +292,13 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
-        ck[w] = slot_ptr[slot];
-        kend[w] = slot_ptr[slot + 1];
+        if constexpr (NP == 1) {
+            ck[w] = slot_ptr[slot];
+            kend[w] = slot_ptr[slot + 1];
+        } else { /* only consumer pw's slot; the others are empty for this producer */
+            ck[w] = w == pw ? slot_ptr[slot] : 0;
+            kend[w] = w == pw ? slot_ptr[slot + 1] : 0;
+        }
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
         if (ck[w] < kend[w]) start_segment(w, ck[w]);
@@ -356,8 +371,9 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
-    if (warp == W) {
-        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+    if (SH::NP == 1 ? warp == W : warp >= W) {
+        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS, SH::NP>(a, sp, &kmap, &vmap, smem, full, empty,
+                                                                           lane, SH::NP == 1 ? 0 : warp - W);
         return;
     }
 

@@ -4,7 +4,8 @@
 #   - a FAIL of a variant in the known-failures list is an XFAIL: counted, the run passes (the list is
 #     a fixture here, in the format of tests/gpu/known_failures.txt, given by DL_KNOWN_FAILURES);
 #   - with DL_STRICT=1 the same FAIL fails the run;
-#   - a FAIL of any other variant fails the run, a MISSING row too.
+#   - a FAIL of any other variant fails the run, a MISSING row too;
+#   - every device job script (tests/gpu/*.sh) parses (bash -n).
 # `make test-gpu-script` (part of `make test`).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,4 +51,11 @@ check known_fail_strict 1 "$N FAIL, 0 XFAIL" STUB_FAIL="$KNOWN" DL_STRICT=1
 check other_fail 1 "$N FAIL, 0 XFAIL" STUB_FAIL=bf16-fast-mma
 check both_fail 1 "$N FAIL, $N XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
 check missing 1 "$N MISSING" STUB_DROP=bf16-fast-mma
+# the device job scripts run only on the GPU machine: here at least each must parse
+for f in "$ROOT"/tests/gpu/*.sh; do
+    if bash -n "$f" 2> "$T/syntax.log"; then :; else
+        echo "FAIL test_gpu_script syntax $(basename "$f"):"; cat "$T/syntax.log"; fails=1
+    fi
+done
+[ $fails -eq 0 ] && echo "PASS test_gpu_script syntax of $(ls "$ROOT"/tests/gpu/*.sh | wc -l) device job scripts"
 exit $fails
