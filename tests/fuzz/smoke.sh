@@ -5,7 +5,8 @@
 #     in libFuzzer's fork mode so that the run goes on after a finding;
 #  3. replay each finding and classify it by where it happened: inside libhdf5 (the first
 #     stack frame outside the sanitizer runtime is in libhdf5 or libconfig: a library bug on a hostile
-#     file, see tests/README.md; reported, kept, not failing) or in our code (FAIL).
+#     file, see tests/README.md; reported, kept, not failing) or in our code (FAIL). An OOM by the
+#     RSS limit carries no allocation stack: it is replayed under a malloc limit to find one.
 # Exit 1 on any finding in our code. Prints executions per target.
 # Environment: FUZZ_BUILD (default build-fuzz), FUZZ_SECONDS (default 60), FUZZ_RSS_MB
 # (default 2048, also the malloc limit: an allocation sized by a hostile file is a finding).
@@ -65,6 +66,13 @@ for t in "$@"; do
             # build): once more with 6x the time; a real hang times out again and stays ours
             "$bin" -rss_limit_mb="$RSS" -malloc_limit_mb="$RSS" -timeout=60 "$a" > "$alog.retry" 2>&1 && continue
             where=$(classify "$alog.retry")
+        fi
+        if [ "$where" != library ] && grep -q "libFuzzer: out-of-memory (used:" "$alog"; then
+            # the RSS limit was crossed: the stack printed is libFuzzer's, not the allocation's. Replay
+            # with a malloc limit of a quarter of it (and room above the RSS limit) so that the large
+            # allocation itself stops the run with its stack, and classify that
+            "$bin" -rss_limit_mb=$((RSS * 4)) -malloc_limit_mb=$((RSS / 4)) -timeout=60 "$a" > "$alog.malloc" 2>&1
+            grep -q "libFuzzer: out-of-memory (malloc(" "$alog.malloc" && where=$(classify "$alog.malloc")
         fi
         kind=$(basename "$a" | cut -d- -f1)
         if [ "$where" = library ]; then
