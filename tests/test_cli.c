@@ -7,8 +7,10 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +73,30 @@ START_TEST(golden_summary_check_inspect)
     ck_assert_int_eq(DL_RUN("check", p), 0);
     ck_assert_ptr_null(strstr(dl_test_out, "\n  bf16 "));
     ck_assert_ptr_nonnull(strstr(dl_test_out, "fp8"));
+}
+END_TEST
+
+/* A golden file whose write fails part-way (a file-size limit standing in for a full disk: the
+ * device machine's disk filled during an E8 shard on 2026-12-02): exit 2 with the file and the
+ * system's reason named, nothing left behind under the name or as a temporary, and no crash after
+ * the error (libhdf5's exit handler segfaulted on the file whose flush had failed: status 139). */
+START_TEST(golden_write_fails_cleanly)
+{
+    char p[300];
+    dl_test_path(p, sizeof p, "big.h5");
+    struct rlimit rl = {256 * 1024, 256 * 1024};
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    signal(SIGXFSZ, SIG_IGN); /* inherited by the child: write() fails with EFBIG instead of a signal */
+    int rc = DL_RUN("golden", "--preset", "llama3-8b", "--batch", "4", "--seq-len", "512", "--models", "exact",
+                    "--out", p);
+    ck_assert_msg(rc == 2, "exit %d (want 2): %s", rc, dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, p) != NULL, "the file is not named: %s", dl_test_err);
+    ck_assert_msg(strstr(dl_test_err, "File too large") != NULL, "the reason is not named: %s", dl_test_err);
+    DIR *d = opendir(dl_test_dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        ck_assert_msg(strncmp(e->d_name, "big.h5", 6) != 0, "left behind: %s", e->d_name);
+    closedir(d);
 }
 END_TEST
 
@@ -405,6 +431,7 @@ END_TEST
 Suite *make_suite(void)
 {
     const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, check_fails_on_changed_model,
+                            golden_write_fails_cleanly,
                             check_p_cast_counts, golden_missing_out_and_existing_file, check_usage_errors,
                             run_flush_accepted_and_documented, deterministic_across_threads, golden_share_prefix,
                             canonical_set_verifies};
