@@ -546,46 +546,6 @@ static void write_row(FILE *f, const dl_census_row *r)
     fputc('\n', f);
 }
 
-/* Read one CSV record (RFC 4180) into fields; returns the number of fields, 0 at EOF, -1 on error. */
-static int read_record(FILE *f, char **fields, int max, char *buf, size_t cap)
-{
-    int nf = 0, ch, inq = 0;
-    size_t used = 0;
-    int started = 0;
-    fields[nf++] = buf;
-    while ((ch = fgetc(f)) != EOF) {
-        started = 1;
-        if (inq) {
-            if (ch == '"') {
-                int nx = fgetc(f);
-                if (nx == '"') ch = '"';
-                else {
-                    inq = 0;
-                    if (nx != EOF) ungetc(nx, f);
-                    continue;
-                }
-            }
-        } else if (ch == '"') {
-            inq = 1;
-            continue;
-        } else if (ch == ',') {
-            if (used + 1 >= cap || nf == max) return -1;
-            buf[used++] = 0;
-            fields[nf++] = buf + used;
-            continue;
-        } else if (ch == '\n') {
-            break;
-        } else if (ch == '\r') {
-            continue;
-        }
-        if (used + 1 >= cap) return -1;
-        buf[used++] = (char)ch;
-    }
-    if (!started) return 0;
-    buf[used] = 0;
-    return nf;
-}
-
 int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n)
 {
     *rows = NULL;
@@ -594,14 +554,14 @@ int dl_census_read(const char *csv_path, dl_census_row **rows, int64_t *n)
     if (!f) return dl_fail("census: cannot open %s: %s", csv_path, strerror(errno));
     static char buf[16384];
     char *fields[64];
-    int nf = read_record(f, fields, 64, buf, sizeof buf);
+    int nf = dl_csv_read_record(f, fields, 64, buf, sizeof buf);
     int rc = 0;
     if (nf != NCC) rc = dl_fail("census: %s: header has %d fields, expected %d (format %s)", csv_path, nf, NCC, DL_CENSUS_FORMAT);
     for (int i = 0; !rc && i < NCC; i++)
         if (strcmp(fields[i], ccols[i].name))
             rc = dl_fail("census: %s: column %d is '%s', expected '%s'", csv_path, i + 1, fields[i], ccols[i].name);
     int64_t cap = 0, line = 1;
-    while (!rc && (nf = read_record(f, fields, 64, buf, sizeof buf)) != 0) {
+    while (!rc && (nf = dl_csv_read_record(f, fields, 64, buf, sizeof buf)) != 0) {
         line++;
         if (nf != NCC) {
             rc = dl_fail("census: %s: line %lld has %d fields, expected %d", csv_path, (long long)line, nf, NCC);

@@ -837,6 +837,16 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
     for (int d = 0; d < nd && !rc; d++) {
         snprintf(path, sizeof path, "%s/results.h5", o->merge[d]);
         if (dl_file_size(path) >= 0) rc = dl_results_read(path, &srows[d], &nsr[d]);
+        else {
+            /* the .h5 lost (e.g. left out of a copy), its CSV twin kept: the same rows, every column */
+            char csv[sizeof path];
+            snprintf(csv, sizeof csv, "%s/results.csv", o->merge[d]);
+            if (dl_file_size(csv) >= 0) {
+                fprintf(stderr, "decodelab experiment: --merge: %s has no results.h5: its rows are read from its CSV twin, "
+                                "results.csv\n", o->merge[d]);
+                rc = dl_results_read_csv(csv, &srows[d], &nsr[d]);
+            }
+        }
         snprintf(path, sizeof path, "%s/census.csv", o->merge[d]);
         if (!rc && dl_file_size(path) >= 0) rc = dl_census_read(path, &scrows[d], &nscr[d]);
         nrefs += nsr[d];

@@ -126,6 +126,10 @@ int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n)
 /* Read every row of h5_path. *rows is allocated (caller frees with free()). */
 int dl_results_read(const char *h5_path, dl_result_row **rows, int64_t *n);
 
+/* Read every row of a results table's CSV twin (as dl_results_append writes it: every column, numbers
+ * at full precision, so the rows equal the .h5's). For a table whose .h5 was lost. *rows as above. */
+int dl_results_read_csv(const char *csv_path, dl_result_row **rows, int64_t *n);
+
 /* Test hook: when set to 1, dl_results_append fails after writing the
  * temporary files and before renaming them (simulates a crash/disk error). */
 extern int dl_results_fail_before_rename;
@@ -143,6 +147,9 @@ int dl_lock_dir_of(const char *who, const char *path);
 
 /* Write one CSV field (RFC 4180 quoting when it holds a comma, quote, newline or edge space). */
 void dl_csv_put(FILE *f, const char *s);
+/* Read one CSV record (RFC 4180) into fields[0..max) (the text in buf, cap bytes): the number of
+ * fields, 0 at end of file, -1 when a record has more than max fields or cap bytes. */
+int dl_csv_read_record(FILE *f, char **fields, int max, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -166,6 +166,45 @@ void dl_csv_put(FILE *f, const char *s)
     fputc('"', f);
 }
 
+int dl_csv_read_record(FILE *f, char **fields, int max, char *buf, size_t cap)
+{
+    int nf = 0, ch, inq = 0;
+    size_t used = 0;
+    int started = 0;
+    fields[nf++] = buf;
+    while ((ch = fgetc(f)) != EOF) {
+        started = 1;
+        if (inq) {
+            if (ch == '"') {
+                int nx = fgetc(f);
+                if (nx == '"') ch = '"';
+                else {
+                    inq = 0;
+                    if (nx != EOF) ungetc(nx, f);
+                    continue;
+                }
+            }
+        } else if (ch == '"') {
+            inq = 1;
+            continue;
+        } else if (ch == ',') {
+            if (used + 1 >= cap || nf == max) return -1;
+            buf[used++] = 0;
+            fields[nf++] = buf + used;
+            continue;
+        } else if (ch == '\n') {
+            break;
+        } else if (ch == '\r') {
+            continue;
+        }
+        if (used + 1 >= cap) return -1;
+        buf[used++] = (char)ch;
+    }
+    if (!started) return 0;
+    buf[used] = 0;
+    return nf;
+}
+
 static int write_csv(const char *path, const dl_result_row *rows, int64_t n)
 {
     FILE *f = fopen(path, "w");
@@ -189,6 +228,78 @@ static int write_csv(const char *path, const dl_result_row *rows, int64_t n)
     if (fclose(f) != 0) bad = 1;
     if (bad) return dl_fail("results: writing %s failed: %s", path, strerror(err));
     return 0;
+}
+
+/* One cell of column i from its CSV text (the inverse of dl_results_format_cell): 0, or -1 when the
+ * text is not a whole value of the column's type or a string does not fit. */
+static int parse_cell(dl_result_row *r, int i, const char *t)
+{
+    char *p = (char *)r + cols[i].off, *end = NULL;
+    errno = 0;
+    switch (cols[i].type) {
+    case DL_COL_STR:
+        if (strlen(t) >= cols[i].size) return -1;
+        memcpy(p, t, strlen(t) + 1);
+        return 0;
+    case DL_COL_I64: *(int64_t *)p = strtoll(t, &end, 10); break;
+    case DL_COL_U64:
+        if (t[0] == '-') return -1;
+        *(uint64_t *)p = strtoull(t, &end, 10);
+        break;
+    case DL_COL_F64: *(double *)p = strtod(t, &end); break;
+    }
+    return (!*t || *end || errno) ? -1 : 0;
+}
+
+int dl_results_read_csv(const char *csv_path, dl_result_row **rows, int64_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    FILE *f = fopen(csv_path, "r");
+    if (!f) return dl_fail("results: cannot open %s: %s", csv_path, strerror(errno));
+    enum { MAXF = 256 };
+    static char buf[1 << 16];
+    char *fields[MAXF];
+    int rc = 0, nf = dl_csv_read_record(f, fields, MAXF, buf, sizeof buf);
+    if (nf != num_cols)
+        rc = dl_fail("results: %s: the header has %d fields, a results table %d (a CSV twin of another format?)",
+                     csv_path, nf, num_cols);
+    for (int i = 0; !rc && i < num_cols; i++)
+        if (strcmp(fields[i], cols[i].name))
+            rc = dl_fail("results: %s: column %d is '%s', expected '%s'", csv_path, i + 1, fields[i], cols[i].name);
+    int64_t cap = 0, row = 0; /* data rows from 1 (a quoted cell may hold a newline: rows are not lines) */
+    while (!rc && (nf = dl_csv_read_record(f, fields, MAXF, buf, sizeof buf)) != 0) {
+        row++;
+        if (nf != num_cols) {
+            rc = dl_fail("results: %s: data row %lld has %d fields, expected %d", csv_path, (long long)row, nf, num_cols);
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            dl_result_row *g = realloc(*rows, (size_t)cap * sizeof *g);
+            if (!g) {
+                rc = dl_fail("results: out of memory reading %s", csv_path);
+                break;
+            }
+            *rows = g;
+        }
+        dl_result_row *r = &(*rows)[(*n)++];
+        dl_result_row_init(r);
+        for (int i = 0; i < num_cols && !rc; i++)
+            if (parse_cell(r, i, fields[i]))
+                rc = dl_fail("results: %s: data row %lld, column %s: '%s' is not a %s", csv_path, (long long)row,
+                             cols[i].name, fields[i],
+                             cols[i].type == DL_COL_STR ? "string that fits" : cols[i].type == DL_COL_F64 ? "number"
+                                                                                                       : "integer");
+    }
+    if (!rc && ferror(f)) rc = dl_fail("results: reading %s failed", csv_path);
+    fclose(f);
+    if (rc) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- HDF5 */

@@ -206,6 +206,59 @@ START_TEST(test_results_append_roundtrip)
 }
 END_TEST
 
+/* The CSV twin read back (dl_results_read_csv: a table whose .h5 was lost, e.g. left out of a copy from the
+ * GPU machine) gives the .h5's rows, every column equal; a damaged cell, a short line or another header is
+ * refused with the file, line, column and value named. */
+START_TEST(test_results_csv_read)
+{
+    char h5[512], csv[600];
+    table_paths("res.h5", h5, csv);
+    dl_result_row in[3];
+    for (int k = 0; k < 3; k++) sample_row(&in[k], k);
+    in[2].exact_lse.max_rel = -INFINITY;
+    in[2].model_o.nmse = 0x1.fffffffffffffp-1; /* needs all 17 digits */
+    ck_assert_int_eq(dl_results_append(h5, in, 3), 0);
+    dl_result_row *a = read_rows(h5, 3), *b = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read_csv(csv, &b, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 3);
+    char x[9000], y[9000];
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < dl_results_num_columns(); i++) {
+            dl_results_format_cell(&a[r], i, x, sizeof x);
+            dl_results_format_cell(&b[r], i, y, sizeof y);
+            ck_assert_msg(!strcmp(x, y), "row %d column %s: .h5 '%s', CSV '%s'", r, dl_results_column_name(i), x, y);
+        }
+    ck_assert(b[2].model_o.nmse == 0x1.fffffffffffffp-1);
+    ck_assert_uint_eq(b[1].seed, UINT64_C(0xFFFFFFFFFFFFFFF1));
+    ck_assert_str_eq(b[1].reason, "line one\nline two, with comma");
+    free(a);
+    free(b);
+    /* damage: batch_size of the second data row made text, a field too many, a header renamed */
+    char *text = slurp(csv, NULL);
+    ck_assert_ptr_nonnull(text);
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/bad.csv", dl_test_dir);
+    const char *cases[][2] = {{",65,", ",6x5,"}, {"fp32-cast-simt", "fp32-cast-simt,extra"}, {"golden_hash", "golden_hesh"}};
+    const char *want[] = {"data row 2, column batch_size: '6x5'", "data row 2 has", "column 2 is 'golden_hesh'"};
+    for (int c = 0; c < 3; c++) {
+        char *at = strstr(text, cases[c][0]);
+        if (c == 1) at = strstr(strstr(text, "\n/tmp/g1.h5"), cases[c][0]); /* the second data row */
+        ck_assert_ptr_nonnull(at);
+        FILE *f = fopen(bad, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "%.*s%s%s", (int)(at - text), text, cases[c][1], at + strlen(cases[c][0]));
+        fclose(f);
+        ck_assert_int_ne(dl_results_read_csv(bad, &b, &n), 0);
+        ck_assert_msg(strstr(dl_last_error(), want[c]) && strstr(dl_last_error(), bad), "case %d: %s", c,
+                      dl_last_error());
+        ck_assert_ptr_null(b);
+        ck_assert_int_eq(n, 0);
+    }
+    free(text);
+}
+END_TEST
+
 START_TEST(test_results_atomic)
 {
     char h5[512], csv[600];
@@ -387,5 +440,5 @@ START_TEST(test_results_v1_readable)
 END_TEST
 
 DL_TEST_SUITE("results", 120, setup, teardown,
-              test_results_append_roundtrip, test_results_atomic, test_results_version1, test_results_version2,
+              test_results_append_roundtrip, test_results_csv_read, test_results_atomic, test_results_version1, test_results_version2,
               test_results_v1_readable)
