@@ -12,8 +12,9 @@
 #   DIAG      0 | 1          compile the streaming kernels' diagnosis paths (DL_STREAM_DRY, gpu/NOTES.md);
 #             off by default so that they cannot change the production kernels' code; build it apart
 #             (e.g. `make static BUILD=build-diag DIAG=1`)
-#   STREAM_PRODUCERS  one | per-consumer   producer warps of the warp-consumer streaming kernels
-#             (one per CTA, the default; per-consumer: issue 10's attempt #11, gpu/NOTES.md)
+#   STREAM_PRODUCERS  per-consumer | one   producer warps of the warp-consumer streaming kernels
+#             (per-consumer, the default: one per consumer warp, issue 10's attempt #11; one: one per CTA,
+#             the design before 2026-12-02, kept for A/B runs; gpu/NOTES.md)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -104,12 +105,12 @@ endif
 ifeq ($(DIAG),1)
   NVCCFLAGS += -DDL_STREAM_DIAG=1
 endif
-STREAM_PRODUCERS ?= one
+STREAM_PRODUCERS ?= per-consumer
 ifeq ($(filter one per-consumer,$(STREAM_PRODUCERS)),)
   $(error STREAM_PRODUCERS must be one or per-consumer, not '$(STREAM_PRODUCERS)')
 endif
-ifeq ($(STREAM_PRODUCERS),per-consumer)
-  NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=1
+ifeq ($(STREAM_PRODUCERS),one)
+  NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=0
 endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 
@@ -150,7 +151,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=one|per-consumer"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -6,7 +6,7 @@
  *
  * What differs from decode_mma.cu (the reference system's shape, heads as MMA
  * rows, every thread copying 16-byte pieces with cp.async):
- *  - a producer warp streams the KV with the bulk-copy engine (TMA,
+ *  - producer warps (one per consumer warp) stream the KV with the bulk-copy engine (TMA,
  *    cp.async.bulk.tensor, one copy per page and 128-byte column slab, an
  *    mbarrier per stage) while consumer warps compute: no address arithmetic or
  *    copy issue per byte in the consumers;
@@ -50,11 +50,12 @@ namespace {
 
 constexpr int kTile = 64;
 
-/* Producer warps of the warp-consumer kernels: one per CTA serving every consumer (the measured
- * design), or with make STREAM_PRODUCERS=per-consumer one per consumer warp (issue 10 attempt #11:
- * is the copy path bound by one producer's chain of waits and issues per CTA?). */
+/* Producer warps of the warp-consumer kernels: one per consumer warp, each serving its consumer's
+ * ring alone (the default since issue 10's attempt #11: one producer per CTA, serving every consumer
+ * in turn, held the copy path alone at 1.19x the read at B128 L4096; one per consumer brought it to
+ * 1.01x), or with make STREAM_PRODUCERS=one a single producer per CTA (kept for A/B runs). */
 #ifndef DL_STREAM_PRODUCER_PER_CONSUMER
-#define DL_STREAM_PRODUCER_PER_CONSUMER 0
+#define DL_STREAM_PRODUCER_PER_CONSUMER 1
 #endif
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
@@ -260,14 +261,14 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
     }
 }
 
-/* The producer warp of a CTA: it serves the W consumers (warps or warpgroups) in turn, one
+/* A producer warp: producer pw serves consumer pw alone when there are NP = W of them (the warp
+ * consumers' default), or, when NP = 1, the CTA's W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
  * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
  * stage, so the load latency hides behind the wait) and issues that page's copies.
  * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
  * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
- * Consumer w's segments are those of plan slot blockIdx.x * W + w. With NP = W producer warps,
- * producer pw serves consumer pw alone (NP is 1 or W). */
+ * Consumer w's segments are those of plan slot blockIdx.x * W + w. */
 template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS, int NP = 1>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
@@ -1333,9 +1334,16 @@ template <int D, dl_dtype KV> static int launch_wgmma_bf16(const dl_gpu_args *a)
 /* The shape of the instantiation for (D, kv element size), at run time. */
 struct shape_rt {
     int W, SMEM, R, SW;
-    int occ; /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
+    int occ;       /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
+    int min_tiles; /* the plan's fewest tiles per consumer before it uses fewer consumers (DL_STREAM_MIN_TILES) */
 };
-template <class SH> static shape_rt shape_rt_of() { return {SH::W, SH::SMEM, SH::R, SH::SW, 0}; }
+/* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
+ * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
+ * 66.5 and bf16-fast-wgmma 64.9 instead of 77.9 at llama3-8B B64 L1024 e4m3 and changed no other
+ * configuration by more than 0.6 %, while the warp consumers lost with it (bf16-hw-stream 67.3 vs
+ * 64.2 us; H200, 2026-12-02, results/h200_2026-12-02b/memfloor_all). */
+constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
+template <class SH> static shape_rt shape_rt_of() { return {SH::W, SH::SMEM, SH::R, SH::SW, 0, kWarpMinTiles}; }
 static shape_rt shape_of(int D, int es)
 {
     if (es == 1)
@@ -1395,7 +1403,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
     int min_tiles, max_segs, promo_bytes, dry;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
-    DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, 4, &min_tiles));
+    DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
@@ -1462,6 +1470,7 @@ template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
     constexpr auto kern = wgmma_decode_kernel<D, KV, PROMOTE>;
     DL_TRY(dl_smem_limit<kern>(SH::SMEM));
     *sh = shape_rt_of<SH>();
+    sh->min_tiles = kWgMinTiles;
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
     if (sh->occ < 1) return dl_fail("decode_stream.cu: the wgmma kernel (D=%d) does not fit on an SM", D);
     return 0;
@@ -1492,6 +1501,7 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
         constexpr auto kern = wgmma_bf16_decode_kernel<D, decltype(s)::KV>;
         DL_TRY(dl_smem_limit<kern>(wg_shape<D, 2>::SMEM));
         sh = shape_rt_of<wg_shape<D, 2>>();
+        sh.min_tiles = kWgMinTiles;
         DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh.occ, kern, wg_shape<D, 2>::THREADS,
                                                                     wg_shape<D, 2>::SMEM));
         if (sh.occ < 1) return dl_fail("decode_stream.cu: the bf16 wgmma kernel (D=%d) does not fit on an SM", D);

@@ -58,4 +58,19 @@ for f in "$ROOT"/tests/gpu/*.sh; do
     fi
 done
 [ $fails -eq 0 ] && echo "PASS test_gpu_script syntax of $(ls "$ROOT"/tests/gpu/*.sh | wc -l) device job scripts"
+# memfloor_summary.py on a committed memfloor folder cut short (2026-12-02b: no memfloor_table.txt): its
+# B128 L4096 e4m3 line carries the CSV's bf16-hw-stream median (287.8 us) and frac_ref; a folder whose
+# knob log does not account for the CSV's rows is refused
+MF="$ROOT/results/h200_2026-12-02b/memfloor_all"
+want=$(python3 -c "import csv,sys; r=[x for x in csv.DictReader(open(sys.argv[1])) if x['variant']=='bf16-hw-stream' and x['golden_path'].endswith('/8b_b128_l4096_e4m3.h5')][0]; print('%.1f (%.3f)' % (1e6*float(r['time_median_s']), float(r['frac_ref'])))" "$MF/memfloor.csv")
+if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$MF" bf16-hw-stream > "$T/ms.md" 2>&1 &&
+    grep -q "^| 8b_b128_l4096_e4m3 | default | [0-9.]* | $want |" "$T/ms.md"; then
+    mkdir -p "$T/mf_bad" && cp "$MF/memfloor.csv" "$T/mf_bad/" && head -1 "$MF/memfloor_knobs.txt" > "$T/mf_bad/memfloor_knobs.txt"
+    if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$T/mf_bad" > "$T/ms_bad.log" 2>&1; then
+        echo "FAIL test_gpu_script memfloor_summary: a knob log short of the CSV was accepted"; fails=1
+    elif grep -q "accounts for 6 rows" "$T/ms_bad.log"; then echo "PASS test_gpu_script memfloor_summary ($want)"
+    else echo "FAIL test_gpu_script memfloor_summary: $(cat "$T/ms_bad.log")"; fails=1; fi
+else
+    echo "FAIL test_gpu_script memfloor_summary: no B128 line with $want:"; cat "$T/ms.md"; fails=1
+fi
 exit $fails
