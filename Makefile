@@ -168,8 +168,12 @@ $(BUILD)/%.o: %.c
 
 # nvcc writes no dependency files here: every .cu object depends on every gpu/ header (and the
 # variant list), so an edit of a shared header (dl_dequant.cuh, dl_dispatch.cuh...) rebuilds the kernels.
+# A change of nvcc or its flags (STREAM_PRODUCERS, STREAM_MERGE, DIAG, PLANT, GPU_ARCH...) rebuilds the kernels.
 GPU_HDR := $(wildcard gpu/*.cuh gpu/*.h gpu/*.def) ref/dl_common.h
-$(BUILD)/gpu/%.o: gpu/%.cu $(GPU_HDR)
+NVCC_STAMP := $(BUILD)/nvcc_flags.stamp
+$(NVCC_STAMP): FORCE
+	@mkdir -p $(BUILD); echo '$(NVCC) $(NVCCFLAGS)' | cmp -s - $@ || echo '$(NVCC) $(NVCCFLAGS)' > $@
+$(BUILD)/gpu/%.o: gpu/%.cu $(GPU_HDR) $(NVCC_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@ 2> $(BUILD)/gpu/$*.ptxas.txt || { cat $(BUILD)/gpu/$*.ptxas.txt; exit 1; }
 	@grep -iE 'warning|spill' $(BUILD)/gpu/$*.ptxas.txt | grep -v ' 0 bytes spill' || true
