@@ -285,6 +285,28 @@ static int run_child(xp_run *r, const char *const *args, int *status)
     return rc;
 }
 
+/* Why a step failed, for its error message: "exited with status N" or "was killed by signal N", then the
+ * last line of the step log that is a decodelab error ("decodelab ...: ..."), cut to fit, if any. */
+static const char *step_failure(const xp_run *r, int status, char *buf, size_t n)
+{
+    char last[600] = "";
+    FILE *f = fopen(r->log, "r");
+    if (f) {
+        char line[4096];
+        if (fseek(f, -65536, SEEK_END) != 0) rewind(f); /* a short log: from its start */
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "decodelab ", 10) && strchr(line, ':')) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(last, sizeof last, "%.*s%s", 400, line, strlen(line) > 400 ? " ..." : "");
+            }
+        fclose(f);
+    }
+    if (status > 128) snprintf(buf, n, "was killed by signal %d", status - 128);
+    else snprintf(buf, n, "exited with status %d", status);
+    if (last[0]) snprintf(buf + strlen(buf), n - strlen(buf), ": %s", last);
+    return buf;
+}
+
 static int step_golden(xp_run *r, const dl_xp_point *p)
 {
     const char *args[2 * DL_XP_MAX_FIELDS + 12];
@@ -294,7 +316,8 @@ static int step_golden(xp_run *r, const dl_xp_point *p)
     args[n] = NULL;
     int st;
     DL_TRY(run_child(r, args, &st));
-    if (st != 0) return dl_fail("golden for %s exited with status %d (see %s)", p->label, st, r->log);
+    char why[1024];
+    if (st != 0) return dl_fail("golden for %s %s (see %s)", p->label, step_failure(r, st, why, sizeof why), r->log);
     return 0;
 }
 
@@ -394,7 +417,9 @@ static int step_run(xp_run *r, const dl_xp_point *p, const char *variant)
     args[n] = NULL;
     int st;
     DL_TRY(run_child(r, args, &st));
-    if (st != 0 && st != 1) return dl_fail("run %s on %s exited with status %d (see %s)", variant, p->label, st, r->log);
+    char why[1024];
+    if (st != 0 && st != 1)
+        return dl_fail("run %s on %s %s (see %s)", variant, p->label, step_failure(r, st, why, sizeof why), r->log);
     return 0;
 }
 

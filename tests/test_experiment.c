@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -453,6 +454,36 @@ static void expect_exit2(const char *args, const char *needle1, const char *need
     ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
 }
 
+/* A step that fails says why in the runner's own error: the step's exit status (or the signal that killed
+ * it) and the step's last decodelab error line from steps.log (2026-12-02: "golden ... exited with status
+ * 139" sent the reader to a 1.25 GiB cache's log to find "No space left on device"). A stub binary stands
+ * in for decodelab (--binary). */
+START_TEST(test_step_failure_named)
+{
+    const char *cfg = write_cfg("six.cfg", tiny_six);
+    const char *stubs[2] = {"#!/bin/sh\necho 'decodelab golden: /c/x.h5: H5Dwrite failed on /inputs/v_cache (No space left "
+                            "on device)' >&2\nexit 2\n",
+                            "#!/bin/sh\nkill -SEGV $$\n"};
+    const char *want[2] = {"exited with status 2: decodelab golden: /c/x.h5: H5Dwrite failed on /inputs/v_cache (No space "
+                           "left on device) (see ",
+                           "was killed by signal 11 (see "};
+    for (int k = 0; k < 2; k++) {
+        char stub[512], args[2048], out[16384];
+        snprintf(stub, sizeof stub, "%s/stub%d.sh", dl_test_dir, k);
+        FILE *f = fopen(stub, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(stubs[k], f);
+        fclose(f);
+        ck_assert_int_eq(chmod(stub, 0755), 0);
+        snprintf(args, sizeof args, "experiment '%s' --out '%s/o%d' --cache '%s/c%d' --binary '%s'", cfg, dl_test_dir, k,
+                 dl_test_dir, k, stub);
+        ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+        ck_assert_msg(strstr(out, want[k]) != NULL, "'%s' not in: %s", want[k], out);
+        ck_assert_msg(strstr(out, "golden for ") != NULL, "the step is not named: %s", out);
+    }
+}
+END_TEST
+
 START_TEST(test_shard_flag_validation)
 {
     const char *cfg = write_cfg("six.cfg", tiny_six);
@@ -665,5 +696,5 @@ END_TEST
 
 DL_TEST_SUITE("experiment", 120, setup, teardown,
               test_parse, test_validation, test_verdicts, test_census_verdict, test_selector_metric,
-              test_end_to_end_and_resume, test_shard_flag_validation, test_shard_merge_equals_one_piece,
+              test_end_to_end_and_resume, test_step_failure_named, test_shard_flag_validation, test_shard_merge_equals_one_piece,
               test_merge_refusals)
