@@ -246,7 +246,9 @@ static int parse_cell(dl_result_row *r, int i, const char *t)
         if (t[0] == '-') return -1;
         *(uint64_t *)p = strtoull(t, &end, 10);
         break;
-    case DL_COL_F64: *(double *)p = strtod(t, &end); break;
+    case DL_COL_F64: /* a subnormal sets ERANGE yet is read exactly as written (%.17g): not an error */
+        *(double *)p = strtod(t, &end);
+        return (!*t || *end) ? -1 : 0;
     }
     return (!*t || *end || errno) ? -1 : 0;
 }
@@ -261,7 +263,10 @@ int dl_results_read_csv(const char *csv_path, dl_result_row **rows, int64_t *n)
     static char buf[1 << 16];
     char *fields[MAXF];
     int rc = 0, nf = dl_csv_read_record(f, fields, MAXF, buf, sizeof buf);
-    if (nf != num_cols)
+    if (nf < 0)
+        rc = dl_fail("results: %s: the header has more than %d fields or %zu bytes: not a results table", csv_path, MAXF,
+                     sizeof buf);
+    else if (nf != num_cols)
         rc = dl_fail("results: %s: the header has %d fields, a results table %d (a CSV twin of another format?)",
                      csv_path, nf, num_cols);
     for (int i = 0; !rc && i < num_cols; i++)
@@ -271,7 +276,12 @@ int dl_results_read_csv(const char *csv_path, dl_result_row **rows, int64_t *n)
     while (!rc && (nf = dl_csv_read_record(f, fields, MAXF, buf, sizeof buf)) != 0) {
         row++;
         if (nf != num_cols) {
-            rc = dl_fail("results: %s: data row %lld has %d fields, expected %d", csv_path, (long long)row, nf, num_cols);
+            if (nf < 0)
+                rc = dl_fail("results: %s: data row %lld has more than %d fields or %zu bytes", csv_path, (long long)row,
+                             MAXF, sizeof buf);
+            else
+                rc = dl_fail("results: %s: data row %lld has %d fields, expected %d", csv_path, (long long)row, nf,
+                             num_cols);
             break;
         }
         if (*n == cap) {

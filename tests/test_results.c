@@ -217,6 +217,7 @@ START_TEST(test_results_csv_read)
     for (int k = 0; k < 3; k++) sample_row(&in[k], k);
     in[2].exact_lse.max_rel = -INFINITY;
     in[2].model_o.nmse = 0x1.fffffffffffffp-1; /* needs all 17 digits */
+    in[2].p_cast_nmse = 0x1p-1074;             /* subnormal: strtod says ERANGE, the value is exact */
     ck_assert_int_eq(dl_results_append(h5, in, 3), 0);
     dl_result_row *a = read_rows(h5, 3), *b = NULL;
     int64_t n = 0;
@@ -230,6 +231,7 @@ START_TEST(test_results_csv_read)
             ck_assert_msg(!strcmp(x, y), "row %d column %s: .h5 '%s', CSV '%s'", r, dl_results_column_name(i), x, y);
         }
     ck_assert(b[2].model_o.nmse == 0x1.fffffffffffffp-1);
+    ck_assert(b[2].p_cast_nmse == 0x1p-1074);
     ck_assert_uint_eq(b[1].seed, UINT64_C(0xFFFFFFFFFFFFFFF1));
     ck_assert_str_eq(b[1].reason, "line one\nline two, with comma");
     free(a);
@@ -239,11 +241,15 @@ START_TEST(test_results_csv_read)
     ck_assert_ptr_nonnull(text);
     char bad[700];
     snprintf(bad, sizeof bad, "%s/bad.csv", dl_test_dir);
-    const char *cases[][2] = {{",65,", ",6x5,"}, {"fp32-cast-simt", "fp32-cast-simt,extra"}, {"golden_hash", "golden_hesh"}};
-    const char *want[] = {"data row 2, column batch_size: '6x5'", "data row 2 has", "column 2 is 'golden_hesh'"};
-    for (int c = 0; c < 3; c++) {
+    char many[1200] = "fp32-cast-simt";
+    for (int k = 0; k < 300; k++) strcat(many, ",x");
+    const char *cases[][2] = {{",65,", ",6x5,"}, {"fp32-cast-simt", "fp32-cast-simt,extra"}, {"golden_hash", "golden_hesh"},
+                              {"fp32-cast-simt", many}};
+    const char *want[] = {"data row 2, column batch_size: '6x5'", "data row 2 has", "column 2 is 'golden_hesh'",
+                          "data row 2 has more than 256 fields"};
+    for (int c = 0; c < 4; c++) {
         char *at = strstr(text, cases[c][0]);
-        if (c == 1) at = strstr(strstr(text, "\n/tmp/g1.h5"), cases[c][0]); /* the second data row */
+        if (c == 1 || c == 3) at = strstr(strstr(text, "\n/tmp/g1.h5"), cases[c][0]); /* the second data row */
         ck_assert_ptr_nonnull(at);
         FILE *f = fopen(bad, "w");
         ck_assert_ptr_nonnull(f);
