@@ -66,8 +66,10 @@ want=$(python3 -c "import csv,sys; r=[x for x in csv.DictReader(open(sys.argv[1]
 if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$MF" bf16-hw-stream > "$T/ms.md" 2>&1 &&
     grep -q "^| 8b_b128_l4096_e4m3 | default | [0-9.]* | $want |" "$T/ms.md"; then
     mkdir -p "$T/mf_bad" && cp "$MF/memfloor.csv" "$T/mf_bad/" && head -1 "$MF/memfloor_knobs.txt" > "$T/mf_bad/memfloor_knobs.txt"
-    if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$T/mf_bad" > "$T/ms_bad.log" 2>&1; then
-        echo "FAIL test_gpu_script memfloor_summary: a knob log short of the CSV was accepted"; fails=1
+    python3 "$ROOT/tests/gpu/memfloor_summary.py" "$T/mf_bad" > "$T/ms_bad.log" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ]; then
+        echo "FAIL test_gpu_script memfloor_summary: a knob log short of the CSV: exit $rc (want 2)"; fails=1
     elif grep -q "accounts for 6 rows" "$T/ms_bad.log"; then echo "PASS test_gpu_script memfloor_summary ($want)"
     else echo "FAIL test_gpu_script memfloor_summary: $(cat "$T/ms_bad.log")"; fails=1; fi
 else

@@ -4,7 +4,8 @@ memfloor_knobs.txt), also when the run was cut short before memfloor.sh wrote it
 
 usage: tests/gpu/memfloor_summary.py DIR [VARIANT ...]
 One line per configuration and knob setting: the read reference and, per variant, the median time in us
-with frac_ref in brackets (and the verdict when not PASS); SKIP rows are left out. Standard library only."""
+with frac_ref in brackets (and the verdict when not PASS); SKIP rows are left out. Exit status 2 on a
+folder it cannot read. Standard library only."""
 import csv
 import os
 import sys
@@ -19,10 +20,13 @@ try:
     for line in open(os.path.join(d, "memfloor_knobs.txt")):
         n, k = line.split()
         knobs += [k] * int(n)
-except (OSError, ValueError) as e:
-    sys.exit(f"memfloor_summary: {d}: {e}")
+except (OSError, ValueError, KeyError) as e:
+    print(f"memfloor_summary: {d}: {e}", file=sys.stderr)
+    sys.exit(2)
 if len(knobs) != len(rows):
-    sys.exit(f"memfloor_summary: {d}: memfloor_knobs.txt accounts for {len(knobs)} rows, memfloor.csv has {len(rows)}")
+    print(f"memfloor_summary: {d}: memfloor_knobs.txt accounts for {len(knobs)} rows, memfloor.csv has {len(rows)}",
+          file=sys.stderr)
+    sys.exit(2)
 table, order, seen_v = {}, [], []
 for k, r in zip(knobs, rows):
     if r["verdict"] == "SKIP":
