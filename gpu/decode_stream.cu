@@ -1424,7 +1424,10 @@ struct shape_rt {
  * configuration by more than 0.6 %, while the warp consumers lost with it (bf16-hw-stream 67.3 vs
  * 64.2 us; H200, 2026-12-02, results/h200_2026-12-02b/memfloor_all). */
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
-template <class SH> static shape_rt shape_rt_of() { return {SH::W, SH::SMEM, SH::R, SH::SW, 0, kWarpMinTiles}; }
+template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles)
+{
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles};
+}
 static shape_rt shape_of(int D, int es)
 {
     if (es == 1)
@@ -1550,8 +1553,7 @@ template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
     using SH = wg_shape<D>;
     constexpr auto kern = wgmma_decode_kernel<D, KV, PROMOTE>;
     DL_TRY(dl_smem_limit<kern>(SH::SMEM));
-    *sh = shape_rt_of<SH>();
-    sh->min_tiles = kWgMinTiles;
+    *sh = shape_rt_of<SH>(kWgMinTiles);
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
     if (sh->occ < 1) return dl_fail("decode_stream.cu: the wgmma kernel (D=%d) does not fit on an SM", D);
     return 0;
@@ -1581,8 +1583,7 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
         constexpr int D = decltype(s)::D;
         constexpr auto kern = wgmma_bf16_decode_kernel<D, decltype(s)::KV>;
         DL_TRY(dl_smem_limit<kern>(wg_shape<D, 2>::SMEM));
-        sh = shape_rt_of<wg_shape<D, 2>>();
-        sh.min_tiles = kWgMinTiles;
+        sh = shape_rt_of<wg_shape<D, 2>>(kWgMinTiles);
         DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh.occ, kern, wg_shape<D, 2>::THREADS,
                                                                     wg_shape<D, 2>::SMEM));
         if (sh.occ < 1) return dl_fail("decode_stream.cu: the bf16 wgmma kernel (D=%d) does not fit on an SM", D);
