@@ -15,8 +15,6 @@
 #   STREAM_PRODUCERS  per-consumer | one   producer warps of the warp-consumer streaming kernels
 #             (per-consumer, the default: one per consumer warp, issue 10's attempt #11; one: one per CTA,
 #             the design before 2026-12-02, kept for A/B runs; gpu/NOTES.md)
-#   STREAM_MERGE  online | batched   the split-task merge of the streaming kernels (online, the
-#             default; batched: issue 10's attempt #13, built 2026-12-02, not yet run on a GPU)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -114,13 +112,6 @@ endif
 ifeq ($(STREAM_PRODUCERS),one)
   NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=0
 endif
-STREAM_MERGE ?= online
-ifeq ($(filter online batched,$(STREAM_MERGE)),)
-  $(error STREAM_MERGE must be online or batched, not '$(STREAM_MERGE)')
-endif
-ifeq ($(STREAM_MERGE),batched)
-  NVCCFLAGS += -DDL_STREAM_MERGE_BATCHED=1
-endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 
 # ---- sources: every ref/*.c and harness/*.c except the CLI entry is the library
@@ -160,7 +151,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_MERGE=online|batched"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -168,7 +159,7 @@ $(BUILD)/%.o: %.c
 
 # nvcc writes no dependency files here: every .cu object depends on every gpu/ header (and the
 # variant list), so an edit of a shared header (dl_dequant.cuh, dl_dispatch.cuh...) rebuilds the kernels.
-# A change of nvcc or its flags (STREAM_PRODUCERS, STREAM_MERGE, DIAG, PLANT, GPU_ARCH...) rebuilds the kernels.
+# A change of nvcc or its flags (STREAM_PRODUCERS, DIAG, PLANT, GPU_ARCH...) rebuilds the kernels.
 GPU_HDR := $(wildcard gpu/*.cuh gpu/*.h gpu/*.def) ref/dl_common.h
 NVCC_STAMP := $(BUILD)/nvcc_flags.stamp
 $(NVCC_STAMP): FORCE

@@ -167,86 +167,8 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
  * o/lse, by one warp, lanes over (head, 4-float column) items:
  *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i).
  * Partials written by other CTAs are read through L2 (ld.global.cg).
- * Two forms (make STREAM_MERGE=online|batched, issue 10 attempt #13):
- *  - online (the default): one item at a time, M and the sums updated segment by segment (each
- *    segment rescales the sums: a chain of L2 loads per item; with 32 segments and 4 items per lane,
- *    up to ~64 L2 round trips before the task's output is written);
- *  - batched: the partials' indices read once, 32 at a time (a lane each) and broadcast by shuffles;
- *    IT items per lane at once; two passes (M first, then the sums in segment order, as the models'
- *    merge_segments in ref/dl_ref.c computes them) whose loads do not wait on their arithmetic, so that
- *    several segments' loads are in flight together: about 28 round trips for the same task. */
-#ifndef DL_STREAM_MERGE_BATCHED
-#define DL_STREAM_MERGE_BATCHED 0
-#endif
-#if DL_STREAM_MERGE_BATCHED
-__device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *seg_out, int k0, int k1, int G,
-                                           size_t row0, int lane)
-{
-    constexpr int IT = 2; /* items per lane per pass (4 cost registers: D64 with groups of 9-16 went from 128 to 164) */
-    const int D = a.head_dim, cols = D / 4, items = G * cols, n = k1 - k0;
-    const float *ws = (const float *)a.workspace;
-    for (int base = 0; base < items; base += 32 * IT) {
-        int off[IT], col[IT]; /* the item's head row offset in a partial (-1 past the last item), its column */
-        float M[IT], W[IT];
-        float4 acc[IT];
-#pragma unroll
-        for (int j = 0; j < IT; j++) {
-            const int it = base + lane + 32 * j;
-            off[j] = it < items ? (it / cols) * (D + 1) : -1;
-            col[j] = 4 * (it % cols);
-            M[j] = -INFINITY;
-            W[j] = 0.0f;
-            acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-        /* pass 1: M = max lse; the partials' indices 32 at a time, one per lane, broadcast by shuffles */
-        for (int c0 = 0; c0 < n; c0 += 32) {
-            const int mine = c0 + lane < n ? seg_out[k0 + c0 + lane] : 0, m = min(32, n - c0);
-#pragma unroll 8
-            for (int t = 0; t < m; t++) {
-                const float *p = ws + (size_t)__shfl_sync(0xffffffffu, mine, t) * G * (D + 1);
-#pragma unroll
-                for (int j = 0; j < IT; j++)
-                    if (off[j] >= 0) M[j] = fmaxf(M[j], __ldcg(p + off[j] + D));
-            }
-        }
-        /* pass 2, in segment order as the models' merge: w = expf(lse - M), W += w, acc += w * o */
-        for (int c0 = 0; c0 < n; c0 += 32) {
-            const int mine = c0 + lane < n ? seg_out[k0 + c0 + lane] : 0, m = min(32, n - c0);
-#pragma unroll 4
-            for (int t = 0; t < m; t++) {
-                const float *p = ws + (size_t)__shfl_sync(0xffffffffu, mine, t) * G * (D + 1);
-#pragma unroll
-                for (int j = 0; j < IT; j++) {
-                    if (off[j] < 0) continue;
-                    const float *q = p + off[j];
-                    const float l = __ldcg(q + D);
-                    const float4 o = make_float4(__ldcg(q + col[j]), __ldcg(q + col[j] + 1), __ldcg(q + col[j] + 2),
-                                                 __ldcg(q + col[j] + 3));
-                    if (l == -INFINITY) continue; /* a segment with no weight */
-                    const float w = expf(l - M[j]);
-                    W[j] += w;
-                    acc[j].x += w * o.x;
-                    acc[j].y += w * o.y;
-                    acc[j].z += w * o.z;
-                    acc[j].w += w * o.w;
-                }
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < IT; j++) {
-            if (off[j] < 0) continue;
-            const int head = (base + lane + 32 * j) / cols;
-            float *o = a.o + (row0 + head) * D + col[j];
-            const bool some = W[j] > 0.0f;
-            o[0] = some ? acc[j].x / W[j] : 0.0f;
-            o[1] = some ? acc[j].y / W[j] : 0.0f;
-            o[2] = some ? acc[j].z / W[j] : 0.0f;
-            o[3] = some ? acc[j].w / W[j] : 0.0f;
-            if (col[j] == 0) a.lse[row0 + head] = some ? M[j] + logf(W[j]) : -INFINITY;
-        }
-    }
-}
-#else
+ * One item at a time, M and the sums updated segment by segment. (A batched form, two passes with
+ * several segments' loads in flight, was slower everywhere: issue 10 attempt #13, gpu/NOTES.md.) */
 __device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *seg_out, int k0, int k1, int G,
                                            size_t row0, int lane)
 {
@@ -275,7 +197,6 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *
         if (col == 0) a.lse[row0 + head] = M + logf(den);
     }
 }
-#endif
 
 struct stream_params;
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,

@@ -7,7 +7,8 @@
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
 # exit of a run (a variant FAIL included) or a missing summary line.
 # Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
-#              DL_TOOLS (default "memcheck racecheck synccheck").
+#              DL_TOOLS (default "memcheck racecheck synccheck"),
+#              DL_VARIANTS (shell patterns, space-separated, e.g. '*-stream *-wgmma'; default: all).
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 DECODELAB=${DECODELAB:-build/decodelab}
@@ -39,6 +40,18 @@ for c in "${CASES[@]}"; do
     i=$((i + 1))
 done
 VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+if [ -n "${DL_VARIANTS:-}" ]; then
+    picked=""
+    for v in $VARIANTS; do
+        for pat in $DL_VARIANTS; do
+            # shellcheck disable=SC2053 # the pattern is meant to glob
+            if [[ $v == $pat ]]; then picked="$picked $v"; break; fi
+        done
+    done
+    [ -n "$picked" ] || { echo "test-gpu-sanitize: DL_VARIANTS='$DL_VARIANTS' matches no variant of '$DECODELAB list'" >&2; exit 2; }
+    VARIANTS=$picked
+fi
+echo "test-gpu-sanitize: variants:" $VARIANTS
 status=0
 declare -A ERR
 for v in $VARIANTS; do
