@@ -21,6 +21,7 @@
 #   3. per golden file: decodelab run --time (every variant, checked then timed), the FlashInfer
 #      baseline (one candidate file per backend, timed the same way), decodelab compare; all
 #      rows go into one results table
+#      (SET=issue10 [ONLY="names"]: issue 10's ten configurations instead; see below)
 #   4. ONE table: per configuration, every decodelab variant and FlashInfer backend with its
 #      verdict, error vs exact, median time, fraction of the read peak measured in the same
 #      run, and the speed ratio to the fastest FlashInfer backend
@@ -35,6 +36,30 @@ WORK=${WORK:-/tmp/dl_fi_work}
 BUDGET_S=${BUDGET_S:-240}
 GRID=${GRID:-"1:1024 16:4096 256:1024 1:16384"}
 RUN_TIME_S=${RUN_TIME_S:-1.5}
+# SET=issue10: instead of the configurations below and the grid, issue 10's ten (its table's eight plus
+# llama3-8B B256 L4096 e4m3 and bf16), each with --kv-scale absmax-tensor; ONLY="name ..." runs a subset
+# of them (the ten do not fit one call: spread them over calls, one results table each).
+declare -A ISSUE10=(
+  [l3-8b_b64_l1024_e4m3]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3"
+  [l3-8b_b64_l1024_bf16]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype bf16"
+  [l3-8b_b128_l4096_e4m3]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3"
+  [l3-8b_b128_l4096_bf16]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype bf16"
+  [l3-70b_b64_l4096_e4m3]="--preset llama3-70b --batch 64 --seq-len 4096 --kv-dtype e4m3"
+  [l3-8b_b4_l32768_e4m3]="--preset llama3-8b --batch 4 --seq-len 32768 --kv-dtype e4m3"
+  [l3-8b_b1_l32768_e4m3]="--preset llama3-8b --batch 1 --seq-len 32768 --kv-dtype e4m3"
+  [l-13b_b64_l1024_bf16]="--preset llama-13b --batch 64 --seq-len 1024 --kv-dtype bf16"
+  [l3-8b_b256_l4096_e4m3]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype e4m3"
+  [l3-8b_b256_l4096_bf16]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype bf16"
+)
+ISSUE10_ORDER="l3-8b_b64_l1024_e4m3 l3-8b_b64_l1024_bf16 l3-8b_b128_l4096_e4m3 l3-8b_b128_l4096_bf16 l3-70b_b64_l4096_e4m3
+  l3-8b_b4_l32768_e4m3 l3-8b_b1_l32768_e4m3 l-13b_b64_l1024_bf16 l3-8b_b256_l4096_e4m3 l3-8b_b256_l4096_bf16"
+case "${SET:-}" in
+    "") ;;
+    issue10) for name in ${ONLY:-}; do
+                 [ -n "${ISSUE10[$name]:-}" ] || { echo "flashinfer_compare: ONLY names '$name', not one of: $ISSUE10_ORDER" >&2; exit 2; }
+             done ;;
+    *) echo "flashinfer_compare: SET='$SET' is not known (known: issue10)" >&2; exit 2 ;;
+esac
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16} PYTHONUNBUFFERED=1 MAX_JOBS=${MAX_JOBS:-16}
 mkdir -p "$OUT" "$WORK/golden" "$WORK/cand"
 RES=$WORK/results.h5
@@ -97,6 +122,14 @@ config() {  # name, then decodelab golden flags
     rm -f "$g"   # golden files are large (the 13B one is GBs); the results keep the hash and config
 }
 
+if [ "${SET:-}" = issue10 ]; then
+    for name in ${ONLY:-$ISSUE10_ORDER}; do
+        if [ "$(el)" -ge "$BUDGET_S" ]; then say "issue10: stopping before $name (elapsed $(el) s >= BUDGET_S=$BUDGET_S)"; break; fi
+        # shellcheck disable=SC2086 # the flags are meant to split
+        config "$name" ${ISSUE10[$name]} --q-dtype bf16 --kv-scale absmax-tensor
+    done
+    GRID="" MAIN=0
+fi
 if [ "${MAIN:-1}" = 1 ]; then   # MAIN=0: the grid alone (a quick plumbing check)
     config l3-8b_b64_l1024_e4m3 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype e4m3 --kv-scale absmax-tensor
     config l3-8b_b64_l1024_bf16 --preset llama3-8b --batch 64 --seq-len 1024 --q-dtype bf16 --kv-dtype bf16 --kv-scale absmax-tensor
