@@ -24,7 +24,7 @@ for s in $SEEDS; do
     done
     rm -f "$g"
 done
-tar czf "$OUT/e8pt.tgz" -C /tmp e8pt --exclude='*/dl'
+tar czf "$OUT/e8pt.tgz" --exclude='e8pt/dl' -C /tmp e8pt
 python3 - "$T/rows.csv" <<'PY'
 import csv, sys
 for r in csv.DictReader(open(sys.argv[1])):

@@ -36,27 +36,16 @@ WORK=${WORK:-/tmp/dl_fi_work}
 BUDGET_S=${BUDGET_S:-240}
 GRID=${GRID:-"1:1024 16:4096 256:1024 1:16384"}
 RUN_TIME_S=${RUN_TIME_S:-1.5}
-# SET=issue10: instead of the configurations below and the grid, issue 10's ten (its table's eight plus
-# llama3-8B B256 L4096 e4m3 and bf16), each with --kv-scale absmax-tensor; ONLY="name ..." runs a subset
-# of them (the ten do not fit one call: spread them over calls, one results table each).
-declare -A ISSUE10=(
-  [l3-8b_b64_l1024_e4m3]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3"
-  [l3-8b_b64_l1024_bf16]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype bf16"
-  [l3-8b_b128_l4096_e4m3]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3"
-  [l3-8b_b128_l4096_bf16]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype bf16"
-  [l3-70b_b64_l4096_e4m3]="--preset llama3-70b --batch 64 --seq-len 4096 --kv-dtype e4m3"
-  [l3-8b_b4_l32768_e4m3]="--preset llama3-8b --batch 4 --seq-len 32768 --kv-dtype e4m3"
-  [l3-8b_b1_l32768_e4m3]="--preset llama3-8b --batch 1 --seq-len 32768 --kv-dtype e4m3"
-  [l-13b_b64_l1024_bf16]="--preset llama-13b --batch 64 --seq-len 1024 --kv-dtype bf16"
-  [l3-8b_b256_l4096_e4m3]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype e4m3"
-  [l3-8b_b256_l4096_bf16]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype bf16"
-)
-ISSUE10_ORDER="l3-8b_b64_l1024_e4m3 l3-8b_b64_l1024_bf16 l3-8b_b128_l4096_e4m3 l3-8b_b128_l4096_bf16 l3-70b_b64_l4096_e4m3
-  l3-8b_b4_l32768_e4m3 l3-8b_b1_l32768_e4m3 l-13b_b64_l1024_bf16 l3-8b_b256_l4096_e4m3 l3-8b_b256_l4096_bf16"
+# SET=issue10: instead of the configurations below and the grid, issue 10's ten (ORDER of
+# memfloor_configs.sh: its table's eight plus llama3-8B B256 L4096 e4m3 and bf16), each with
+# --kv-scale absmax-tensor; ONLY="name ..." runs a subset of them (the ten do not fit one call: spread
+# them over calls, one results table each).
+# shellcheck source=tests/gpu/memfloor_configs.sh
+source "$(dirname "$0")/memfloor_configs.sh" # C (name -> golden flags), ORDER
 case "${SET:-}" in
     "") ;;
     issue10) for name in ${ONLY:-}; do
-                 [ -n "${ISSUE10[$name]:-}" ] || { echo "flashinfer_compare: ONLY names '$name', not one of: $ISSUE10_ORDER" >&2; exit 2; }
+                 [ -n "${C[$name]:-}" ] || { echo "flashinfer_compare: ONLY names '$name', not one of: $ORDER" >&2; exit 2; }
              done ;;
     *) echo "flashinfer_compare: SET='$SET' is not known (known: issue10)" >&2; exit 2 ;;
 esac
@@ -123,10 +112,10 @@ config() {  # name, then decodelab golden flags
 }
 
 if [ "${SET:-}" = issue10 ]; then
-    for name in ${ONLY:-$ISSUE10_ORDER}; do
+    for name in ${ONLY:-$ORDER}; do
         if [ "$(el)" -ge "$BUDGET_S" ]; then say "issue10: stopping before $name (elapsed $(el) s >= BUDGET_S=$BUDGET_S)"; break; fi
         # shellcheck disable=SC2086 # the flags are meant to split
-        config "$name" ${ISSUE10[$name]} --q-dtype bf16 --kv-scale absmax-tensor
+        config "$name" ${C[$name]} --q-dtype bf16 --kv-scale absmax-tensor
     done
     GRID="" MAIN=0
 fi

@@ -17,24 +17,8 @@ VARIANTS=${VARIANTS:-'bf16-*-mma,*-stream,fp8-none-wgmma'}
 KNOBS=${KNOBS:--}
 MAXT=${MAXT:-3}
 W=${DL_WORKDIR:-/tmp/dl_memfloor}; mkdir -p "$W" "$OUT"
-declare -A C=(
-  [8b_b64_l1024_e4m3]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3"
-  [8b_b64_l1024_bf16]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype bf16"
-  [8b_b128_l4096_e4m3]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3"
-  [8b_b128_l4096_bf16]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype bf16"
-  [70b_b64_l4096_e4m3]="--preset llama3-70b --batch 64 --seq-len 4096 --kv-dtype e4m3"
-  [8b_b4_l32768_e4m3]="--preset llama3-8b --batch 4 --seq-len 32768 --kv-dtype e4m3"
-  [8b_b1_l32768_e4m3]="--preset llama3-8b --batch 1 --seq-len 32768 --kv-dtype e4m3"
-  [13b_b64_l1024_bf16]="--preset llama-13b --batch 64 --seq-len 1024 --kv-dtype bf16"
-  [8b_b256_l4096_e4m3]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype e4m3"
-  [8b_b256_l4096_bf16]="--preset llama3-8b --batch 256 --seq-len 4096 --kv-dtype bf16"
-  [8b_b64_l1024_e4m3_hnd]="--preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --kv-layout HND"
-  [8b_b128_l4096_e4m3_hnd]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-layout HND"
-  [8b_b128_l4096_e4m3_hnd_p64]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-layout HND --page-size 64"
-  [8b_d64_b128_l4096_e4m3]="--preset llama3-8b --head-dim 64 --batch 128 --seq-len 4096 --kv-dtype e4m3"
-  [kvh1_b1024_l4096_e4m3]="--num-qo-heads 4 --num-kv-heads 1 --batch 1024 --seq-len 4096 --kv-dtype e4m3"
-)
-ORDER="8b_b64_l1024_e4m3 8b_b64_l1024_bf16 8b_b128_l4096_e4m3 8b_b128_l4096_bf16 70b_b64_l4096_e4m3 8b_b4_l32768_e4m3 8b_b1_l32768_e4m3 13b_b64_l1024_bf16 8b_b256_l4096_e4m3 8b_b256_l4096_bf16"
+# shellcheck source=tests/gpu/memfloor_configs.sh
+source "$(dirname "$0")/memfloor_configs.sh" # C (name -> golden flags), ORDER
 CONFIGS=${CONFIGS:-$ORDER}
 TABLE="$OUT/memfloor_table.txt"; : > "$TABLE"
 failed=0

@@ -20,6 +20,19 @@ WORK=${DL_WORKDIR:-$(mktemp -d /tmp/dl_gpu_sanitize.XXXXXX)}
 TOOLS=${DL_TOOLS:-"memcheck racecheck synccheck"}
 mkdir -p "$WORK"
 echo "test-gpu-sanitize: decodelab=$DECODELAB seed=$SEED workdir=$WORK tools: $TOOLS"
+VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+if [ -n "${DL_VARIANTS:-}" ]; then
+    picked=""; read -ra pats <<< "$DL_VARIANTS" # no pathname expansion of the patterns
+    for v in $VARIANTS; do
+        for pat in "${pats[@]}"; do
+            # shellcheck disable=SC2053 # the pattern is meant to glob
+            if [[ $v == $pat ]]; then picked="$picked $v"; break; fi
+        done
+    done
+    [ -n "$picked" ] || { echo "test-gpu-sanitize: DL_VARIANTS='$DL_VARIANTS' matches no variant of '$DECODELAB list'" >&2; exit 2; }
+    VARIANTS=$picked
+fi
+echo "test-gpu-sanitize: variants:" $VARIANTS
 LENS=1,2,15,16,17,33
 #        kv    D   layout page group q
 CASES=("e4m3 128 NHD 16 4 bf16"
@@ -39,19 +52,6 @@ for c in "${CASES[@]}"; do
     FILES+=("$f")
     i=$((i + 1))
 done
-VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
-if [ -n "${DL_VARIANTS:-}" ]; then
-    picked=""
-    for v in $VARIANTS; do
-        for pat in $DL_VARIANTS; do
-            # shellcheck disable=SC2053 # the pattern is meant to glob
-            if [[ $v == $pat ]]; then picked="$picked $v"; break; fi
-        done
-    done
-    [ -n "$picked" ] || { echo "test-gpu-sanitize: DL_VARIANTS='$DL_VARIANTS' matches no variant of '$DECODELAB list'" >&2; exit 2; }
-    VARIANTS=$picked
-fi
-echo "test-gpu-sanitize: variants:" $VARIANTS
 status=0
 declare -A ERR
 for v in $VARIANTS; do
