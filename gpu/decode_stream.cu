@@ -162,6 +162,24 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
     return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
 }
 
+/* Orders this thread's generic shared-memory writes before later async-proxy (TMA, wgmma) accesses. */
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+/* Zero rows nvalid..63 of a stage's tile (R bytes a row, all slabs), by thread tid of n. The rows of a
+ * partial tile past the sequence end hold stale or never-written bytes, NaN codes among them, and a
+ * P of 0 does not cancel a NaN in P*V; zeroing them once here replaced a select on every V operand of
+ * every tile (64 SEL per 64-token tile in the D128 fp8 warp consumer, 128 LOP3 in the 16-bit one:
+ * issue 10, attempt #14). The fence orders the writes before the producer's next copy into the stage
+ * (the caller's arrival on the empty barrier releases it); callers sync before reading the rows. */
+template <int SW, int R>
+__device__ __forceinline__ void zero_tail_rows(const uint8_t *tile, int nvalid, int swz, int tid, int n)
+{
+    constexpr int CH = R / 16;
+    for (int i = tid; i < (kTile - nvalid) * CH; i += n)
+        *(uint4 *)(const_cast<uint8_t *>(tile) + tile_off<SW>(nvalid + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
+    fence_async_smem();
+}
+
 /* Merge the partials of one split task (segments k0..k1 in token order, each
  * a normalized o and natural-log lse per query head in the workspace) into
  * o/lse, by one warp, lanes over (head, 4-float column) items:
@@ -455,6 +473,10 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                 mbar_arrive(&empty[warp * S + st]);
                 continue;
             }
+            if (partial) { /* V rows past the end to 0 (the scores there are masked to -inf below) */
+                zero_tail_rows<SW, SH::R>(tv, nvalid, sp.swz, lane, 32);
+                __syncwarp();
+            }
 
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
@@ -587,10 +609,6 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                             const uint2 x = *(const uint2 *)(tv + tile_off<SW>(tok, g / 2, sp.swz) + (g & 1) * 8);
                             w[r][0] = x.x; w[r][1] = x.y;
                         }
-                        if (partial && tok >= nvalid) {
-#pragma unroll
-                            for (int q = 0; q < VW; q++) w[r][q] = 0u;
-                        }
                     }
 #pragma unroll
                     for (int q = 0; q < VW; q++) {
@@ -607,17 +625,10 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     }
                 } else {
                     const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
-                    uint32_t keep_lo = 0xFFFFFFFFu, keep_hi = 0xFFFFFFFFu;
-                    if (partial) {
-                        const int t0 = kk * 16 + 2 * c;
-                        keep_lo = (t0 < nvalid ? 0x0000FFFFu : 0u) | (t0 + 1 < nvalid ? 0xFFFF0000u : 0u);
-                        keep_hi = (t0 + 8 < nvalid ? 0x0000FFFFu : 0u) | (t0 + 9 < nvalid ? 0xFFFF0000u : 0u);
-                    }
 #pragma unroll
                     for (int i = 0; i < MT; i++) {
                         uint32_t af[4];
                         ldsm_x4_t(smem_u32(tv + tile_off<SW>(tok, 2 * i + ((lane >> 3) & 1), sp.swz)), af);
-                        af[0] &= keep_lo; af[1] &= keep_lo; af[2] &= keep_hi; af[3] &= keep_hi;
                         if constexpr (KV == DL_F16) {
 #pragma unroll
                             for (int e = 0; e < 4; e++) af[e] = h2_to_bf2(af[e]);
@@ -753,7 +764,6 @@ template <int N> __device__ __forceinline__ void wg_wait(float (*acc)[4])
     for (int i = 0; i < N; i++)
         asm volatile("" : "+f"(acc[i][0]), "+f"(acc[i][1]), "+f"(acc[i][2]), "+f"(acc[i][3])::"memory");
 }
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 /* The 128 threads of warpgroup wg (named barrier 1 + wg). */
 __device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory"); }
 
@@ -834,6 +844,8 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                 mbar_arrive(&empty[wg * S + st]);
                 continue;
             }
+            /* V rows past the end to 0, read after the warpgroup barrier that precedes the V reads */
+            if (nvalid < kTile) zero_tail_rows<SW, SH::R>(tv, nvalid, sp.swz, threadIdx.x % 128, 128);
 
             /* S^T = K Q^T: rows = tokens (warp wq: 16wq + g, + 8), columns = heads 2c, 2c+1 */
             /* fp8acc (PROMOTE = N > 0): a fresh chain every N k32 blocks, the partials added in FP32 */
@@ -918,7 +930,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                         for (int i = 0; i < 4; i++) {
                             const int tok = 32 * kc + 16 * half + 4 * c + i;
                             const uint16_t v = *(const uint16_t *)(tv + tile_off<SW>(tok, d0 / 16, sp.swz) + d0 % 16);
-                            h[i] = tok < nvalid ? v : 0u;
+                            h[i] = v;
                         }
                         const uint32_t x01 = __byte_perm(h[0], h[1], 0x5410), x23 = __byte_perm(h[2], h[3], 0x5410);
                         af[kc][mb][2 * half] = __byte_perm(x01, x23, 0x6420);     /* dim d0: tokens i = 0..3 */
@@ -1104,6 +1116,8 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
                 mbar_arrive(&empty[wg * S + st]);
                 continue;
             }
+            /* V rows past the end to 0, read after the warpgroup barrier that precedes the V reads */
+            if (nvalid < kTile) zero_tail_rows<SW, SH::R>(tv, nvalid, sp.swz, threadIdx.x % 128, 128);
 
             /* S^T = K Q^T: every k-step's A fragment first (wgmma.fence must follow their writes) */
             uint32_t af[KS][4];
@@ -1183,7 +1197,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
                     for (int r = 0; r < 4; r++) {
                         const int tok = 16 * kk + 2 * c + (r & 1) + 8 * (r >> 1);
                         const uint16_t v = *(const uint16_t *)(tv + tile_off<SW>(tok, d0 / 16, sp.swz) + d0 % 16);
-                        h[r] = tok < nvalid ? v : 0u;
+                        h[r] = v;
                     }
                     POL::x4(__byte_perm(h[0], h[1], 0x5140), vf[kk][mb][0], vf[kk][mb][1]);
                     POL::x4(__byte_perm(h[2], h[3], 0x5140), vf[kk][mb][2], vf[kk][mb][3]);

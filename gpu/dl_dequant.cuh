@@ -132,14 +132,17 @@ template <dl_dtype KV> struct dl_fp8_dq<KV, DL_DQ_HW> {
     static constexpr bool F16 = true;
     static constexpr float F32_BIAS = 1.0f;
     static constexpr int X4_BIAS_LOG2 = 0;
+    /* The word's two halves go to cvt as 16-bit registers split by mov.b32, so ptxas reads the high
+     * half in place (F2FP ... R.H1); through __nv_cvt_fp8x2_to_halfraw2(w >> 16) every high half
+     * cost a shift (SHF), 128 per 64-token tile of the D128 streaming consumer (issue 10). */
     __device__ __forceinline__ static void x4(uint32_t w, uint32_t &lo, uint32_t &hi)
     {
-        __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w & 0xFFFFu),
-                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
-        __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(w >> 16),
-                                                   KV == DL_E4M3 ? __NV_E4M3 : __NV_E5M2);
-        lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
-        hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+        if constexpr (KV == DL_E4M3)
+            asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+                : "=r"(lo), "=r"(hi) : "r"(w));
+        else
+            asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e5m2x2 %0, l;\ncvt.rn.f16x2.e5m2x2 %1, h;\n}\n"
+                : "=r"(lo), "=r"(hi) : "r"(w));
     }
     __device__ __forceinline__ static void f32x4(uint32_t w, float *f)
     {
