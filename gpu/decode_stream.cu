@@ -639,6 +639,13 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     }
                 }
             }
+            /* The stage goes back to the producer, whose next copy into it is an async-proxy write after
+             * this warp's generic reads: without the proxy fence the arrival (SYNCS.ARRIVE) did not wait
+             * for the tile's last V loads, which ptxas issues just before it once nothing consumes them
+             * first; the copy overwrote them (attempt #14 without this fence: bf16-cast-stream and
+             * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
+             * H200 2026-12-03, results/h200_2026-12-03b/). */
+            fence_async_smem();
             __syncwarp();
             mbar_arrive(&empty[warp * S + st]);
         }
