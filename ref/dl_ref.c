@@ -14,7 +14,12 @@
  *  - dot products are accumulated in index order d = 0..D-1;
  *  - softmax is online over blocks of kv_block tokens (see online_softmax);
  *  - the normalizer (running sum) is accumulated from the float P, before P is
- *    rounded for P*V, as a tensor-core kernel that sums its FP32 scores does.
+ *    rounded for P*V, as a tensor-core kernel that sums its FP32 scores does; the
+ *    sum itself is kept in double and rounded to float once: every kernel sums P in
+ *    per-lane partial sums, and a sequential float sum drifts far from all of them when
+ *    thousands of terms sit far below the sum (a strong sink: at sink_delta 12, L 8192
+ *    it moved the fp8 model's o and lse by 2e-5 and failed a correct fp8-none-mma,
+ *    issue 13; in double the kernel sat at 1.6e-6 per head, H200 outputs of 2026-12-03).
  * The models are one table (`models`, "the model table" below): name, HDF5 group,
  * description and the two functions of its arithmetic; a new model is a row there,
  * its functions, and its limits in harness/compare.c. */
@@ -193,13 +198,14 @@ static float max_nan(float a, float b) { return (b > a || isnan(b)) ? b : a; }
 /* Online softmax in float over scores s [len] and values V [len, D], in blocks
  * of kv_block tokens. Per block: m_new = max(m, block max); the running sum
  * and acc are scaled by f = expf(m - m_new) (f = 0 on the first block); then
- * for each token j in order: p = expf(s_j - m_new); sum += p (float P);
+ * for each token j in order: p = expf(s_j - m_new); sum += p (float P, double sum);
  * pr = p rounded (P_FLOAT: p; P_BF16: bf16(p)); acc[d] += pr * V[j, d] for d
  * in order. Returns m and sum. */
 static void online_softmax(const float *s, const float *V, int64_t len, int64_t D, int64_t kv_block,
                            p_rounding pr_mode, float *acc, float *m_out, float *sum_out, pstat *st)
 {
-    float m = -INFINITY, sum = 0.0f;
+    float m = -INFINITY;
+    double sum = 0.0; /* the normalizer: see the file header */
     float *acc2 = st ? st->acc2 : NULL;
     for (int64_t d = 0; d < D; d++) acc[d] = 0.0f;
     if (acc2)
@@ -227,7 +233,7 @@ static void online_softmax(const float *s, const float *V, int64_t len, int64_t 
         m = m_new;
     }
     *m_out = m;
-    *sum_out = sum;
+    *sum_out = (float)sum;
 }
 
 /* Truncate x toward zero to `bits` fraction bits: clear the low (23 - bits)
@@ -366,7 +372,8 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
 {
     const int64_t kb = qgmma ? 32 : p->acc_block;
     float prs[32]; /* qgmma: the block's P values */
-    float m = -INFINITY, sum = 0.0f;
+    float m = -INFINITY;
+    double sum = 0.0; /* the normalizer: see the file header */
     float *chain = promote > 0 ? part : acc;
     float *acc2 = st ? st->acc2 : NULL, *part2 = st ? st->part2 : NULL; /* the shadow (unrounded P) */
     float *chain2 = promote > 0 ? part2 : acc2;
@@ -432,7 +439,7 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
         m = m_new;
     }
     *m_out = m;
-    *sum_out = sum;
+    *sum_out = (float)sum;
 }
 
 /* ---- bf16simt: the CUDA-core BF16 kernel (gpu/decode_simt.cu, BF16x2 arithmetic policy) ----

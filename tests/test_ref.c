@@ -440,6 +440,56 @@ START_TEST(test_normalizer_uses_float_p)
 }
 END_TEST
 
+/* A strong sink: one key scores 12 above 16383 equal others, so the normalizer is ~1.1 made of one
+ * term 1 and 16383 terms exp(-12) ~ 6e-6. A float running sum rounds every one of those adds the same
+ * way and drifts (checked here: the emulated sequential float sum is off by more than 1e-5); the
+ * models keep the sum in double (dl_ref.c header, issue 13), so the lse of fp32, bf16 and fp8 (none of
+ * which rounds this Q) stays within float rounding of the scores (~1e-6 at |s| ~ 6) of the exact one. */
+START_TEST(test_normalizer_no_drift_at_strong_sink)
+{
+    const int64_t n = 16384, D = 32;
+    const int64_t lens[] = {n};
+    dl_config cfg = small_cfg(1, 1, 1, D, 16, DL_NHD, DL_E4M3, lens, 29);
+    cfg.q_dtype = DL_F32;
+    dl_case c;
+    dl_test_build(&cfg, &c);
+    copy_token0(&c, c.k_cache, 1, 1, D);
+    uint8_t *k0 = (uint8_t *)c.k_cache + test_offset(&c, 0, 0, 0);
+    double a = 0.0; /* sum of |k_d| of the common key */
+    for (int64_t d = 0; d < D; d++) a += fabs(kval(&c, 0, 1, 0, d));
+    ck_assert_msg(a > 0.0, "the common key is all zero");
+    for (int64_t d = 0; d < D; d++) k0[d] ^= 0x80u; /* the sink: the common key negated */
+    /* s_0 = +s0, every other s = -s0, s0 ~ 6; t a bf16 value so that no model rounds Q (fp8 scales Q by
+     * amax / 448: every |q_d| = t becomes the code 448 exactly) */
+    const double sm = dl_sm_scale(&c.cfg), t = dl_round_bf16((float)(6.0 / (sm * a))), s0 = sm * a * t;
+    float *q = (float *)c.q;
+    for (int64_t d = 0; d < D; d++) {
+        q[d] = (float)(kval(&c, 0, 1, 0, d) < 0.0 ? t : -t);
+        if (c.q_orig) c.q_orig[d] = q[d];
+    }
+    /* the premise: a sequential float sum of these terms drifts */
+    const float p_other = expf((float)(-2.0 * s0));
+    float fsum = 1.0f;
+    for (int64_t j = 1; j < n; j++) fsum += p_other;
+    const double dsum = 1.0 + (double)(n - 1) * (double)p_other;
+    ck_assert_msg(fabs(fsum - dsum) / dsum > 1e-5, "premise: the float sum drifts only %.3g",
+                  fabs(fsum - dsum) / dsum);
+    dl_output ex, m;
+    run_model(&c, DL_MODEL_EXACT, NULL, &ex);
+    ck_assert_msg(fabs(ex.lse[0] - (s0 + log(dsum))) < 1e-4, "exact lse %.9g, expected about %.9g", ex.lse[0],
+                  s0 + log(dsum));
+    const dl_model models[] = {DL_MODEL_FP32, DL_MODEL_BF16, DL_MODEL_FP8};
+    for (int i = 0; i < 3; i++) {
+        run_model(&c, models[i], NULL, &m);
+        const double tol = 4e-6, e = fabs(m.lse[0] - ex.lse[0]);
+        ck_assert_msg(e < tol, "%s: lse off the exact model's by %.3g (limit %.3g)", dl_model_name(models[i]), e, tol);
+        dl_output_free(&m);
+    }
+    dl_output_free(&ex);
+    dl_case_free(&c);
+}
+END_TEST
+
 /* The bf16 model folds v_scale into the output instead of rounding
  * bf16(decode(code) * v_scale) per element (dl_ref.h): on an f16 cache (where
  * bf16(decode(code)) is a real rounding), o with v_scale = s is exactly the
@@ -1257,7 +1307,7 @@ END_TEST
 
 DL_TEST_SUITE("ref", 60, NULL, NULL,
               test_lse_definition, test_share_prefix_models, test_all_keys_equal, test_dominant_key, test_length_one,
-              test_normalizer_uses_float_p, test_bf16_v_scale_folded, test_gqa_equals_mha, test_nhd_equals_hnd,
+              test_normalizer_uses_float_p, test_normalizer_no_drift_at_strong_sink, test_bf16_v_scale_folded, test_gqa_equals_mha, test_nhd_equals_hnd,
               test_page_size_and_order, test_models_near_exact_e4m3, test_models_near_exact_bf16_cache,
               test_fp8_reduced_accumulator, test_kv_block_changes_little, test_fp8_flip_allowance_bounds,
               test_deterministic_threads,
