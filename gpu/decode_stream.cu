@@ -38,6 +38,7 @@
  * is whole pages or part of one page), else SKIP.
  * Run: decodelab run FILE.h5 --variants '*-stream' --time */
 #include <cuda.h>
+#include <cstring>
 #include <mutex>
 
 #include "dl_cuda.cuh"
@@ -228,6 +229,8 @@ struct stream_params {
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds */
+    int merge_kernel;     /* DL_STREAM_MERGE=kernel: split tasks are merged by stream_merge_kernel, launched
+                           * after the decode kernel, instead of by the warp that finishes a task's last segment */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -266,6 +269,7 @@ __device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *emp
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
                                                    int t, int G, size_t row0, int lane)
 {
+    if (sp.merge_kernel) return; /* stream_merge_kernel merges every split task after this launch */
     const int32_t *task_ptr = seg_out + sp.num_segs;
     int *tickets = (int *)(task_ptr + sp.num_tasks + 1);
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
@@ -278,6 +282,70 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
         __threadfence();
         merge_task(a, seg_out, k0, k1, G, row0, lane);
         if (lane == 0) tickets[t] = 0; /* ready for the next launch */
+    }
+}
+
+/* DL_STREAM_MERGE=kernel (issue 10, attempt #15; default off until measured): the split tasks' partials
+ * merged by a second kernel, one CTA per (task, query head), MERGE_THREADS threads: thread (sub, col) takes
+ * the 4-float column col of o over the segments k0 + sub, k0 + sub + SUB, ...; in the models' form
+ * (merge_segments in ref/dl_ref.c): M = max lse_i first (a block reduction), then w_i = expf(lse_i - M), o =
+ * sum w_i o_i / sum w_i, lse = M + logf(sum w_i), the SUB partial sums added in sub order. So a task's
+ * segments are merged by up to MERGE_THREADS threads instead of one warp, and the plan may cut a task into
+ * more segments (DL_STREAM_MAX_SEGS): the one-warp merge made 64 segments slower than 32 at B1 L32768.
+ * Launched with programmatic stream serialization; griddepcontrol.wait holds it until the decode kernel's
+ * writes are complete and visible. Tasks of one segment (written in place) return at once. */
+constexpr int kMergeThreads = 256;
+__global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, const int32_t *plan,
+                                                                     int num_slots, int num_segs)
+{
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / 4;
+    const int t = blockIdx.x / G, head = blockIdx.x % G;
+    const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
+    const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
+    if (k1 - k0 < 2) return;
+    const float *ws = (const float *)a.workspace;
+    __shared__ float red[kMergeThreads];
+    __shared__ float4 part_o[kMergeThreads];
+    float M = -INFINITY;
+    for (int k = k0 + (int)threadIdx.x; k < k1; k += kMergeThreads)
+        M = fmaxf(M, __ldcg(ws + ((size_t)seg_out[k] * G + head) * (D + 1) + D));
+    red[threadIdx.x] = M;
+    __syncthreads();
+    for (int w = kMergeThreads / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
+        __syncthreads();
+    }
+    M = red[0];
+    __syncthreads();
+    const int SUB = kMergeThreads / cols, sub = (int)threadIdx.x / cols, col = (int)threadIdx.x % cols;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float den = 0.0f;
+    if (sub < SUB) {
+        for (int k = k0 + sub; k < k1; k += SUB) {
+            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
+            const float w = M == -INFINITY ? 0.0f : expf(__ldcg(p + D) - M);
+            const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
+                                         __ldcg(p + 4 * col + 3)); /* rows of D + 1 floats: not 16-byte aligned */
+            acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
+            den += w;
+        }
+        part_o[threadIdx.x] = acc;
+        if (col == 0) red[sub] = den;
+    }
+    __syncthreads();
+    if (sub == 0) {
+        float4 o = part_o[col];
+        float W = red[0];
+        for (int i = 1; i < SUB; i++) {
+            const float4 x = part_o[i * cols + col];
+            o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
+            W += red[i];
+        }
+        const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
+        float *out = a.o + row * D + 4 * col;
+        out[0] = o.x / W; out[1] = o.y / W; out[2] = o.z / W; out[3] = o.w / W;
+        if (col == 0) a.lse[row] = M + logf(W);
     }
 }
 
@@ -1291,6 +1359,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    int merge;    /* DL_STREAM_MERGE: 0 ticket (the default), 1 kernel */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1336,9 +1405,23 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry,
+                        m->merge};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
+    if (m->merge && pl->num_partials > 0 && !m->dry) { /* attempt #15: the split tasks' merge as a second kernel */
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads)));
+        cfg.blockDim = dim3(kMergeThreads);
+        cfg.stream = (cudaStream_t)a->stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, stream_merge_kernel, *a, (const int32_t *)pl->dev, pl->num_slots,
+                                         pl->num_segs));
+    }
     return 0;
 }
 template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
@@ -1427,12 +1510,18 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry;
+    int min_tiles, max_segs, promo_bytes, dry, merge = 0;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    if (const char *e = getenv("DL_STREAM_MERGE")) { /* who merges a split task: attempt #15, gpu/NOTES.md */
+        if (!strcmp(e, "kernel")) merge = 1;
+        else if (strcmp(e, "ticket"))
+            return dl_fail("DL_STREAM_MERGE: '%s' is not 'ticket' (the default: the warp that finishes a task's last "
+                           "segment) or 'kernel' (a second kernel, one CTA per task and query head)", e);
+    }
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -1450,6 +1539,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
+    maps->merge = merge;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);
