@@ -32,12 +32,13 @@
  * running max per 64-token tile, P rounded to bf16 before P*V (the hw variant
  * then converts that bf16 value to f16: exact above 2^-14, P below it loses low
  * bits, a relative contribution < 2^-14), scales folded into score and output.
- * Last-tile rows past the sequence end are masked by select (scores -inf, V codes
- * zeroed) so stale or poisoned shared memory never reaches an MMA.
+ * Last-tile rows past the sequence end are masked (scores -inf by select, V rows
+ * zeroed in shared memory: zero_tail_rows) so stale or poisoned bytes never reach an MMA.
  * Layout constraints: page_size must divide 64 or be a multiple of 64 (a tile
  * is whole pages or part of one page), else SKIP.
  * Run: decodelab run FILE.h5 --variants '*-stream' --time */
 #include <cuda.h>
+#include <climits>
 #include <cstring>
 #include <mutex>
 
@@ -229,8 +230,6 @@ struct stream_params {
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds */
-    int merge_kernel;     /* DL_STREAM_MERGE=kernel: split tasks are merged by stream_merge_kernel, launched
-                           * after the decode kernel, instead of by the warp that finishes a task's last segment */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -269,7 +268,6 @@ __device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *emp
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
                                                    int t, int G, size_t row0, int lane)
 {
-    if (sp.merge_kernel) return; /* stream_merge_kernel merges every split task after this launch */
     const int32_t *task_ptr = seg_out + sp.num_segs;
     int *tickets = (int *)(task_ptr + sp.num_tasks + 1);
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
@@ -293,10 +291,18 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * segments are merged by up to MERGE_THREADS threads instead of one warp, and the plan may cut a task into
  * more segments (DL_STREAM_MAX_SEGS): the one-warp merge made 64 segments slower than 32 at B1 L32768.
  * Launched with programmatic stream serialization; griddepcontrol.wait holds it until the decode kernel's
- * writes are complete and visible. Tasks of one segment (written in place) return at once. */
+ * writes are complete and visible. Tasks of one segment (written in place) return at once. The decode
+ * kernels are not told: in this mode the plan's tickets start parked (kParkedTicket, set by make_plan) so
+ * that no warp's count reaches its task's last segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
-__global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, const int32_t *plan,
-                                                                     int num_slots, int num_segs)
+constexpr int kParkedTicket = INT_MIN / 2;
+/* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
+__host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, int num_tasks)
+{
+    return num_slots + 1 + 4 * num_segs + num_tasks + 1;
+}
+__global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
+                                                                     int num_slots, int num_segs, int num_tasks)
 {
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
     const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / 4;
@@ -304,6 +310,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
     if (k1 - k0 < 2) return;
+    if (head == 0 && threadIdx.x == 0) plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
     const float *ws = (const float *)a.workspace;
     __shared__ float red[kMergeThreads];
     __shared__ float4 part_o[kMergeThreads];
@@ -1405,11 +1412,10 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry,
-                        m->merge};
+    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
-    if (m->merge && pl->num_partials > 0 && !m->dry) { /* attempt #15: the split tasks' merge as a second kernel */
+    if (m->merge && pl->num_partials > 0) { /* attempt #15: the split tasks' merge as a second kernel */
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -1419,8 +1425,8 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         cfg.stream = (cudaStream_t)a->stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, stream_merge_kernel, *a, (const int32_t *)pl->dev, pl->num_slots,
-                                         pl->num_segs));
+        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, stream_merge_kernel, *a, (int32_t *)pl->dev, pl->num_slots,
+                                         pl->num_segs, pl->num_tasks));
     }
     return 0;
 }
@@ -1561,6 +1567,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->sched_begin = p.sched_begin;
     const int G = a->num_qo_heads / a->num_kv_heads;
     out->workspace_bytes = (size_t)p.num_partials * G * (a->head_dim + 1) * sizeof(float);
+    if (merge) /* DL_STREAM_MERGE=kernel: no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
+        for (int t = 0; t < p.num_tasks; t++)
+            p.buf[plan_tickets_at(p.num_slots, p.num_segs, p.num_tasks) + t] = kParkedTicket;
     cudaError_t e = cudaMalloc(&out->dev, p.buf_len * sizeof(int32_t));
     if (e == cudaSuccess)
         e = cudaMemcpy(out->dev, p.buf, p.buf_len * sizeof(int32_t), cudaMemcpyHostToDevice);

@@ -16,7 +16,8 @@
  * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
  * workspace slot of a partial; task_ptr lists each task's segments in token order;
  * tickets (zero, and left zero by every launch) count the finished segments of a
- * split task so that the last one merges the partials. */
+ * split task so that the last one merges the partials (with DL_STREAM_MERGE=kernel they
+ * start parked far below zero, so that none does, and the merge kernel parks them again). */
 #ifndef DL_PLAN_H
 #define DL_PLAN_H
 

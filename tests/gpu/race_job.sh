@@ -8,6 +8,7 @@
 set -uo pipefail
 : "${OUT:?set OUT}"
 REPS=${REPS:-3}
+[[ $REPS =~ ^[1-9][0-9]?$ ]] || { echo "race_job: REPS='$REPS' is not an integer in 1..99" >&2; exit 2; }
 VARIANTS=${VARIANTS:-"bf16-cast-stream,bf16-fast-stream,bf16-hw-stream"}
 T=/tmp/race; rm -rf "$T"; mkdir -p "$T" "$OUT"
 for b in new old; do
