@@ -295,6 +295,11 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * kernels are not told: in this mode the plan's tickets start parked (kParkedTicket, set by make_plan) so
  * that no warp's count reaches its task's last segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
+/* DL_STREAM_MERGE=auto picks the kernel when some task has at least this many segments. Measured on the H200
+ * (2026-12-03, results/h200_2026-12-03c/): with tasks of 2-3 segments (llama3-8B B64 L1024, the 70B shape B64
+ * L4096) the kernel cost 3-8 us (its launch and the merge after the last tile instead of beside other warps'
+ * work); with 25 (B4 L32768) it saved 13 us and with 32-96 (B1 L32768) 13-16 us. 8 lies between. */
+constexpr int kMergeKernelSegs = 8;
 constexpr int kParkedTicket = INT_MIN / 2;
 /* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
 __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, int num_tasks)
@@ -1516,18 +1521,24 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry, merge = 0;
+    int min_tiles, max_segs, promo_bytes, dry, merge;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
-    DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, 32, &max_segs));
+    /* who merges a split task (attempt #15, gpu/NOTES.md): 0 the warp that finishes its last segment
+     * (ticket), 1 a second kernel (kernel), -1 auto: the kernel when some task is cut into at least
+     * kMergeKernelSegs segments, which also lets the plan cut tasks finer (max_segs 96 instead of 32) */
+    if (const char *e = getenv("DL_STREAM_MERGE")) {
+        if (!strcmp(e, "kernel")) merge = 1;
+        else if (!strcmp(e, "auto")) merge = -1;
+        else if (strcmp(e, "ticket"))
+            return dl_fail("DL_STREAM_MERGE: '%s' is not 'auto' (the default: 'kernel' when some task has at least %d "
+                           "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment) or "
+                           "'kernel' (a second kernel, one CTA per task and query head)",
+                           e, kMergeKernelSegs);
+    } else merge = -1;
+    DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, merge ? 96 : 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
-    if (const char *e = getenv("DL_STREAM_MERGE")) { /* who merges a split task: attempt #15, gpu/NOTES.md */
-        if (!strcmp(e, "kernel")) merge = 1;
-        else if (strcmp(e, "ticket"))
-            return dl_fail("DL_STREAM_MERGE: '%s' is not 'ticket' (the default: the warp that finishes a task's last "
-                           "segment) or 'kernel' (a second kernel, one CTA per task and query head)", e);
-    }
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -1545,7 +1556,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
-    maps->merge = merge;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);
@@ -1557,6 +1567,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     }
+    if (merge < 0) merge = dl_plan_max_task_segs(&p) >= kMergeKernelSegs;
+    if (p.num_partials == 0) merge = 0; /* nothing to merge */
+    maps->merge = merge;
+    out->merge_kernel = merge;
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;

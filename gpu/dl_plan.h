@@ -48,6 +48,8 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
+/* The most segments any one task was cut into (1: no task is split). */
+int dl_plan_max_task_segs(const dl_plan *p);
 /* Frees the host arrays (not p->dev). */
 void dl_plan_free(dl_plan *p);
 

@@ -119,3 +119,13 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
     free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
     return rc;
 }
+
+int dl_plan_max_task_segs(const dl_plan *p)
+{
+    int most = 0;
+    for (int t = 0; t < p->num_tasks; t++) {
+        const int n = (int)(p->sched_indptr[t + 1] - p->sched_indptr[t]);
+        most = n > most ? n : most;
+    }
+    return most;
+}

@@ -130,7 +130,20 @@ START_TEST(test_long_single_request_splits)
         ck_assert_int_ge(v.task_ptr[t + 1] - v.task_ptr[t], 33);
         ck_assert_int_le(v.task_ptr[t + 1] - v.task_ptr[t], 34);
     }
+    const int most = dl_plan_max_task_segs(&p);
+    ck_assert(most == 33 || most == 34);
     dl_plan_free(&p);
+    /* the seed case: 512 tasks of 16 tiles, slots of 10-11 tiles: no task in more than 3 segments */
+    int32_t seed[64];
+    for (int b = 0; b < 64; b++) seed[b] = 1024;
+    ck_assert_int_eq(dl_plan_build(64, 8, seed, 64, 3, 264, 4, &p), 0);
+    ck_assert_int_ge(dl_plan_max_task_segs(&p), 2);
+    ck_assert_int_le(dl_plan_max_task_segs(&p), 3);
+    dl_plan_free(&p);
+    /* one CTA with many warps and few tiles: nothing split */
+    const int32_t two[2] = {64, 64};
+    ck_assert_int_eq(dl_plan_build(2, 1, two, 64, 3, 1, 4, &p), 0);
+    ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
     check_plan(1, 8, len, 64, 3, 264, 16);
 }
 END_TEST

@@ -7,28 +7,47 @@
 # bf16-hw-stream at both cases; the report is exported as its SASS source page (CSV) and the 25 PCs with
 # the most samples are printed with their instruction and their top stall reasons, so that a consumer's
 # wait on its full barrier (SYNCS / mbarrier try_wait), on its MMAs or on shared-memory loads tells which.
-# Expects .carry/decodelab.gz. Writes $OUT/consumer_ncu.tgz (reports, CSVs, logs); prints the tables last.
+# Environment: VARIANT (default bf16-hw-stream), CASES (default "b128_l4096 b1_l32768"), BINS ("new", or
+# "new old" to profile .carry/decodelab-old.gz as well, e.g. the build before a change that regressed).
+# Expects .carry/decodelab.gz. Writes $OUT/consumer_ncu.tgz (CSVs, details, logs; not the reports, 33 MB
+# each); prints the tables last.
 set -uo pipefail
 : "${OUT:?set OUT}"
+VARIANT=${VARIANT:-bf16-hw-stream}
+CASES=${CASES:-"b128_l4096 b1_l32768"}
+BINS=${BINS:-new}
 mkdir -p "$OUT"
-gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
 T=/tmp/consumer_ncu; rm -rf "$T"; mkdir -p "$T"
 status=0
-for c in "b128_l4096:--batch 128 --seq-len 4096" "b1_l32768:--batch 1 --seq-len 32768"; do
-    name=${c%%:*}; args=${c#*:}
-    g="$T/$name.h5"
-    /tmp/dl golden --preset llama3-8b $args --kv-dtype e4m3 --kv-scale absmax-tensor --models exact,bf16 --seed 1 \
-        --out "$g" > "$T/golden_$name.log" 2>&1 || { echo "golden $name failed"; status=2; continue; }
-    ncu --section SourceCounters --section WarpStateStats --section SpeedOfLight --import-source yes \
-        -k 'regex:stream_decode' -c 1 -o "$T/$name" -f /tmp/dl run "$g" --variants bf16-hw-stream \
-        > "$T/ncu_$name.log" 2>&1 || status=1
-    ncu -i "$T/$name.ncu-rep" --page source --csv --print-source sass > "$T/source_$name.csv" 2> "$T/source_$name.err" || status=1
-    ncu -i "$T/$name.ncu-rep" --page details > "$T/details_$name.txt" 2>&1 || status=1
+for b in $BINS; do
+    case $b in new) src=.carry/decodelab.gz ;; old) src=.carry/decodelab-old.gz ;;
+               *) echo "consumer_ncu_job: BINS entries are 'new' or 'old', not '$b'" >&2; exit 2 ;; esac
+    [ -f "$src" ] || { echo "consumer_ncu_job: $src missing" >&2; exit 2; }
+    gunzip -c "$src" > "/tmp/dl-$b" && chmod +x "/tmp/dl-$b"
+done
+for c in $CASES; do
+    case $c in b128_l4096) args="--batch 128 --seq-len 4096" ;; b1_l32768) args="--batch 1 --seq-len 32768" ;;
+               b4_l32768) args="--batch 4 --seq-len 32768" ;;
+               *) echo "consumer_ncu_job: unknown case '$c' (b128_l4096 b1_l32768 b4_l32768)" >&2; exit 2 ;; esac
+    g="$T/$c.h5"
+    models=exact,bf16; case $VARIANT in fp8-*) models=exact,bf16,fp8wg ;; esac
+    "/tmp/dl-${BINS%% *}" golden --preset llama3-8b $args --kv-dtype e4m3 --kv-scale absmax-tensor --models $models \
+        --seed 1 --out "$g" > "$T/golden_$c.log" 2>&1 || { echo "golden $c failed"; status=2; continue; }
+    for b in $BINS; do
+        name=${c}_$b
+        ncu --section SourceCounters --section WarpStateStats --section SpeedOfLight --import-source yes \
+            -k 'regex:stream_decode_kernel|wgmma_decode_kernel' -c 1 -o "$T/$name" -f "/tmp/dl-$b" run "$g" --variants "$VARIANT" \
+            > "$T/ncu_$name.log" 2>&1 || status=1
+        ncu -i "$T/$name.ncu-rep" --page source --csv --print-source sass > "$T/source_$name.csv" 2> "$T/source_$name.err" || status=1
+        ncu -i "$T/$name.ncu-rep" --page details > "$T/details_$name.txt" 2>&1 || status=1
+        rm -f "$T/$name.ncu-rep"
+    done
     rm -f "$g"
 done
 tar czf "$OUT/consumer_ncu.tgz" -C /tmp consumer_ncu
-for name in b128_l4096 b1_l32768; do
-    echo "== bf16-hw-stream $name: duration and warp state"
+for c in $CASES; do for b in $BINS; do
+    name=${c}_$b
+    echo "== $VARIANT $name: duration and warp state"
     grep -E "^\s+(Duration|Warp Cycles Per Issued|Warp Cycles Per Executed)" "$T/details_$name.txt" | head -4
     python3 - "$T/source_$name.csv" <<'PY'
 import csv, sys
@@ -59,5 +78,5 @@ for r in sorted(body, key=lambda r: -num(r[samp[0]]))[:25]:
     print("  %5.1f %%  %-60s %s" % (100 * num(r[samp[0]]) / total, r[src].strip()[:60],
                                    ", ".join("%s %.0f" % (n, v) for v, n in reasons if v > 0)))
 PY
-done
+done; done
 exit $status
