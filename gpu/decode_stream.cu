@@ -296,10 +296,11 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * that no warp's count reaches its task's last segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
 /* DL_STREAM_MERGE=auto picks the kernel when some task has at least this many segments. Measured on the H200
- * (2026-12-03, results/h200_2026-12-03c/): with tasks of 2-3 segments (llama3-8B B64 L1024, the 70B shape B64
- * L4096) the kernel cost 3-8 us (its launch and the merge after the last tile instead of beside other warps'
- * work); with 25 (B4 L32768) it saved 13 us and with 32-96 (B1 L32768) 13-16 us. 8 lies between. */
-constexpr int kMergeKernelSegs = 8;
+ * (2026-12-03, results/h200_2026-12-03c/): with tasks of at most 3 segments (llama3-8B B64 L1024, the 70B
+ * shape B64 L4096) the kernel cost 4-8 us (its launch, and the merge after the last tile instead of beside
+ * other warps' work); with 4-6 (fp8-none-wgmma at B16 L8192) it saved 4 us, with 25 (B4 L32768) 13 us and
+ * with 32-96 (B1 L32768) 13-16 us. */
+constexpr int kMergeKernelSegs = 4;
 constexpr int kParkedTicket = INT_MIN / 2;
 /* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
 __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, int num_tasks)
@@ -1371,7 +1372,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
-    int merge;    /* DL_STREAM_MERGE: 0 ticket (the default), 1 kernel */
+    int merge;    /* who merges split tasks: 0 ticket, 1 kernel (DL_STREAM_MERGE, resolved) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1521,7 +1522,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry, merge;
+    int min_tiles, max_segs, promo_bytes, dry, merge = -1;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     /* who merges a split task (attempt #15, gpu/NOTES.md): 0 the warp that finishes its last segment
@@ -1530,12 +1531,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (const char *e = getenv("DL_STREAM_MERGE")) {
         if (!strcmp(e, "kernel")) merge = 1;
         else if (!strcmp(e, "auto")) merge = -1;
-        else if (strcmp(e, "ticket"))
+        else if (!strcmp(e, "ticket")) merge = 0;
+        else
             return dl_fail("DL_STREAM_MERGE: '%s' is not 'auto' (the default: 'kernel' when some task has at least %d "
                            "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment) or "
                            "'kernel' (a second kernel, one CTA per task and query head)",
                            e, kMergeKernelSegs);
-    } else merge = -1;
+    }
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, merge ? 96 : 32, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */

@@ -10,7 +10,7 @@
 #   boundaries +-1 (explicit --seq-len list) up to 1000 tokens.
 # Each file is run with --splits 1, --splits 4 and --splits auto, and once more with --splits auto and
 # DL_STREAM_MERGE=kernel ("kmerge": the planned variants' split tasks merged by the merge kernel, which
-# the default 'auto' picks only for tasks of 8 or more segments, longer than these cases).
+# the default 'auto' picks only when some task has 4 or more segments).
 # Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
 # tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
 #
