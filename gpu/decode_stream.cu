@@ -283,24 +283,19 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
     }
 }
 
-/* DL_STREAM_MERGE=kernel (issue 10, attempt #15; default off until measured): the split tasks' partials
- * merged by a second kernel, one CTA per (task, query head), MERGE_THREADS threads: thread (sub, col) takes
- * the 4-float column col of o over the segments k0 + sub, k0 + sub + SUB, ...; in the models' form
- * (merge_segments in ref/dl_ref.c): M = max lse_i first (a block reduction), then w_i = expf(lse_i - M), o =
- * sum w_i o_i / sum w_i, lse = M + logf(sum w_i), the SUB partial sums added in sub order. So a task's
- * segments are merged by up to MERGE_THREADS threads instead of one warp, and the plan may cut a task into
- * more segments (DL_STREAM_MAX_SEGS): the one-warp merge made 64 segments slower than 32 at B1 L32768.
- * Launched with programmatic stream serialization; griddepcontrol.wait holds it until the decode kernel's
- * writes are complete and visible. Tasks of one segment (written in place) return at once. The decode
- * kernels are not told: in this mode the plan's tickets start parked (kParkedTicket, set by make_plan) so
- * that no warp's count reaches its task's last segment, and this kernel parks them again after each launch. */
+/* The merge kernel (issue 10, attempt #15; DL_STREAM_MERGE=kernel, or auto for plans with long tasks:
+ * dl_plan.h): the split tasks' partials merged by a second kernel, one CTA per (task, query head),
+ * MERGE_THREADS threads: thread (sub, col) takes the 4-float column col of o over the segments k0 + sub,
+ * k0 + sub + SUB, ...; in the models' form (merge_segments in ref/dl_ref.c): M = max lse_i first (a block
+ * reduction), then w_i = expf(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + logf(sum w_i), the SUB
+ * partial sums added in sub order. So a task's segments are merged by up to MERGE_THREADS threads instead
+ * of one warp, and the plan may cut a task into more segments (DL_STREAM_MAX_SEGS): the one-warp merge
+ * made 64 segments slower than 32 at B1 L32768. Launched with programmatic stream serialization;
+ * griddepcontrol.wait holds it until the decode kernel's writes are complete and visible. Tasks of one
+ * segment (written in place) return at once. The decode kernels are not told: in this mode the plan's
+ * tickets start parked (kParkedTicket, set by make_plan) so that no warp's count reaches its task's last
+ * segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
-/* DL_STREAM_MERGE=auto picks the kernel when some task has at least this many segments. Measured on the H200
- * (2026-12-03, results/h200_2026-12-03c/): with tasks of at most 3 segments (llama3-8B B64 L1024, the 70B
- * shape B64 L4096) the kernel cost 4-8 us (its launch, and the merge after the last tile instead of beside
- * other warps' work); with 4-6 (fp8-none-wgmma at B16 L8192) it saved 4 us, with 25 (B4 L32768) 13 us and
- * with 32-96 (B1 L32768) 13-16 us. */
-constexpr int kMergeKernelSegs = 4;
 constexpr int kParkedTicket = INT_MIN / 2;
 /* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
 __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, int num_tasks)
@@ -1522,23 +1517,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry, merge = -1;
+    int min_tiles, max_segs, promo_bytes, dry, merge;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
-    /* who merges a split task (attempt #15, gpu/NOTES.md): 0 the warp that finishes its last segment
-     * (ticket), 1 a second kernel (kernel), -1 auto: the kernel when some task is cut into at least
-     * kMergeKernelSegs segments, which also lets the plan cut tasks finer (max_segs 96 instead of 32) */
-    if (const char *e = getenv("DL_STREAM_MERGE")) {
-        if (!strcmp(e, "kernel")) merge = 1;
-        else if (!strcmp(e, "auto")) merge = -1;
-        else if (!strcmp(e, "ticket")) merge = 0;
-        else
-            return dl_fail("DL_STREAM_MERGE: '%s' is not 'auto' (the default: 'kernel' when some task has at least %d "
-                           "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment) or "
-                           "'kernel' (a second kernel, one CTA per task and query head)",
-                           e, kMergeKernelSegs);
-    }
-    DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20, merge ? 96 : 32, &max_segs));
+    DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
+    DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
+                merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
@@ -1569,8 +1553,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     }
-    if (merge < 0) merge = dl_plan_max_task_segs(&p) >= kMergeKernelSegs;
-    if (p.num_partials == 0) merge = 0; /* nothing to merge */
+    merge = dl_plan_pick_merge(merge, &p);
     maps->merge = merge;
     out->merge_kernel = merge;
     out->warps = p.warps;

@@ -50,6 +50,26 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
                   dl_plan *p);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
+
+/* Who merges the partials of a split task (issue 10, attempt #15; gpu/NOTES.md):
+ * the warp that finishes the task's last segment (TICKET), or a second kernel
+ * (KERNEL); AUTO takes the kernel when some task has at least
+ * DL_PLAN_MERGE_KERNEL_SEGS segments. Measured on the H200 (2026-12-03,
+ * results/h200_2026-12-03c/): with tasks of at most 3 segments the kernel cost
+ * 3-8 us (its launch, and the merge after the last tile instead of beside other
+ * warps' work); with 4-6 it saved 4 us, with ~25 13 us, with 32-96 13-16 us.
+ * With the kernel a task may be cut finer (DL_PLAN_MAX_SEGS_KERNEL segments
+ * instead of DL_PLAN_MAX_SEGS_TICKET: one warp merging 64 was slower than 32). */
+enum { DL_MERGE_AUTO = -1, DL_MERGE_TICKET = 0, DL_MERGE_KERNEL = 1 };
+#define DL_PLAN_MERGE_KERNEL_SEGS 4
+#define DL_PLAN_MAX_SEGS_TICKET 32
+#define DL_PLAN_MAX_SEGS_KERNEL 96
+/* The mode named by the DL_STREAM_MERGE value s (NULL or "auto": AUTO). Returns
+ * 0, or dl_fail() naming the variable and the value. */
+int dl_plan_merge_mode(const char *s, int *mode);
+/* The merge a launch of plan p runs in mode (AUTO resolved; TICKET when no task
+ * is split, since then there is nothing to merge). */
+int dl_plan_pick_merge(int mode, const dl_plan *p);
 /* Frees the host arrays (not p->dev). */
 void dl_plan_free(dl_plan *p);
 

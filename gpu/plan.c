@@ -129,3 +129,24 @@ int dl_plan_max_task_segs(const dl_plan *p)
     }
     return most;
 }
+
+int dl_plan_merge_mode(const char *s, int *mode)
+{
+    if (!s || !strcmp(s, "auto")) *mode = DL_MERGE_AUTO;
+    else if (!strcmp(s, "ticket")) *mode = DL_MERGE_TICKET;
+    else if (!strcmp(s, "kernel")) *mode = DL_MERGE_KERNEL;
+    else
+        return dl_fail("DL_STREAM_MERGE: '%s' is not 'auto' (the default: 'kernel' when some task has at least %d "
+                       "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment) or "
+                       "'kernel' (a second kernel, one CTA per task and query head)",
+                       s, DL_PLAN_MERGE_KERNEL_SEGS);
+    return 0;
+}
+
+int dl_plan_pick_merge(int mode, const dl_plan *p)
+{
+    if (p->num_partials == 0) return DL_MERGE_TICKET;
+    if (mode == DL_MERGE_AUTO)
+        return dl_plan_max_task_segs(p) >= DL_PLAN_MERGE_KERNEL_SEGS ? DL_MERGE_KERNEL : DL_MERGE_TICKET;
+    return mode;
+}

@@ -144,7 +144,56 @@ START_TEST(test_long_single_request_splits)
     const int32_t two[2] = {64, 64};
     ck_assert_int_eq(dl_plan_build(2, 1, two, 64, 3, 1, 4, &p), 0);
     ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
+    dl_plan_free(&p);
     check_plan(1, 8, len, 64, 3, 264, 16);
+}
+END_TEST
+
+/* DL_STREAM_MERGE: every value parsed to its mode (a value left unset once ran the merge kernel for
+ * 'ticket'), a bad one refused by name, and auto resolved by the plan's longest task */
+START_TEST(test_merge_mode)
+{
+    int m = 99;
+    ck_assert_int_eq(dl_plan_merge_mode(NULL, &m), 0);
+    ck_assert_int_eq(m, DL_MERGE_AUTO);
+    m = 99;
+    ck_assert_int_eq(dl_plan_merge_mode("auto", &m), 0);
+    ck_assert_int_eq(m, DL_MERGE_AUTO);
+    m = 99;
+    ck_assert_int_eq(dl_plan_merge_mode("ticket", &m), 0);
+    ck_assert_int_eq(m, DL_MERGE_TICKET);
+    m = 99;
+    ck_assert_int_eq(dl_plan_merge_mode("kernel", &m), 0);
+    ck_assert_int_eq(m, DL_MERGE_KERNEL);
+    ck_assert_int_ne(dl_plan_merge_mode("Kernel", &m), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_MERGE: 'Kernel' is not") != NULL);
+    ck_assert_int_ne(dl_plan_merge_mode("", &m), 0);
+
+    dl_plan p;
+    /* B1 L32768 on 264 x 3 warps with the kernel's segment cap: tasks of 512 tiles in ~86 segments */
+    const int32_t one[1] = {32768};
+    ck_assert_int_eq(dl_plan_build(1, 8, one, 64, 3, 264, (512 + DL_PLAN_MAX_SEGS_KERNEL - 1) / DL_PLAN_MAX_SEGS_KERNEL,
+                                   &p), 0);
+    ck_assert_int_ge(dl_plan_max_task_segs(&p), DL_PLAN_MERGE_KERNEL_SEGS);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_AUTO, &p), DL_MERGE_KERNEL);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_TICKET, &p), DL_MERGE_TICKET);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_KERNEL, &p), DL_MERGE_KERNEL);
+    dl_plan_free(&p);
+    /* the seed case (B64 L1024): at most 3 segments a task, so auto keeps the ticket */
+    int32_t seed[64];
+    for (int b = 0; b < 64; b++) seed[b] = 1024;
+    ck_assert_int_eq(dl_plan_build(64, 8, seed, 64, 3, 264, 4, &p), 0);
+    ck_assert_int_gt(p.num_partials, 0);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_AUTO, &p), DL_MERGE_TICKET);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_KERNEL, &p), DL_MERGE_KERNEL);
+    dl_plan_free(&p);
+    /* nothing split: nothing to merge, whatever the mode */
+    const int32_t two[2] = {64, 64};
+    ck_assert_int_eq(dl_plan_build(2, 1, two, 64, 3, 1, 4, &p), 0);
+    ck_assert_int_eq(p.num_partials, 0);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_KERNEL, &p), DL_MERGE_TICKET);
+    ck_assert_int_eq(dl_plan_pick_merge(DL_MERGE_AUTO, &p), DL_MERGE_TICKET);
+    dl_plan_free(&p);
 }
 END_TEST
 
@@ -161,4 +210,5 @@ START_TEST(test_bad_arguments)
 END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
-              test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments)
+              test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
+              test_merge_mode)
