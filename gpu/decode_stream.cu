@@ -1517,12 +1517,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry, merge;
+    int min_tiles, max_segs, promo_bytes, dry, merge, waves;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
+    DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 0, &waves));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
@@ -1548,8 +1549,16 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     out->host = maps;
+    int plan_ctas = sms * per_sm, plan_min_tiles = min_tiles;
+    if (waves) { /* DL_STREAM_WAVES=1: whole waves when min_tiles binds (dl_plan.h, attempt #16) */
+        int64_t num_tiles = 0;
+        for (int b = 0; b < a->batch_size; b++)
+            num_tiles += (int64_t)a->num_kv_heads * ((h_seq_len[b] + kTile - 1) / kTile);
+        const int c = dl_plan_wave_ctas(num_tiles, sh.W, sms, sms * per_sm, min_tiles);
+        if (c) plan_ctas = c, plan_min_tiles = 1;
+    }
     dl_plan p;
-    if (dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms * per_sm, min_tiles, &p)) {
+    if (dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, plan_ctas, plan_min_tiles, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }

@@ -48,6 +48,15 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
+/* Whole waves (DL_STREAM_WAVES=1; issue 10, attempt #16): when min_tiles leaves a
+ * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
+ * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
+ * max_ctas), for the caller to build the plan with as max_ctas and min_tiles 1,
+ * so that every SM runs the same number of CTAs; 0 to leave the plan as it is
+ * (it fills max_ctas or whole waves already, or is under half a wave: a small
+ * case). Example: llama3-8B B1 L32768 on 132 SMs, 3 warps a CTA, min_tiles 6:
+ * 228 CTAs (96 SMs run two, 36 run one); rounded, 264 (5.2 tiles a warp). */
+int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

@@ -150,3 +150,15 @@ int dl_plan_pick_merge(int mode, const dl_plan *p)
         return dl_plan_max_task_segs(p) >= DL_PLAN_MERGE_KERNEL_SEGS ? DL_MERGE_KERNEL : DL_MERGE_TICKET;
     return mode;
 }
+
+int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles)
+{
+    if (num_tiles < 1 || warps < 1 || sms < 1 || max_ctas < sms || min_tiles < 1) return 0;
+    /* the CTAs dl_plan_build would use: no run shorter than min_tiles, whole CTAs */
+    const int64_t by_len = (num_tiles + min_tiles - 1) / min_tiles;
+    const int64_t ctas = (by_len + warps - 1) / warps;
+    if (ctas >= max_ctas || ctas % sms == 0) return 0;
+    const int64_t waves = (ctas + sms / 2) / sms; /* nearest, ties up */
+    if (waves < 1) return 0; /* under half a wave: a small case, left to min_tiles */
+    return (int)(waves * sms > max_ctas ? max_ctas : waves * sms);
+}

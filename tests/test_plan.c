@@ -209,6 +209,37 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
+/* whole waves: a plan left short of max_ctas by min_tiles rounded to the nearest multiple of the SMs */
+START_TEST(test_wave_ctas)
+{
+    /* B1 L32768 (4096 tiles), 3 warps, 132 SMs x 2: min_tiles 6 gives 228 CTAs -> 264 */
+    ck_assert_int_eq(dl_plan_wave_ctas(4096, 3, 132, 264, 6), 264);
+    /* min_tiles 16: 86 CTAs -> one wave */
+    ck_assert_int_eq(dl_plan_wave_ctas(4096, 3, 132, 264, 16), 132);
+    /* fp8-none-wgmma (2 warpgroups a CTA) min_tiles 16: 128 -> 132; min 8: 256 -> 264 */
+    ck_assert_int_eq(dl_plan_wave_ctas(4096, 2, 132, 264, 16), 132);
+    ck_assert_int_eq(dl_plan_wave_ctas(4096, 2, 132, 264, 8), 264);
+    /* already full (B4 L32768: 16384 tiles) or already whole waves: no change */
+    ck_assert_int_eq(dl_plan_wave_ctas(16384, 3, 132, 264, 6), 0);
+    ck_assert_int_eq(dl_plan_wave_ctas(132 * 3 * 4, 3, 132, 264, 4), 0);
+    /* under half a wave (a small case): left to min_tiles; just over half: up to one wave */
+    ck_assert_int_eq(dl_plan_wave_ctas(100, 3, 132, 264, 4), 0);
+    ck_assert_int_eq(dl_plan_wave_ctas(66 * 3 * 4, 3, 132, 264, 4), 132);
+    ck_assert_int_eq(dl_plan_wave_ctas(65 * 3 * 4, 3, 132, 264, 4), 0);
+    /* a rounded count builds a plan of exactly that many CTAs, every slot busy */
+    const int32_t len[1] = {32768};
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build(1, 8, len, 64, 3, dl_plan_wave_ctas(4096, 3, 132, 264, 6), 1, &p), 0);
+    ck_assert_int_eq(p.ctas, 264);
+    ck_assert_int_eq(p.num_slots, 792);
+    dl_plan_free(&p);
+    check_plan(1, 8, len, 64, 3, 264, 1);
+    /* bad arguments: no change */
+    ck_assert_int_eq(dl_plan_wave_ctas(0, 3, 132, 264, 6), 0);
+    ck_assert_int_eq(dl_plan_wave_ctas(4096, 3, 0, 264, 6), 0);
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode)
+              test_merge_mode, test_wave_ctas)
