@@ -1367,7 +1367,6 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
-    int merge;    /* who merges split tasks: 0 ticket, 1 kernel (DL_STREAM_MERGE, resolved) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1416,7 +1415,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
-    if (m->merge && pl->num_partials > 0) { /* attempt #15: the split tasks' merge as a second kernel */
+    if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel */
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -1536,7 +1535,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                                          : promo_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
                                                               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     int max_len = 1;
-    for (int b = 0; b < a->batch_size; b++) max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
+    int64_t num_tiles = 0;
+    for (int b = 0; b < a->batch_size; b++) {
+        max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
+        num_tiles += (int64_t)a->num_kv_heads * ((h_seq_len[b] + kTile - 1) / kTile);
+    }
     const int max_tiles = (max_len + kTile - 1) / kTile;
     if (min_tiles < (max_tiles + max_segs - 1) / max_segs) min_tiles = (max_tiles + max_segs - 1) / max_segs;
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
@@ -1551,9 +1554,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->host = maps;
     int plan_ctas = sms * per_sm, plan_min_tiles = min_tiles;
     if (waves) { /* DL_STREAM_WAVES=1: whole waves when min_tiles binds (dl_plan.h, attempt #16) */
-        int64_t num_tiles = 0;
-        for (int b = 0; b < a->batch_size; b++)
-            num_tiles += (int64_t)a->num_kv_heads * ((h_seq_len[b] + kTile - 1) / kTile);
         const int c = dl_plan_wave_ctas(num_tiles, sh.W, sms, sms * per_sm, min_tiles);
         if (c) plan_ctas = c, plan_min_tiles = 1;
     }
@@ -1563,7 +1563,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     merge = dl_plan_pick_merge(merge, &p);
-    maps->merge = merge;
     out->merge_kernel = merge;
     out->warps = p.warps;
     out->ctas = p.ctas;

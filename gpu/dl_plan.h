@@ -64,9 +64,11 @@ int dl_plan_max_task_segs(const dl_plan *p);
  * the warp that finishes the task's last segment (TICKET), or a second kernel
  * (KERNEL); AUTO takes the kernel when some task has at least
  * DL_PLAN_MERGE_KERNEL_SEGS segments. Measured on the H200 (2026-12-03,
- * results/h200_2026-12-03c/): with tasks of at most 3 segments the kernel cost
- * 3-8 us (its launch, and the merge after the last tile instead of beside other
- * warps' work); with 4-6 it saved 4 us, with ~25 13 us, with 32-96 13-16 us.
+ * results/h200_2026-12-03c/): with tasks of at most 3 segments (llama3-8B B64
+ * L1024, the 70B shape B64 L4096, B128 L4096 bf16) the kernel cost 2.7-7.8 us
+ * (its launch, and the merge after the last tile instead of beside other warps'
+ * work); with 4-6 (B16 L8192) it saved 3.9 us, with ~25 (B4 L32768) 12.6-14.7,
+ * with 32-96 (B1 L32768) 13.2-36.5.
  * With the kernel a task may be cut finer (DL_PLAN_MAX_SEGS_KERNEL segments
  * instead of DL_PLAN_MAX_SEGS_TICKET: one warp merging 64 was slower than 32). */
 enum { DL_MERGE_AUTO = -1, DL_MERGE_TICKET = 0, DL_MERGE_KERNEL = 1 };
