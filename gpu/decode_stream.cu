@@ -329,18 +329,17 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     const int SUB = kMergeThreads / cols, sub = (int)threadIdx.x / cols, col = (int)threadIdx.x % cols;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float den = 0.0f;
-    if (sub < SUB) {
-        for (int k = k0 + sub; k < k1; k += SUB) {
-            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
-            const float w = M == -INFINITY ? 0.0f : expf(__ldcg(p + D) - M);
-            const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
-                                         __ldcg(p + 4 * col + 3)); /* rows of D + 1 floats: not 16-byte aligned */
-            acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
-            den += w;
-        }
-        part_o[threadIdx.x] = acc;
-        if (col == 0) red[sub] = den;
+    /* every thread has a sub: kMergeThreads (256) is a multiple of cols (16, 32 or 64 for D 64/128/256) */
+    for (int k = k0 + sub; k < k1; k += SUB) {
+        const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
+        const float w = M == -INFINITY ? 0.0f : expf(__ldcg(p + D) - M);
+        const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
+                                     __ldcg(p + 4 * col + 3)); /* rows of D + 1 floats: not 16-byte aligned */
+        acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
+        den += w;
     }
+    part_o[threadIdx.x] = acc;
+    if (col == 0) red[sub] = den;
     __syncthreads();
     if (sub == 0) {
         float4 o = part_o[col];
