@@ -229,13 +229,50 @@ struct stream_params {
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
-                           * whatever the stage holds */
+                           * whatever the stage holds; 3 = the normal work, timed per CTA (timeline below:
+                           * right outputs) */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
  * 36-byte spill). */
 #ifndef DL_STREAM_DIAG
 #define DL_STREAM_DIAG 0
+#endif
+
+/* The timeline of one launch (DL_STREAM_DRY=3, DIAG builds alone): %globaltimer per CTA at entry, at
+ * the first tile a consumer holds, and at the last warp's exit, and the merge kernel's first entry and
+ * last exit; the host prints their spread after each of the first launches (tl_report). */
+constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
+#if DL_STREAM_DIAG
+__device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
+__device__ __forceinline__ unsigned long long tl_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+/* by thread 0, before the CTA's first barrier */
+#define TL_BEGIN(sp)                                                                                          \
+    do {                                                                                                      \
+        if ((sp).dry == 3 && threadIdx.x == 0 && blockIdx.x < kTlMax) {                                       \
+            const unsigned long long t_ = tl_now();                                                           \
+            g_tl[3 * blockIdx.x] = t_, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t_;       \
+        }                                                                                                     \
+    } while (0)
+#define TL_FIRST(sp, j)                                                                                       \
+    do {                                                                                                      \
+        if ((sp).dry == 3 && (j) == 0 && (threadIdx.x & 31) == 0 && blockIdx.x < kTlMax)                      \
+            atomicMin(&g_tl[3 * blockIdx.x + 1], tl_now());                                                   \
+    } while (0)
+#define TL_END(sp)                                                                                            \
+    do {                                                                                                      \
+        if ((sp).dry == 3 && (threadIdx.x & 31) == 0 && blockIdx.x < kTlMax)                                  \
+            atomicMax(&g_tl[3 * blockIdx.x + 2], tl_now());                                                   \
+    } while (0)
+#else
+#define TL_BEGIN(sp) ((void)0)
+#define TL_FIRST(sp, j) ((void)0)
+#define TL_END(sp) ((void)0)
 #endif
 
 /* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
@@ -306,6 +343,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
                                                                      int num_slots, int num_segs, int num_tasks)
 {
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#if DL_STREAM_DIAG /* the timeline: harmless when DL_STREAM_DRY != 3 (nothing reads it then) */
+    if (threadIdx.x == 0) atomicMin(&g_tl_merge[0], tl_now());
+#endif
     const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / 4;
     const int t = blockIdx.x / G, head = blockIdx.x % G;
     const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
@@ -354,6 +394,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
         out[0] = o.x / W; out[1] = o.y / W; out[2] = o.z / W; out[3] = o.w / W;
         if (col == 0) a.lse[row] = M + logf(W);
     }
+#if DL_STREAM_DIAG
+    if (threadIdx.x == 0) atomicMax(&g_tl_merge[1], tl_now());
+#endif
 }
 
 /* A producer warp: producer pw serves consumer pw alone when there are NP = W of them (the warp
@@ -461,6 +504,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    TL_BEGIN(sp);
     ring_barriers_init(full, empty, W * S, 32);
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
@@ -470,6 +514,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     if (SH::NP == 1 ? warp == W : warp >= W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS, SH::NP>(a, sp, &kmap, &vmap, smem, full, empty,
                                                                            lane, SH::NP == 1 ? 0 : warp - W);
+        TL_END(sp);
         return;
     }
 
@@ -543,6 +588,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             const int nvalid = tile_tokens(len, tile);
             const bool partial = nvalid < kTile;
             mbar_wait(&full[warp * S + st], (j / S) & 1);
+            TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 __syncwarp();
                 mbar_arrive(&empty[warp * S + st]);
@@ -763,6 +809,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             }
         if (part >= 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
     }
+    TL_END(sp);
 }
 
 /* ------------------------------------------------------------ the wgmma consumer (issue 12)
@@ -862,9 +909,11 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
     uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    TL_BEGIN(sp);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        TL_END(sp);
         return;
     }
 
@@ -922,6 +971,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
+            TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 mbar_arrive(&empty[wg * S + st]);
                 continue;
@@ -1093,6 +1143,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
             if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
         }
     }
+    TL_END(sp);
 }
 
 /* ------------------------------------------------------------ bf16-fast-wgmma (issue 12)
@@ -1139,9 +1190,11 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
     uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    TL_BEGIN(sp);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        TL_END(sp);
         return;
     }
 
@@ -1194,6 +1247,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
+            TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 mbar_arrive(&empty[wg * S + st]);
                 continue;
@@ -1334,6 +1388,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
         }
     }
+    TL_END(sp);
 }
 
 /* ------------------------------------------------------------ host side */
@@ -1401,6 +1456,67 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
     return 0;
 }
 
+#if DL_STREAM_DIAG
+static int tl_cmp(const void *x, const void *y)
+{
+    const unsigned long long a = *(const unsigned long long *)x, b = *(const unsigned long long *)y;
+    return a < b ? -1 : a > b;
+}
+/* DL_STREAM_DRY=3: after each of the first 12 launches of the process, one line on stderr: the
+ * launch's CTAs on the %globaltimer clock, in us from the first CTA's entry: the last entry, the
+ * first tile held (earliest, median, last), the exits (10th, 50th, 90th percentile, last), the merge
+ * kernel's first entry and last exit, the mean CTA life over the span, and the clock's step. */
+static int tl_report(int ctas, cudaStream_t stream, bool merged)
+{
+    static int launches = 0;
+    if (++launches > 12) return 0;
+    const int n = ctas < kTlMax ? ctas : kTlMax;
+    unsigned long long *h = (unsigned long long *)malloc(sizeof(unsigned long long) * (3 * (size_t)n + 2));
+    if (!h) return dl_fail("timeline: out of host memory");
+    DL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaError_t e = cudaMemcpyFromSymbol(h, g_tl, sizeof(unsigned long long) * 3 * (size_t)n);
+    if (e == cudaSuccess) e = cudaMemcpyFromSymbol(h + 3 * n, g_tl_merge, 2 * sizeof(unsigned long long));
+    if (e != cudaSuccess) {
+        free(h);
+        return dl_fail("timeline: copy back failed: %s", cudaGetErrorString(e));
+    }
+    unsigned long long *beg = (unsigned long long *)malloc(sizeof(unsigned long long) * 3 * (size_t)n);
+    if (!beg) {
+        free(h);
+        return dl_fail("timeline: out of host memory");
+    }
+    unsigned long long *first = beg + n, *end = first + n, t0 = ~0ull, step = ~0ull;
+    double life = 0.0;
+    for (int i = 0; i < n; i++) {
+        beg[i] = h[3 * i], first[i] = h[3 * i + 1], end[i] = h[3 * i + 2];
+        if (beg[i] < t0) t0 = beg[i];
+        life += (double)(end[i] - beg[i]);
+    }
+    qsort(beg, (size_t)n, sizeof *beg, tl_cmp);
+    qsort(first, (size_t)n, sizeof *first, tl_cmp); /* a CTA with no tile keeps ~0: sorted last */
+    qsort(end, (size_t)n, sizeof *end, tl_cmp);
+    for (int i = 1; i < n; i++)
+        if (end[i] > end[i - 1] && end[i] - end[i - 1] < step) step = end[i] - end[i - 1];
+    int nf = n;
+    while (nf > 0 && first[nf - 1] == ~0ull) nf--;
+#define TL_US(x) ((double)((x) - t0) * 1e-3)
+    const double span = TL_US(end[n - 1]);
+    fprintf(stderr,
+            "timeline #%d: %d CTAs%s; us from the first entry: last entry %.2f | first tile %.2f / %.2f / %.2f | "
+            "exits p10 %.2f p50 %.2f p90 %.2f last %.2f",
+            launches, ctas, ctas > n ? " (the first 8192 timed)" : "", TL_US(beg[n - 1]),
+            nf ? TL_US(first[0]) : -1.0, nf ? TL_US(first[nf / 2]) : -1.0, nf ? TL_US(first[nf - 1]) : -1.0,
+            TL_US(end[n / 10]), TL_US(end[n / 2]), TL_US(end[(9 * n) / 10]), span);
+    if (merged) fprintf(stderr, " | merge %.2f - %.2f", TL_US(h[3 * n]), TL_US(h[3 * n + 1]));
+    fprintf(stderr, " | mean life / span %.3f | clock step %.3f us\n", span > 0 ? life * 1e-3 / n / span : 0.0,
+            step == ~0ull ? 0.0 : (double)step * 1e-3);
+#undef TL_US
+    free(beg);
+    free(h);
+    return 0;
+}
+#endif
+
 /* The launch of a planned kernel KERN of shape SH (stream_shape or wg_shape): the plan's grid,
  * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. */
 template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
@@ -1412,6 +1528,14 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
     stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
+#if DL_STREAM_DIAG
+    if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
+        const unsigned long long init[2] = {~0ull, 0ull};
+        DL_CUDA_CHECK(cudaMemcpyToSymbolAsync(g_tl_merge, init, sizeof init, 0, cudaMemcpyHostToDevice,
+                                              (cudaStream_t)a->stream));
+        DL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)a->stream)); /* init lives on the stack */
+    }
+#endif
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
     DL_CUDA_CHECK_LAUNCH();
     if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel */
@@ -1427,6 +1551,9 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, stream_merge_kernel, *a, (int32_t *)pl->dev, pl->num_slots,
                                          pl->num_segs, pl->num_tasks));
     }
+#if DL_STREAM_DIAG
+    if (m->dry == 3) DL_TRY(tl_report(pl->ctas, (cudaStream_t)a->stream, pl->merge_kernel));
+#endif
     return 0;
 }
 template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
@@ -1523,7 +1650,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 0, &waves));
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
-    DL_TRY(knob("DL_STREAM_DRY", 0, 2, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 3, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);

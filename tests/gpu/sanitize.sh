@@ -33,7 +33,7 @@ if [ -n "${DL_VARIANTS:-}" ]; then
     VARIANTS=$picked
 fi
 echo "test-gpu-sanitize: variants:" $VARIANTS
-LENS=1,2,15,16,17,33
+LENS=1,2,15,16,17,33,300 # 300: five tiles, so that --splits 4 splits (and the stream family merges by kernel)
 #        kv    D   layout page group q
 CASES=("e4m3 128 NHD 16 4 bf16"
        "e5m2 64  HND 1  5 f16"
