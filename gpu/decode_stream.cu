@@ -285,6 +285,20 @@ __device__ __forceinline__ int tile_tokens(int len, int tile)
 #endif
 }
 
+/* A streaming decode kernel's first step, every thread: its dependents (the merge kernel, launched
+ * with programmatic stream serialization) may be scheduled from now on, so that they are resident
+ * when the last CTA exits (they wait in griddepcontrol.wait for this grid's completion; without the
+ * trigger they were launched ~0.9 us after it, the timeline of 2026-12-03d); one thread fetches the
+ * two tensor maps' descriptors ahead of the producer's first copy. */
+__device__ __forceinline__ void stream_kernel_start(const CUtensorMap *kmap, const CUtensorMap *vmap)
+{
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    if (threadIdx.x == 0) {
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(kmap) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(vmap) : "memory");
+    }
+}
+
 /* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on the producer's
  * arrival plus the stage's bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
 __device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers)
@@ -352,46 +366,55 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
     if (k1 - k0 < 2) return;
     if (head == 0 && threadIdx.x == 0) plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
+    /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
+     * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
+     * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
+     * and B4 L32768 with the weights recomputed from global lse loads in the loop) */
     const float *ws = (const float *)a.workspace;
-    __shared__ float red[kMergeThreads];
+    const int n = k1 - k0, tid = (int)threadIdx.x;
+    __shared__ int s_row[kMergeThreads];
+    __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
     __shared__ float4 part_o[kMergeThreads];
-    float M = -INFINITY;
-    for (int k = k0 + (int)threadIdx.x; k < k1; k += kMergeThreads)
-        M = fmaxf(M, __ldcg(ws + ((size_t)seg_out[k] * G + head) * (D + 1) + D));
-    red[threadIdx.x] = M;
-    __syncthreads();
-    for (int w = kMergeThreads / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
-        __syncthreads();
+    float l = -INFINITY;
+    if (tid < n) {
+        const int r = seg_out[k0 + tid];
+        s_row[tid] = r;
+        l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
     }
-    M = red[0];
+    float M = l;
+    for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if (tid % 32 == 0) red_max[tid / 32] = M;
     __syncthreads();
-    const int SUB = kMergeThreads / cols, sub = (int)threadIdx.x / cols, col = (int)threadIdx.x % cols;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float den = 0.0f;
+    M = red_max[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+    const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
+    if (tid < n) s_w[tid] = wt;
+    float W = wt;
+    for (int o = 16; o > 0; o /= 2) W += __shfl_xor_sync(0xffffffffu, W, o);
+    if (tid % 32 == 0) red_sum[tid / 32] = W;
+    __syncthreads();
+    W = red_sum[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
     /* every thread has a sub: kMergeThreads (256) is a multiple of cols (16, 32 or 64 for D 64/128/256) */
-    for (int k = k0 + sub; k < k1; k += SUB) {
-        const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
-        const float w = M == -INFINITY ? 0.0f : expf(__ldcg(p + D) - M);
-        const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
-                                     __ldcg(p + 4 * col + 3)); /* rows of D + 1 floats: not 16-byte aligned */
+    const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+    for (int i = sub; i < n; i += SUB) {
+        const float w = s_w[i];
+        const float *p = ws + ((size_t)s_row[i] * G + head) * (D + 1) + 4 * col; /* rows of D + 1 floats: */
+        const float4 o = make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3)); /* not 16-B aligned */
         acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
-        den += w;
     }
-    part_o[threadIdx.x] = acc;
-    if (col == 0) red[sub] = den;
+    part_o[tid] = acc;
     __syncthreads();
     if (sub == 0) {
         float4 o = part_o[col];
-        float W = red[0];
         for (int i = 1; i < SUB; i++) {
             const float4 x = part_o[i * cols + col];
             o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
-            W += red[i];
         }
         const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-        float *out = a.o + row * D + 4 * col;
-        out[0] = o.x / W; out[1] = o.y / W; out[2] = o.z / W; out[3] = o.w / W;
+        *(float4 *)(a.o + row * D + 4 * col) = make_float4(o.x / W, o.y / W, o.z / W, o.w / W);
         if (col == 0) a.lse[row] = M + logf(W);
     }
 #if DL_STREAM_DIAG
@@ -505,6 +528,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
+    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 32);
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
@@ -910,6 +934,7 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
+    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
@@ -1191,6 +1216,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
+    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
@@ -1648,7 +1674,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
-    DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 0, &waves));
+    DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 3, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
@@ -1679,7 +1705,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     out->host = maps;
     int plan_ctas = sms * per_sm, plan_min_tiles = min_tiles;
-    if (waves) { /* DL_STREAM_WAVES=1: whole waves when min_tiles binds (dl_plan.h, attempt #16) */
+    if (waves) { /* whole waves when min_tiles binds (dl_plan.h, attempt #16; DL_STREAM_WAVES=0 turns it off) */
         const int c = dl_plan_wave_ctas(num_tiles, sh.W, sms, sms * per_sm, min_tiles);
         if (c) plan_ctas = c, plan_min_tiles = 1;
     }
@@ -1689,6 +1715,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     merge = dl_plan_pick_merge(merge, &p);
+    if (merge == DL_MERGE_KERNEL && dl_plan_max_task_segs(&p) > kMergeThreads) {
+        const int n = dl_plan_max_task_segs(&p);
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return dl_fail("dl_stream_make_plan: a task cut into %d segments; the merge kernel takes at most %d (lower "
+                       "DL_STREAM_MAX_SEGS or raise DL_STREAM_MIN_TILES)", n, kMergeThreads);
+    }
     out->merge_kernel = merge;
     out->warps = p.warps;
     out->ctas = p.ctas;

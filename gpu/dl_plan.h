@@ -48,7 +48,7 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
-/* Whole waves (DL_STREAM_WAVES=1; issue 10, attempt #16): when min_tiles leaves a
+/* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
  * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
  * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
  * max_ctas), for the caller to build the plan with as max_ctas and min_tiles 1,
