@@ -242,8 +242,8 @@ struct stream_params {
 /* The timeline of one launch (DL_STREAM_DRY=3, DIAG builds alone): %globaltimer per CTA at entry, at
  * the first tile a consumer holds, and at the last warp's exit, and the merge kernel's first entry and
  * last exit; the host prints their spread after each of the first launches (tl_report). */
-constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 #if DL_STREAM_DIAG
+constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
 __device__ __forceinline__ unsigned long long tl_now()
 {
@@ -283,20 +283,6 @@ __device__ __forceinline__ int tile_tokens(int len, int tile)
 #else
     return min(kTile, len - tile * kTile);
 #endif
-}
-
-/* A streaming decode kernel's first step, every thread: its dependents (the merge kernel, launched
- * with programmatic stream serialization) may be scheduled from now on, so that they are resident
- * when the last CTA exits (they wait in griddepcontrol.wait for this grid's completion; without the
- * trigger they were launched ~0.9 us after it, the timeline of 2026-12-03d); one thread fetches the
- * two tensor maps' descriptors ahead of the producer's first copy. */
-__device__ __forceinline__ void stream_kernel_start(const CUtensorMap *kmap, const CUtensorMap *vmap)
-{
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-    if (threadIdx.x == 0) {
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(kmap) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(vmap) : "memory");
-    }
 }
 
 /* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on the producer's
@@ -347,6 +333,7 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * tickets start parked (kParkedTicket, set by make_plan) so that no warp's count reaches its task's last
  * segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
+constexpr int kMergeBatch = 8; /* segments whose partials a merge thread loads at once */
 constexpr int kParkedTicket = INT_MIN / 2;
 /* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
 __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, int num_tasks)
@@ -369,7 +356,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
      * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
      * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
-     * and B4 L32768 with the weights recomputed from global lse loads in the loop) */
+     * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
     const float *ws = (const float *)a.workspace;
     const int n = k1 - k0, tid = (int)threadIdx.x;
     __shared__ int s_row[kMergeThreads];
@@ -397,13 +384,25 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
     /* every thread has a sub: kMergeThreads (256) is a multiple of cols (16, 32 or 64 for D 64/128/256) */
     const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
+    /* batches of kMergeBatch segments a thread, the loads unconditional (a segment past n reloads the
+     * batch's first with weight 0), so that a batch's loads are in flight together: with the bound
+     * checked between them ptxas issued one segment's loads at a time (the SASS of 8937463), and the
+     * merge of ~99 segments took 10-13.6 us (the timeline of 2026-12-03d, call 2) */
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-    for (int i = sub; i < n; i += SUB) {
-        const float w = s_w[i];
-        const float *p = ws + ((size_t)s_row[i] * G + head) * (D + 1) + 4 * col; /* rows of D + 1 floats: */
-        const float4 o = make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3)); /* not 16-B aligned */
-        acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
+    for (int i0 = sub; i0 < n; i0 += kMergeBatch * SUB) {
+        float w[kMergeBatch];
+        float4 o[kMergeBatch];
+#pragma unroll
+        for (int u = 0; u < kMergeBatch; u++) {
+            const int i = i0 + u * SUB, ii = i < n ? i : i0;
+            w[u] = i < n ? s_w[ii] : 0.0f;
+            const float *p = ws + ((size_t)s_row[ii] * G + head) * (D + 1) + 4 * col; /* rows of D + 1 floats: */
+            o[u] = make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3)); /* not 16-B aligned */
+        }
+#pragma unroll
+        for (int u = 0; u < kMergeBatch; u++) {
+            acc.x += w[u] * o[u].x; acc.y += w[u] * o[u].y; acc.z += w[u] * o[u].z; acc.w += w[u] * o[u].w;
+        }
     }
     part_o[tid] = acc;
     __syncthreads();
@@ -528,7 +527,6 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 32);
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
@@ -934,7 +932,6 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
@@ -1216,7 +1213,6 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    stream_kernel_start(&kmap, &vmap);
     ring_barriers_init(full, empty, W * S, 128);
     if (warp == 4 * W) {
         stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
@@ -1687,11 +1683,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                                          : promo_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
                                                               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     int max_len = 1;
-    int64_t num_tiles = 0;
-    for (int b = 0; b < a->batch_size; b++) {
-        max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
-        num_tiles += (int64_t)a->num_kv_heads * ((h_seq_len[b] + kTile - 1) / kTile);
-    }
+    for (int b = 0; b < a->batch_size; b++) max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
     const int max_tiles = (max_len + kTile - 1) / kTile;
     if (min_tiles < (max_tiles + max_segs - 1) / max_segs) min_tiles = (max_tiles + max_segs - 1) / max_segs;
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
@@ -1704,13 +1696,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     out->host = maps;
-    int plan_ctas = sms * per_sm, plan_min_tiles = min_tiles;
-    if (waves) { /* whole waves when min_tiles binds (dl_plan.h, attempt #16; DL_STREAM_WAVES=0 turns it off) */
-        const int c = dl_plan_wave_ctas(num_tiles, sh.W, sms, sms * per_sm, min_tiles);
-        if (c) plan_ctas = c, plan_min_tiles = 1;
-    }
-    dl_plan p;
-    if (dl_plan_build(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, plan_ctas, plan_min_tiles, &p)) {
+    dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
+    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
+                            waves, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }

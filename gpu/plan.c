@@ -162,3 +162,14 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
     if (waves < 1) return 0; /* under half a wave: a small case, left to min_tiles */
     return (int)(waves * sms > max_ctas ? max_ctas : waves * sms);
 }
+
+int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
+                        int min_tiles, int waves, dl_plan *p)
+{
+    if (dl_plan_build(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, p)) return -1;
+    if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
+    const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
+    if (c == 0 || c == p->ctas) return 0;
+    dl_plan_free(p);
+    return dl_plan_build(B, Hkv, seq_len, tile, warps, c, 1, p);
+}

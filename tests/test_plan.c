@@ -234,6 +234,21 @@ START_TEST(test_wave_ctas)
     ck_assert_int_eq(p.num_slots, 792);
     dl_plan_free(&p);
     check_plan(1, 8, len, 64, 3, 264, 1);
+    /* dl_plan_build_waves: a split plan is rounded, a plan of whole tasks kept (B64 L1024, 16 tiles a
+     * task, 2 warpgroups, min_tiles 16: 256 CTAs of whole tasks), and waves 0 keeps either */
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, &p), 0);
+    ck_assert_int_eq(p.ctas, 264);
+    ck_assert_int_gt(dl_plan_max_task_segs(&p), 1);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, &p), 0);
+    ck_assert_int_eq(p.ctas, 228);
+    dl_plan_free(&p);
+    int32_t len64[64];
+    for (int b = 0; b < 64; b++) len64[b] = 1024;
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, &p), 0);
+    ck_assert_int_eq(p.ctas, 256);
+    ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
+    dl_plan_free(&p);
     /* bad arguments: no change */
     ck_assert_int_eq(dl_plan_wave_ctas(0, 3, 132, 264, 6), 0);
     ck_assert_int_eq(dl_plan_wave_ctas(4096, 3, 0, 264, 6), 0);
