@@ -7,7 +7,7 @@
 #
 # Needs, carried with the tree (.whl is git-ignored; see harness/baselines/README.md):
 #   .whl/*.whl   flashinfer-python and apache-tvm-ffi (the only packages the GPU image lacks)
-#   $DECODELAB   a `make static` binary, or .whl/decodelab.gz (gzip -c build-static/decodelab)
+#   $DECODELAB   a `make static` binary, or .whl/decodelab.xz (stripped, xz -6; unpacked by unpack_carry.sh) or .gz
 #   .whl/aot/    optional: FlashInfer's JIT modules compiled for sm_90a on the CPU machine
 #                (flashinfer_decode.py --prebuild .whl/aot); what does not load is compiled here
 #
@@ -58,13 +58,17 @@ el() { echo $(($(date +%s) - T0)); }
 say() { echo "[$(el) s] $*" | tee -a "$LOG"; }
 rc=0
 
-# the static binary is ~43 MB, the wheels ~21 MB: over the 64 MiB a call may carry with the tree,
-# so it may travel gzipped (~11 MB) as .whl/decodelab.gz: gzip -c build-static/decodelab > .whl/decodelab.gz
+# the static binary is ~48 MB, the wheels ~21 MB, the tree ~36 MB: over the 64 MiB a call may carry, so
+# the binary travels compressed in .whl/: stripped and xz (~7 MB; `strip -o /tmp/dl build-static/decodelab
+# && xz -6 -c /tmp/dl > .whl/decodelab.xz`), or gzipped as .whl/decodelab.gz (~14 MB, when the tree is small)
 # (taken when DECODELAB is not set, even if an older build-static/ was left on a warm machine)
+if [ -z "${DECODELAB:-}" ] && [ -f "$WHL/decodelab.xz" ]; then
+    bash "$(dirname "$0")/unpack_carry.sh" "$WHL" || exit 2
+fi
 if [ -z "${DECODELAB:-}" ] && [ -f "$WHL/decodelab.gz" ]; then
     gunzip -c "$WHL/decodelab.gz" > "$WORK/decodelab" && chmod +x "$WORK/decodelab" && BIN=$WORK/decodelab
 fi
-[ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB, or carry $WHL/decodelab.gz)"; exit 2; }
+[ -x "$BIN" ] || { echo "flashinfer_compare.sh: $BIN is not an executable (set DECODELAB, or carry $WHL/decodelab.xz or .gz)"; exit 2; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE="$ROOT/harness/baselines/flashinfer_decode.py"
