@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sanitize.sh - `make test-gpu-sanitize` (GPU machine): compute-sanitizer memcheck,
 # racecheck and synccheck over every variant of `decodelab list`, each on a handful
-# of small nasty cases generated fresh (ragged lengths 1 and page boundaries +-1,
+# of small nasty cases generated fresh (ragged lengths 1, page boundaries +-1 and one of 300,
 # page size 1 and 16, NHD and HND, group sizes 1/4/5, every KV dtype, D 64/128/256),
 # with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
