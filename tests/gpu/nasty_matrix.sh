@@ -136,11 +136,8 @@ for c in "${CASES[@]}"; do
     file=${c%%|*}; label=${c#*|}
     for sp in $SPLITS; do
         log="$WORK/$(basename "$file" .h5)_splits$sp.log"
-        if [ "$sp" = kmerge ]; then
-            DL_STREAM_MERGE=kernel "$DECODELAB" run "$file" --splits auto --out "$WORK/results.h5" > "$log" 2>&1
-        else
-            "$DECODELAB" run "$file" --splits "$sp" --out "$WORK/results.h5" > "$log" 2>&1
-        fi
+        kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge: --splits auto with the merge kernel
+        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "${sp/kmerge/auto}" --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
         line=$(printf '%-46s %-6s' "$label" "$sp")
@@ -176,12 +173,9 @@ else
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
             for sp in 1 4 kmerge; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
-                if [ "$sp" = kmerge ]; then
-                    DL_STREAM_MERGE=kernel "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run \
-                        "$file" --splits 4 > "$log" 2>&1
-                else
-                    "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" --splits "$sp" > "$log" 2>&1
-                fi
+                kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
+                env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
+                    --splits "${sp/kmerge/4}" > "$log" 2>&1
                 rc=$?
                 summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
                 echo "memcheck  $label splits=$sp: exit $rc; ${summary:-no ERROR SUMMARY line}"

@@ -9,7 +9,8 @@ dirs=("$@"); [ ${#dirs[@]} -gt 0 ] || dirs=(.carry)
 for d in "${dirs[@]}"; do
     for f in "$d"/*.xz; do
         [ -e "$f" ] || continue
-        python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$f" | gzip -1 > "${f%.xz}.gz" ||
-            { echo "unpack_carry: $f does not unpack" >&2; exit 2; }
+        python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$f" 2> /dev/null |
+            gzip -1 > "${f%.xz}.gz.part" && mv "${f%.xz}.gz.part" "${f%.xz}.gz" ||
+            { rm -f "${f%.xz}.gz.part"; echo "unpack_carry: $f does not unpack (not an xz file?); nothing written for it" >&2; exit 2; }
     done
 done
