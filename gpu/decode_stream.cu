@@ -339,6 +339,31 @@ __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, i
 {
     return num_slots + 1 + 4 * num_segs + num_tasks + 1;
 }
+/* A merge thread's weighted sum of its segments' partials (segments sub, sub + SUB, ... < n; column col
+ * of D/4 float4s), B segments at a time with every load issued before any is used: a segment past n
+ * reloads the batch's first with weight 0. */
+template <int B>
+__device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_row, const float *s_w, int n, int sub,
+                                                int SUB, int G, int head, int D, int col)
+{
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i0 = sub; i0 < n; i0 += B * SUB) {
+        float w[B];
+        float4 o[B];
+#pragma unroll
+        for (int u = 0; u < B; u++) {
+            const int i = i0 + u * SUB, ii = i < n ? i : i0;
+            w[u] = i < n ? s_w[ii] : 0.0f;
+            const float *p = ws + ((size_t)s_row[ii] * G + head) * (D + 1) + 4 * col; /* rows of D + 1 floats: */
+            o[u] = make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3)); /* not 16-B aligned */
+        }
+#pragma unroll
+        for (int u = 0; u < B; u++) {
+            acc.x += w[u] * o[u].x; acc.y += w[u] * o[u].y; acc.z += w[u] * o[u].z; acc.w += w[u] * o[u].w;
+        }
+    }
+    return acc;
+}
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
@@ -352,46 +377,54 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
     if (k1 - k0 < 2) return;
     if (head == 0 && threadIdx.x == 0) plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
+    /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
+     * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
+     * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
+     * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
     const float *ws = (const float *)a.workspace;
-    __shared__ float red[kMergeThreads];
+    const int n = k1 - k0, tid = (int)threadIdx.x;
+    __shared__ int s_row[kMergeThreads];
+    __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
     __shared__ float4 part_o[kMergeThreads];
-    float M = -INFINITY;
-    for (int k = k0 + (int)threadIdx.x; k < k1; k += kMergeThreads)
-        M = fmaxf(M, __ldcg(ws + ((size_t)seg_out[k] * G + head) * (D + 1) + D));
-    red[threadIdx.x] = M;
-    __syncthreads();
-    for (int w = kMergeThreads / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + w]);
-        __syncthreads();
+    float l = -INFINITY;
+    if (tid < n) {
+        const int r = seg_out[k0 + tid];
+        s_row[tid] = r;
+        l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
     }
-    M = red[0];
+    float M = l;
+    for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if (tid % 32 == 0) red_max[tid / 32] = M;
     __syncthreads();
-    const int SUB = kMergeThreads / cols, sub = (int)threadIdx.x / cols, col = (int)threadIdx.x % cols;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float den = 0.0f;
+    M = red_max[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+    const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
+    if (tid < n) s_w[tid] = wt;
+    float W = wt;
+    for (int o = 16; o > 0; o /= 2) W += __shfl_xor_sync(0xffffffffu, W, o);
+    if (tid % 32 == 0) red_sum[tid / 32] = W;
+    __syncthreads();
+    W = red_sum[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
     /* every thread has a sub: kMergeThreads (256) is a multiple of cols (16, 32 or 64 for D 64/128/256) */
-    for (int k = k0 + sub; k < k1; k += SUB) {
-        const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
-        const float w = M == -INFINITY ? 0.0f : expf(__ldcg(p + D) - M);
-        const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
-                                     __ldcg(p + 4 * col + 3)); /* rows of D + 1 floats: not 16-byte aligned */
-        acc.x += w * o.x; acc.y += w * o.y; acc.z += w * o.z; acc.w += w * o.w;
-        den += w;
-    }
-    part_o[threadIdx.x] = acc;
-    if (col == 0) red[sub] = den;
+    const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
+    /* batches of B segments a thread (merge_batches), the loads unconditional, so that a batch's loads
+     * are in flight together: with the bound checked between them ptxas issued one segment's loads at
+     * a time (the SASS of 8937463), and the merge of ~99 segments took 10-13.6 us (the timeline of
+     * 2026-12-03d, call 2). B = 8 from 5 segments a thread (B1 L32768: ~13; 39.10 -> 37.44 us), else 4
+     * (B4 L32768, ~3-4 a thread, lost ~1 us with 8: half of each batch reloaded for nothing) */
+    const float4 acc = n > 4 * SUB ? merge_batches<8>(ws, s_row, s_w, n, sub, SUB, G, head, D, col)
+                                   : merge_batches<4>(ws, s_row, s_w, n, sub, SUB, G, head, D, col);
+    part_o[tid] = acc;
     __syncthreads();
     if (sub == 0) {
         float4 o = part_o[col];
-        float W = red[0];
         for (int i = 1; i < SUB; i++) {
             const float4 x = part_o[i * cols + col];
             o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
-            W += red[i];
         }
         const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-        float *out = a.o + row * D + 4 * col;
-        out[0] = o.x / W; out[1] = o.y / W; out[2] = o.z / W; out[3] = o.w / W;
+        *(float4 *)(a.o + row * D + 4 * col) = make_float4(o.x / W, o.y / W, o.z / W, o.w / W);
         if (col == 0) a.lse[row] = M + logf(W);
     }
 #if DL_STREAM_DIAG
@@ -1681,6 +1714,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     merge = dl_plan_pick_merge(merge, &p);
+    if (merge == DL_MERGE_KERNEL && dl_plan_max_task_segs(&p) > kMergeThreads) {
+        const int n = dl_plan_max_task_segs(&p);
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return dl_fail("dl_stream_make_plan: a task cut into %d segments; the merge kernel takes at most %d (lower "
+                       "DL_STREAM_MAX_SEGS or raise DL_STREAM_MIN_TILES)", n, kMergeThreads);
+    }
     out->merge_kernel = merge;
     out->warps = p.warps;
     out->ctas = p.ctas;
