@@ -33,6 +33,7 @@ typedef struct {
     int warps;             /* consumer warps per CTA */
     int ctas;              /* grid size */
     int num_tasks, num_slots, num_segs, num_partials;
+    int num_static;        /* slots [0, num_static): one per consumer warp; [num_static, num_slots): the pool */
     int64_t num_tiles;
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
@@ -48,6 +49,15 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
+/* dl_plan_build with a pool (issue 10, the tail; gpu/NOTES.md queue item 2; no kernel claims
+ * from it yet): the first N - N * pool_pct / 100 tiles of the walk go to the num_static
+ * warp slots as dl_plan_build would cut them, the rest to pool slots of `chunk` tiles
+ * (the last may be shorter), slot ids num_static.. in the walk's order, for warps that
+ * finish early to claim at run time. Segments, partials and the schedule are built as
+ * for any slot, so the model's schedule does not depend on who claims what.
+ * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1. */
+int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
+                       int pool_pct, int chunk, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
  * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
  * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
