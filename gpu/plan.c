@@ -98,7 +98,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     p->num_segs = (int)nseg;
     p->num_partials = npart;
     p->num_tiles = N;
-    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T;
+    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T + 2;
     p->buf = malloc(p->buf_len * sizeof(int32_t));
     p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
     p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
@@ -127,7 +127,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         }
         o[T] = (int32_t)k;
         p->sched_indptr[T] = k;
-        memset(o + T + 1, 0, (size_t)T * sizeof(int32_t)); /* tickets */
+        memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
     free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
     return rc;
@@ -177,12 +177,12 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 }
 
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, dl_plan *p)
+                        int min_tiles, int waves, int pool_pct, int chunk, dl_plan *p)
 {
-    if (dl_plan_build(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, p)) return -1;
+    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, p)) return -1;
     if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
     const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
     if (c == 0 || c == p->ctas) return 0;
     dl_plan_free(p);
-    return dl_plan_build(B, Hkv, seq_len, tile, warps, c, 1, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, p);
 }

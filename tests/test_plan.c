@@ -33,7 +33,7 @@ static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warp
     dl_plan p;
     ck_assert_int_eq(dl_plan_build(B, Hkv, len, tile, warps, max_ctas, min_tiles, &p), 0);
     const views v = view_of(&p);
-    ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1);
+    ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1 + 2);
     ck_assert_int_eq(p.num_tasks, B * Hkv);
     ck_assert_int_le(p.ctas, max_ctas);
     ck_assert_int_eq(p.num_slots, p.ctas * warps);
@@ -236,16 +236,16 @@ START_TEST(test_wave_ctas)
     check_plan(1, 8, len, 64, 3, 264, 1);
     /* dl_plan_build_waves: a split plan is rounded, a plan of whole tasks kept (B64 L1024, 16 tiles a
      * task, 2 warpgroups, min_tiles 16: 256 CTAs of whole tasks), and waves 0 keeps either */
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 264);
     ck_assert_int_gt(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 228);
     dl_plan_free(&p);
     int32_t len64[64];
     for (int b = 0; b < 64; b++) len64[b] = 1024;
-    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 256);
     ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
@@ -292,6 +292,8 @@ START_TEST(test_pool)
             }
         }
         ck_assert_int_eq(pooled, Np);
+        ck_assert_int_eq(p.buf[p.buf_len - 2], 0); /* the pool's claim and done counts start at zero */
+        ck_assert_int_eq(p.buf[p.buf_len - 1], 0);
         ck_assert_int_le(smax - smin, 1);
         for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
         for (int t = 0; t < p.num_tasks; t++) {
