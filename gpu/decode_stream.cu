@@ -226,6 +226,9 @@ struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
     int num_slots, num_segs, num_tasks;
     int num_static;       /* slots [num_static, num_slots) are the pool (dl_plan.h): claimed at run time */
+    const int4 *srec;     /* per slot, two int4: its first segment's record with k0, k1 = the slot's segments */
+    const int4 *grec;     /* per segment, two int4: {task, tile0, tile1, page base}, {length, k, k + 1, out}
+                           * (plan_records: the producers' first copy waits on two loads, not four) */
     int swz;              /* tile_off swizzle mode */
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
                            * consumers release each stage unread and write nothing; 2 = the producer copies
@@ -413,29 +416,27 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
                                                uint64_t *empty, int lane)
 {
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
     const int Hkv = a.num_kv_heads, ps = a.page_size;
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
-    /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
-    auto start_segment = [&](int w, int k) {
-        const int t = seg_task[k], b = t / Hkv;
-        ckvh[w] = t % Hkv;
-        clen[w] = dl_seq_len(a, b);
-        cpb[w] = a.kv_indptr[b];
-        ctile[w] = seg_t0[k];
-        ct1[w] = seg_t1[k];
+    /* consumer w starts a segment of record r = {task, tile0, tile1, page base}, len tokens */
+    auto start_segment = [&](int w, const int4 r, int len) {
+        ckvh[w] = r.x % Hkv;
+        clen[w] = len;
+        cpb[w] = r.w;
+        ctile[w] = r.y;
+        ct1[w] = r.z;
     };
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
-        ck[w] = slot_ptr[slot];
-        kend[w] = slot_ptr[slot + 1];
+        const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
+        ck[w] = e.y;
+        kend[w] = e.z;
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-        if (ck[w] < kend[w]) start_segment(w, ck[w]);
+        if (ck[w] < kend[w]) start_segment(w, r, e.x);
     }
     for (;;) {
         bool any = false;
@@ -470,7 +471,8 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                 }
             }
             cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w])
+                start_segment(w, sp.grec[2 * ck[w]], sp.grec[2 * ck[w] + 1].x);
         }
         if (!any) break;
     }
@@ -489,18 +491,16 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                                                    uint64_t *full, uint64_t *empty, volatile int *hdr, int lane,
                                                    int slot, int producers)
 {
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
     int *pool = (int *)sp.plan + plan_tickets_at(sp.num_slots, sp.num_segs, sp.num_tasks) + sp.num_tasks;
     const int Hkv = a.num_kv_heads, ps = a.page_size;
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
-    auto produce_segment = [&](int k) {
-        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
-        const int len = dl_seq_len(a, b);
-        const int32_t *pages = a.kv_indices + a.kv_indptr[b];
-        for (int tile = seg_t0[k], t1 = seg_t1[k]; tile < t1; tile++, j++) {
+    /* segment k from its record r = {task, tile0, tile1, page base}, len tokens */
+    auto produce_segment = [&](const int4 r, int len, int k) {
+        const int kvh = r.x % Hkv;
+        const int32_t *pages = a.kv_indices + r.w;
+        for (int tile = r.y; tile < r.z; tile++, j++) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
             const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
@@ -529,14 +529,19 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             }
         }
     };
-    for (int k = slot_ptr[slot], k1 = slot_ptr[slot + 1]; k < k1; k++) produce_segment(k);
+    auto produce_slot = [&](int s) {
+        const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
+        if (e.y < e.z) produce_segment(r, e.x, e.y);
+        for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k);
+    };
+    produce_slot(slot);
     if (sp.num_static < sp.num_slots) { /* the pool */
         for (;;) {
             int s = 0;
             if (lane == 0) s = sp.num_static + atomicAdd(&pool[0], 1);
             s = __shfl_sync(0xffffffffu, s, 0);
             if (s >= sp.num_slots) break;
-            for (int k = slot_ptr[s], k1 = slot_ptr[s + 1]; k < k1; k++) produce_segment(k);
+            produce_slot(s);
         }
         if (lane == 0 && atomicAdd(&pool[1], 1) == producers - 1) { /* every claim is made: reset */
             pool[0] = 0;
@@ -1505,6 +1510,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1611,8 +1617,9 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static, m->swz,
-                        m->dry};
+    const int32_t *dev = (const int32_t *)pl->dev;
+    stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
+                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry};
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -1712,6 +1719,61 @@ template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 
 } // namespace
 
+/* The plan's buffer followed by the producers' records (issue 10, attempt #20), 16-byte aligned: per
+ * segment k two int4 {task, tile0, tile1, page base (kv_indptr[b])}, {length of b, k, k + 1, seg_out[k]};
+ * per slot s its first segment's record with k0, k1 = the slot's segments [slot_ptr[s], slot_ptr[s + 1])
+ * in the second int4 (an empty slot: zeros, k0 = k1). A producer's first copy then waits on the slot's
+ * record and the page ids, not on slot_ptr, the segment, kv_indptr and the length, then the page ids.
+ * Sets maps->srec, maps->grec; returns the buffer (malloc'd, *len int32s) or NULL after dl_fail(). */
+static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32_t *h_seq_len, stream_maps *maps,
+                             size_t *len)
+{
+    const int B = a->batch_size, Hkv = a->num_kv_heads;
+    const size_t srec = (p->buf_len + 3) & ~(size_t)3, grec = srec + 8 * (size_t)p->num_slots;
+    *len = grec + 8 * (size_t)p->num_segs;
+    int32_t *all = (int32_t *)calloc(*len, sizeof(int32_t)), *indptr = (int32_t *)malloc((B + 1) * sizeof(int32_t));
+    if (!all || !indptr) {
+        free(all);
+        free(indptr);
+        dl_fail("dl_stream_make_plan: out of memory for a plan of %zu int32s", *len);
+        return NULL;
+    }
+    const cudaError_t e = cudaMemcpy(indptr, a->kv_indptr, (B + 1) * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(all);
+        free(indptr);
+        dl_fail("dl_stream_make_plan: reading kv_indptr back (%d entries) failed: %s", B + 1, cudaGetErrorString(e));
+        return NULL;
+    }
+    for (int b = 0; b < B; b++) /* the records' lengths come from the host: they must match the page table */
+        if (h_seq_len[b] < 1 || (h_seq_len[b] + a->page_size - 1) / a->page_size != indptr[b + 1] - indptr[b]) {
+            dl_fail("dl_stream_make_plan: request %d: length %d tokens does not fit its %d pages of %d (kv_indptr)", b,
+                    h_seq_len[b], indptr[b + 1] - indptr[b], a->page_size);
+            free(all);
+            free(indptr);
+            return NULL;
+        }
+    memcpy(all, p->buf, p->buf_len * sizeof(int32_t));
+    const int32_t *slot_ptr = p->buf, *seg_task = slot_ptr + p->num_slots + 1;
+    const int32_t *seg_t0 = seg_task + p->num_segs, *seg_t1 = seg_t0 + p->num_segs, *seg_out = seg_t1 + p->num_segs;
+    for (int k = 0; k < p->num_segs; k++) {
+        const int t = seg_task[k], b = t / Hkv;
+        int32_t *r = all + grec + 8 * (size_t)k;
+        r[0] = t, r[1] = seg_t0[k], r[2] = seg_t1[k], r[3] = indptr[b];
+        r[4] = h_seq_len[b], r[5] = k, r[6] = k + 1, r[7] = seg_out[k];
+    }
+    for (int s = 0; s < p->num_slots; s++) {
+        const int k0 = slot_ptr[s], k1 = slot_ptr[s + 1];
+        int32_t *r = all + srec + 8 * (size_t)s;
+        if (k0 < k1) memcpy(r, all + grec + 8 * (size_t)k0, 8 * sizeof(int32_t));
+        r[5] = k0, r[6] = k1;
+    }
+    free(indptr);
+    maps->srec = srec;
+    maps->grec = grec;
+    return all;
+}
+
 /* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. */
 static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
 {
@@ -1790,14 +1852,21 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (merge) /* DL_STREAM_MERGE=kernel: no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
         for (int t = 0; t < p.num_tasks; t++)
             p.buf[plan_tickets_at(p.num_slots, p.num_segs, p.num_tasks) + t] = kParkedTicket;
-    cudaError_t e = cudaMalloc(&out->dev, p.buf_len * sizeof(int32_t));
-    if (e == cudaSuccess)
-        e = cudaMemcpy(out->dev, p.buf, p.buf_len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    /* the plan, then the producers' records (plan_records) */
+    size_t len = 0;
+    int32_t *all = plan_records(&p, a, h_seq_len, maps, &len);
     free(p.buf);
+    if (!all) {
+        dl_gpu_plan_free(out);
+        return -1;
+    }
+    cudaError_t e = cudaMalloc(&out->dev, len * sizeof(int32_t));
+    if (e == cudaSuccess) e = cudaMemcpy(out->dev, all, len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    free(all);
     if (e != cudaSuccess) {
         dl_gpu_plan_free(out);
         return dl_fail("dl_stream_make_plan: cudaMalloc/cudaMemcpy of a %zu-byte plan failed: %s",
-                       p.buf_len * sizeof(int32_t), cudaGetErrorString(e));
+                       len * sizeof(int32_t), cudaGetErrorString(e));
     }
     return 0;
 }
