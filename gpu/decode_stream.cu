@@ -74,7 +74,7 @@ template <int D, int ES> struct stream_shape {
     static constexpr int S = STAGE <= 8192 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
-    static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8;
+    static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
 };
 
 /* ------------------------------------------------------------ PTX wrappers */
@@ -225,6 +225,10 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
 struct stream_params {
     const int32_t *plan;  /* dl_plan buffer (device) */
     int num_slots, num_segs, num_tasks;
+    int num_static;       /* slots [num_static, num_slots) are the pool (dl_plan.h): claimed at run time */
+    const int4 *srec;     /* per slot, two int4: its first segment's record with k0, k1 = the slot's segments */
+    const int4 *grec;     /* per segment, two int4: {task, tile0, tile1, page base}, {length, k, k + 1, out}
+                           * (plan_records: the producers' first copy waits on two loads, not four) */
     int swz;              /* tile_off swizzle mode */
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
                            * consumers release each stage unread and write nothing; 2 = the producer copies
@@ -432,48 +436,40 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 #endif
 }
 
-/* A producer warp: producer pw serves consumer pw alone when there are NP = W of them (the warp
- * consumers' default), or, when NP = 1, the CTA's W consumers (warps or warpgroups) in turn, one
+/* The one producer warp of a CTA (the wgmma kernels; the warp consumers with make STREAM_PRODUCERS=one):
+ * it serves the CTA's W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
- * V tile at TILE_BYTES); lane p loads the id of the tile's page p (before waiting for the free
+ * V tile at TILE_BYTES); no pool (stream_produce_one has it); lane p loads the id of the tile's page p (before waiting for the free
  * stage, so the load latency hides behind the wait) and issues that page's copies.
  * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
  * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
  * Consumer w's segments are those of plan slot blockIdx.x * W + w. */
-template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS, int NP = 1>
+template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
-                                               uint64_t *empty, int lane, int pw = 0)
+                                               uint64_t *empty, int lane)
 {
-    static_assert(NP == 1 || NP == W, "stream_produce: one producer, or one per consumer");
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
     const int Hkv = a.num_kv_heads, ps = a.page_size;
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
-    /* consumer w starts segment k: its KV head, sequence length, pages, tiles */
-    auto start_segment = [&](int w, int k) {
-        const int t = seg_task[k], b = t / Hkv;
-        ckvh[w] = t % Hkv;
-        clen[w] = dl_seq_len(a, b);
-        cpb[w] = a.kv_indptr[b];
-        ctile[w] = seg_t0[k];
-        ct1[w] = seg_t1[k];
+    /* consumer w starts a segment of record r = {task, tile0, tile1, page base}, len tokens */
+    auto start_segment = [&](int w, const int4 r, int len) {
+        ckvh[w] = r.x % Hkv;
+        clen[w] = len;
+        cpb[w] = r.w;
+        ctile[w] = r.y;
+        ct1[w] = r.z;
     };
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
-        if constexpr (NP == 1) {
-            ck[w] = slot_ptr[slot];
-            kend[w] = slot_ptr[slot + 1];
-        } else { /* only consumer pw's slot; the others are empty for this producer */
-            ck[w] = w == pw ? slot_ptr[slot] : 0;
-            kend[w] = w == pw ? slot_ptr[slot + 1] : 0;
-        }
+        const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
+        ck[w] = e.y;
+        kend[w] = e.z;
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-        if (ck[w] < kend[w]) start_segment(w, ck[w]);
+        if (ck[w] < kend[w]) start_segment(w, r, e.x);
     }
     for (;;) {
         bool any = false;
@@ -508,9 +504,88 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                 }
             }
             cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) start_segment(w, ck[w]);
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w])
+                start_segment(w, sp.grec[2 * ck[w]], sp.grec[2 * ck[w] + 1].x);
         }
         if (!any) break;
+    }
+}
+
+/* The producer warp of one consumer (the warp consumers' default, one producer per consumer; issue 10,
+ * attempt #19): the segments of plan slot `slot`, then pool slots (dl_plan.h) claimed one at a time
+ * through the plan's claim count while any is left, so that the warps that finish early take the last
+ * tiles. Lane 0 writes, before each stage's arrival, the stage's segment into the stage's header (the
+ * arrival's release makes it visible to the consumer's wait), and after the last tile a -1 with a plain
+ * arrival: the consumer follows the headers once its own slot is done. The last producer done claiming
+ * resets the counts for the next launch. Warp-uniform control flow. */
+template <int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
+__device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const stream_params &sp,
+                                                   const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
+                                                   uint64_t *full, uint64_t *empty, volatile int *hdr, int lane,
+                                                   int slot, int producers)
+{
+    int *pool = (int *)sp.plan + plan_tickets_at(sp.num_slots, sp.num_segs, sp.num_tasks) + sp.num_tasks;
+    const int Hkv = a.num_kv_heads, ps = a.page_size;
+    const int rows = ps < kTile ? ps : kTile; /* box rows */
+    const uint32_t copy_bytes = (uint32_t)(SW * rows);
+    int j = 0;
+    /* segment k from its record r = {task, tile0, tile1, page base}, len tokens */
+    auto produce_segment = [&](const int4 r, int len, int k) {
+        const int kvh = r.x % Hkv;
+        const int32_t *pages = a.kv_indices + r.w;
+        for (int tile = r.y; tile < r.z; tile++, j++) {
+            const int st = j % S;
+            uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
+            const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
+            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+            const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
+            if (lane == 0) {
+                hdr[st] = k;
+                if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[st]);
+                else mbar_expect_tx(&full[st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int p = lane + 32 * h;
+                if (p < ncopy && !(DL_STREAM_DIAG && sp.dry == 2)) {
+                    const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
+#pragma unroll
+                    for (int sl = 0; sl < SLABS; sl++) {
+                        const int off = sl * kTile * SW + p * rows * SW;
+                        tma_load(tk + off, kmap, &full[st], sl * SW, slot0, kvh, page);
+                        tma_load(tv + off, vmap, &full[st], sl * SW, slot0, kvh, page);
+                    }
+                }
+            }
+        }
+    };
+    auto produce_slot = [&](int s) {
+        const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
+        if (e.y < e.z) produce_segment(r, e.x, e.y);
+        for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k);
+    };
+    produce_slot(slot);
+    if (sp.num_static < sp.num_slots) { /* the pool */
+        for (;;) {
+            int s = 0;
+            if (lane == 0) s = sp.num_static + atomicAdd(&pool[0], 1);
+            s = __shfl_sync(0xffffffffu, s, 0);
+            if (s >= sp.num_slots) break;
+            produce_slot(s);
+        }
+        if (lane == 0 && atomicAdd(&pool[1], 1) == producers - 1) { /* every claim is made: reset */
+            pool[0] = 0;
+            pool[1] = 0;
+        }
+    }
+    const int st = j % S; /* the end */
+    mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
+    if (lane == 0) {
+        hdr[st] = -1;
+        mbar_arrive(&full[st]);
     }
 }
 
@@ -535,6 +610,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
      * keeps shared-memory loads (LDS), not generic ones */
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
     uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
+    volatile int *hdr = (volatile int *)(empty + W * S); /* the segment of each stage (pool: attempt #19) */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
@@ -545,8 +621,12 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
     if (SH::NP == 1 ? warp == W : warp >= W) {
-        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS, SH::NP>(a, sp, &kmap, &vmap, smem, full, empty,
-                                                                           lane, SH::NP == 1 ? 0 : warp - W);
+        if constexpr (SH::NP == 1)
+            stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        else
+            stream_produce_one<S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(
+                a, sp, &kmap, &vmap, smem + (warp - W) * S * SH::STAGE, full + (warp - W) * S,
+                empty + (warp - W) * S, hdr + (warp - W) * S, lane, blockIdx.x * W + warp - W, (int)gridDim.x * W);
         TL_END(sp);
         return;
     }
@@ -569,8 +649,17 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                 for (int q = 0; q < KCH; q++) koff[mt][h][q] = tile_off<SW>(mt * 16 + g + 8 * h, c * KCH + q, sp.swz);
     }
 
+    /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
+     * stages' headers until a -1: the pool's (stream_produce_one) */
     int j = 0;
-    for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
+    for (int k = slot_ptr[slot], kend = slot_ptr[slot + 1];; k++) {
+        if (k >= kend) {
+            if constexpr (SH::NP == 1) break;
+            mbar_wait(&full[warp * S + j % S], (j / S) & 1); /* waited again below: a completed phase */
+            k = hdr[warp * S + j % S];
+            if (k < 0) break;
+            kend = k + 1;
+        }
         const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
         const int len = dl_seq_len(a, b);
 
@@ -1454,6 +1543,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -1560,7 +1650,9 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
-    stream_params sp = {(const int32_t *)pl->dev, pl->num_slots, pl->num_segs, pl->num_tasks, m->swz, m->dry};
+    const int32_t *dev = (const int32_t *)pl->dev;
+    stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
+                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry};
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -1607,6 +1699,7 @@ struct shape_rt {
     int W, SMEM, R, SW;
     int occ;       /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
     int min_tiles; /* the plan's fewest tiles per consumer before it uses fewer consumers (DL_STREAM_MIN_TILES) */
+    bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -1614,18 +1707,20 @@ struct shape_rt {
  * configuration by more than 0.6 %, while the warp consumers lost with it (bf16-hw-stream 67.3 vs
  * 64.2 us; H200, 2026-12-02, results/h200_2026-12-02b/memfloor_all). */
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
-template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles)
+template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool};
 }
 static shape_rt shape_of(int D, int es)
 {
+    constexpr bool P = DL_STREAM_PRODUCER_PER_CONSUMER;
     if (es == 1)
-        return D == 64    ? shape_rt_of<stream_shape<64, 1>>()
-               : D == 128 ? shape_rt_of<stream_shape<128, 1>>()
-                          : shape_rt_of<stream_shape<256, 1>>();
-    return D == 64 ? shape_rt_of<stream_shape<64, 2>>()
-                   : D == 128 ? shape_rt_of<stream_shape<128, 2>>() : shape_rt_of<stream_shape<256, 2>>();
+        return D == 64    ? shape_rt_of<stream_shape<64, 1>>(kWarpMinTiles, P)
+               : D == 128 ? shape_rt_of<stream_shape<128, 1>>(kWarpMinTiles, P)
+                          : shape_rt_of<stream_shape<256, 1>>(kWarpMinTiles, P);
+    return D == 64    ? shape_rt_of<stream_shape<64, 2>>(kWarpMinTiles, P)
+           : D == 128 ? shape_rt_of<stream_shape<128, 2>>(kWarpMinTiles, P)
+                      : shape_rt_of<stream_shape<256, 2>>(kWarpMinTiles, P);
 }
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
@@ -1657,6 +1752,61 @@ template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 
 } // namespace
 
+/* The plan's buffer followed by the producers' records (issue 10, attempt #20), 16-byte aligned: per
+ * segment k two int4 {task, tile0, tile1, page base (kv_indptr[b])}, {length of b, k, k + 1, seg_out[k]};
+ * per slot s its first segment's record with k0, k1 = the slot's segments [slot_ptr[s], slot_ptr[s + 1])
+ * in the second int4 (an empty slot: zeros, k0 = k1). A producer's first copy then waits on the slot's
+ * record and the page ids, not on slot_ptr, the segment, kv_indptr and the length, then the page ids.
+ * Sets maps->srec, maps->grec; returns the buffer (malloc'd, *len int32s) or NULL after dl_fail(). */
+static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32_t *h_seq_len, stream_maps *maps,
+                             size_t *len)
+{
+    const int B = a->batch_size, Hkv = a->num_kv_heads;
+    const size_t srec = (p->buf_len + 3) & ~(size_t)3, grec = srec + 8 * (size_t)p->num_slots;
+    *len = grec + 8 * (size_t)p->num_segs;
+    int32_t *all = (int32_t *)calloc(*len, sizeof(int32_t)), *indptr = (int32_t *)malloc((B + 1) * sizeof(int32_t));
+    if (!all || !indptr) {
+        free(all);
+        free(indptr);
+        dl_fail("dl_stream_make_plan: out of memory for a plan of %zu int32s", *len);
+        return NULL;
+    }
+    const cudaError_t e = cudaMemcpy(indptr, a->kv_indptr, (B + 1) * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(all);
+        free(indptr);
+        dl_fail("dl_stream_make_plan: reading kv_indptr back (%d entries) failed: %s", B + 1, cudaGetErrorString(e));
+        return NULL;
+    }
+    for (int b = 0; b < B; b++) /* the records' lengths come from the host: they must match the page table */
+        if (h_seq_len[b] < 1 || (h_seq_len[b] + a->page_size - 1) / a->page_size != indptr[b + 1] - indptr[b]) {
+            dl_fail("dl_stream_make_plan: request %d: length %d tokens does not fit its %d pages of %d (kv_indptr)", b,
+                    h_seq_len[b], indptr[b + 1] - indptr[b], a->page_size);
+            free(all);
+            free(indptr);
+            return NULL;
+        }
+    memcpy(all, p->buf, p->buf_len * sizeof(int32_t));
+    const int32_t *slot_ptr = p->buf, *seg_task = slot_ptr + p->num_slots + 1;
+    const int32_t *seg_t0 = seg_task + p->num_segs, *seg_t1 = seg_t0 + p->num_segs, *seg_out = seg_t1 + p->num_segs;
+    for (int k = 0; k < p->num_segs; k++) {
+        const int t = seg_task[k], b = t / Hkv;
+        int32_t *r = all + grec + 8 * (size_t)k;
+        r[0] = t, r[1] = seg_t0[k], r[2] = seg_t1[k], r[3] = indptr[b];
+        r[4] = h_seq_len[b], r[5] = k, r[6] = k + 1, r[7] = seg_out[k];
+    }
+    for (int s = 0; s < p->num_slots; s++) {
+        const int k0 = slot_ptr[s], k1 = slot_ptr[s + 1];
+        int32_t *r = all + srec + 8 * (size_t)s;
+        if (k0 < k1) memcpy(r, all + grec + 8 * (size_t)k0, 8 * sizeof(int32_t));
+        r[5] = k0, r[6] = k1;
+    }
+    free(indptr);
+    maps->srec = srec;
+    maps->grec = grec;
+    return all;
+}
+
 /* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. */
 static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
 {
@@ -1675,13 +1825,19 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
-    int min_tiles, max_segs, promo_bytes, dry, merge, waves;
+    int min_tiles, max_segs, promo_bytes, dry, merge, waves, pool_pct, pool_chunk;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
+    /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
+     * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
+     * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
+    DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
+    DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
+    if (!sh.pool) pool_pct = 0;
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     DL_TRY(knob("DL_STREAM_DRY", 0, 3, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
@@ -1709,7 +1865,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->host = maps;
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
-                            waves, &p)) {
+                            waves, pool_pct, pool_chunk, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }
@@ -1726,6 +1882,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;
     out->num_slots = p.num_slots;
+    out->num_static = p.num_static;
     out->num_segs = p.num_segs;
     out->num_partials = p.num_partials;
     out->sched_indptr = p.sched_indptr;
@@ -1735,14 +1892,21 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (merge) /* DL_STREAM_MERGE=kernel: no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
         for (int t = 0; t < p.num_tasks; t++)
             p.buf[plan_tickets_at(p.num_slots, p.num_segs, p.num_tasks) + t] = kParkedTicket;
-    cudaError_t e = cudaMalloc(&out->dev, p.buf_len * sizeof(int32_t));
-    if (e == cudaSuccess)
-        e = cudaMemcpy(out->dev, p.buf, p.buf_len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    /* the plan, then the producers' records (plan_records) */
+    size_t len = 0;
+    int32_t *all = plan_records(&p, a, h_seq_len, maps, &len);
     free(p.buf);
+    if (!all) {
+        dl_gpu_plan_free(out);
+        return -1;
+    }
+    cudaError_t e = cudaMalloc(&out->dev, len * sizeof(int32_t));
+    if (e == cudaSuccess) e = cudaMemcpy(out->dev, all, len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    free(all);
     if (e != cudaSuccess) {
         dl_gpu_plan_free(out);
         return dl_fail("dl_stream_make_plan: cudaMalloc/cudaMemcpy of a %zu-byte plan failed: %s",
-                       p.buf_len * sizeof(int32_t), cudaGetErrorString(e));
+                       len * sizeof(int32_t), cudaGetErrorString(e));
     }
     return 0;
 }

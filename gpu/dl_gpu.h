@@ -44,6 +44,7 @@ typedef struct dl_gpu_args_s {
  * [sched_begin[k], next begin or len) for k in [sched_indptr[t], sched_indptr[t+1]). */
 typedef struct {
     int warps, ctas, num_tasks, num_slots, num_segs, num_partials;
+    int num_static;                   /* slots [num_static, num_slots): the pool, claimed at run time (DL_STREAM_POOL) */
     int merge_kernel;                 /* 1: split tasks merged by a second kernel (DL_STREAM_MERGE), 0: by a warp */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t *sched_indptr, *sched_begin;

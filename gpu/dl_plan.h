@@ -12,12 +12,14 @@
  * in one segment writes o/lse directly.
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
- * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks], S = num_segs;
+ * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks] | pool[2], S = num_segs;
  * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
  * workspace slot of a partial; task_ptr lists each task's segments in token order;
  * tickets (zero, and left zero by every launch) count the finished segments of a
  * split task so that the last one merges the partials (with DL_STREAM_MERGE=kernel they
- * start parked far below zero, so that none does, and the merge kernel parks them again). */
+ * start parked far below zero, so that none does, and the merge kernel parks them again); pool[0] counts
+ * the pool slots claimed in a launch and pool[1] the producers done claiming (zero, and reset to zero by
+ * the last producer done). */
 #ifndef DL_PLAN_H
 #define DL_PLAN_H
 
@@ -33,6 +35,7 @@ typedef struct {
     int warps;             /* consumer warps per CTA */
     int ctas;              /* grid size */
     int num_tasks, num_slots, num_segs, num_partials;
+    int num_static;        /* slots [0, num_static): one per consumer warp; [num_static, num_slots): the pool */
     int64_t num_tiles;
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
@@ -48,6 +51,15 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
+/* dl_plan_build with a pool (issue 10, the tail, attempt #19; claimed by the warp-consumer stream
+ * kernels, DL_STREAM_POOL): the first N - N * pool_pct / 100 tiles of the walk go to the num_static
+ * warp slots as dl_plan_build would cut them, the rest to pool slots of `chunk` tiles
+ * (the last may be shorter), slot ids num_static.. in the walk's order, for warps that
+ * finish early to claim at run time. Segments, partials and the schedule are built as
+ * for any slot, so the model's schedule does not depend on who claims what.
+ * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1. */
+int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
+                       int pool_pct, int chunk, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
  * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
  * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
@@ -57,14 +69,14 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * case). Example: llama3-8B B1 L32768 on 132 SMs, 3 warps a CTA, min_tiles 6:
  * 228 CTAs (96 SMs run two, 36 run one); rounded, 264 (5.2 tiles a warp). */
 int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles);
-/* dl_plan_build with max_ctas and min_tiles, then, when waves is set and that plan
+/* dl_plan_build_pool with max_ctas and min_tiles, then, when waves is set and that plan
  * splits some task already, rebuilt with dl_plan_wave_ctas's count (and min_tiles
  * 1). A plan of whole tasks is kept: rounding fp8-none-wgmma's llama3-8B B64 L1024
  * plan (256 CTAs of whole 16-tile tasks) up to 264 split every task and cost
  * 50.4 -> 62.8 us (H200, 2026-12-03d); B1 L32768 (split either way) gained
  * 40.5 -> 38.7. Returns 0 or dl_fail(). */
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, dl_plan *p);
+                        int min_tiles, int waves, int pool_pct, int chunk, dl_plan *p);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

@@ -19,10 +19,17 @@ void dl_plan_free(dl_plan *p)
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p)
 {
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, 0, 1, p);
+}
+
+int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
+                       int pool_pct, int chunk, dl_plan *p)
+{
     memset(p, 0, sizeof *p);
-    if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len)
-        return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d)", B, Hkv,
-                       tile, warps, max_ctas, min_tiles);
+    if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
+        pool_pct > 50 || chunk < 1)
+        return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
+                       "pool_pct=%d chunk=%d)", B, Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk);
     const int T = B * Hkv;
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
@@ -36,9 +43,12 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
     int64_t ctas = (slots + warps - 1) / warps;
     slots = ctas * warps;
     if (slots > N) slots = N; /* never an empty slot in the middle: trailing ones stay empty */
-    const int64_t nslots_all = ctas * warps;
+    const int64_t nstatic = ctas * warps;
+    /* the pool: the last pool_pct % of the tiles (in the walk's order) as slots of `chunk` tiles */
+    const int64_t Np = N * pool_pct / 100, Ns = N - Np, npool = (Np + chunk - 1) / chunk;
+    const int64_t nslots_all = nstatic + npool;
 
-    /* segments: walk the slots over the tasks */
+    /* segments: walk the slots over the tasks, the static ones over the first Ns tiles, then the pool's */
     int64_t cap = nslots_all + T;
     int32_t *slot_ptr = calloc((size_t)nslots_all + 1, sizeof(int32_t));
     int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
@@ -53,7 +63,9 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
     int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
     for (int64_t s = 0; s < nslots_all; s++) {
         slot_ptr[s] = (int32_t)nseg;
-        int64_t want = s < slots ? (s + 1) * N / slots - s * N / slots : 0;
+        int64_t want = 0;
+        if (s >= nstatic) want = (s - nstatic + 1) * chunk > Np ? Np - (s - nstatic) * chunk : chunk;
+        else if (s < slots) want = (s + 1) * Ns / slots - s * Ns / slots;
         while (want > 0) {
             while (in_task == task_tiles) { /* next task */
                 task++;
@@ -82,10 +94,11 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
     p->ctas = (int)ctas;
     p->num_tasks = T;
     p->num_slots = (int)nslots_all;
+    p->num_static = (int)nstatic;
     p->num_segs = (int)nseg;
     p->num_partials = npart;
     p->num_tiles = N;
-    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T;
+    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T + 2;
     p->buf = malloc(p->buf_len * sizeof(int32_t));
     p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
     p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
@@ -114,7 +127,7 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
         }
         o[T] = (int32_t)k;
         p->sched_indptr[T] = k;
-        memset(o + T + 1, 0, (size_t)T * sizeof(int32_t)); /* tickets */
+        memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
     free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
     return rc;
@@ -164,12 +177,12 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 }
 
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, dl_plan *p)
+                        int min_tiles, int waves, int pool_pct, int chunk, dl_plan *p)
 {
-    if (dl_plan_build(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, p)) return -1;
+    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, p)) return -1;
     if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
     const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
     if (c == 0 || c == p->ctas) return 0;
     dl_plan_free(p);
-    return dl_plan_build(B, Hkv, seq_len, tile, warps, c, 1, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, p);
 }

@@ -33,7 +33,7 @@ static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warp
     dl_plan p;
     ck_assert_int_eq(dl_plan_build(B, Hkv, len, tile, warps, max_ctas, min_tiles, &p), 0);
     const views v = view_of(&p);
-    ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1);
+    ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1 + 2);
     ck_assert_int_eq(p.num_tasks, B * Hkv);
     ck_assert_int_le(p.ctas, max_ctas);
     ck_assert_int_eq(p.num_slots, p.ctas * warps);
@@ -236,16 +236,16 @@ START_TEST(test_wave_ctas)
     check_plan(1, 8, len, 64, 3, 264, 1);
     /* dl_plan_build_waves: a split plan is rounded, a plan of whole tasks kept (B64 L1024, 16 tiles a
      * task, 2 warpgroups, min_tiles 16: 256 CTAs of whole tasks), and waves 0 keeps either */
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 264);
     ck_assert_int_gt(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 228);
     dl_plan_free(&p);
     int32_t len64[64];
     for (int b = 0; b < 64; b++) len64[b] = 1024;
-    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, &p), 0);
     ck_assert_int_eq(p.ctas, 256);
     ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
@@ -255,6 +255,71 @@ START_TEST(test_wave_ctas)
 }
 END_TEST
 
+/* dl_plan_build_pool: the static slots cover the first tiles evenly, the pool slots the rest in
+ * chunks, every tile once, each task's segments in token order (B4 L32768 and a ragged batch) */
+START_TEST(test_pool)
+{
+    int32_t len[5] = {32768, 32768, 32768, 32768, 0};
+    const int32_t ragged[5] = {1, 700, 64, 4097, 33};
+    for (int c = 0; c < 2; c++) {
+        const int32_t *L = c ? ragged : len;
+        const int B = c ? 5 : 4, Hkv = c ? 2 : 8;
+        dl_plan p;
+        ck_assert_int_eq(dl_plan_build_pool(B, Hkv, L, 64, 3, 264, 1, 10, 2, &p), 0);
+        const views v = view_of(&p);
+        int64_t N = 0;
+        for (int b = 0; b < B; b++) N += (int64_t)Hkv * ((L[b] + 63) / 64);
+        const int64_t Np = N * 10 / 100;
+        ck_assert_int_eq(p.num_static, p.ctas * 3);
+        ck_assert_int_eq(p.num_slots, p.num_static + (Np + 1) / 2);
+        int64_t *first = calloc((size_t)p.num_tasks + 1, sizeof(int64_t));
+        for (int t = 0; t < p.num_tasks; t++) first[t + 1] = first[t] + (L[t / Hkv] + 63) / 64;
+        int *hit = calloc((size_t)N, sizeof(int));
+        int64_t smin = N, smax = 0, pooled = 0;
+        for (int s = 0; s < p.num_slots; s++) {
+            int64_t size = 0;
+            for (int k = v.slot_ptr[s]; k < v.slot_ptr[s + 1]; k++) {
+                for (int tl = v.seg_t0[k]; tl < v.seg_t1[k]; tl++) hit[first[v.seg_task[k]] + tl]++;
+                size += v.seg_t1[k] - v.seg_t0[k];
+            }
+            if (s < p.num_static) {
+                if (size < smin) smin = size;
+                if (size > smax) smax = size;
+            } else {
+                if (s < p.num_slots - 1) ck_assert_int_eq(size, 2);
+                else ck_assert_int_ge(size, 1);
+                pooled += size;
+            }
+        }
+        ck_assert_int_eq(pooled, Np);
+        ck_assert_int_eq(p.buf[p.buf_len - 2], 0); /* the pool's claim and done counts start at zero */
+        ck_assert_int_eq(p.buf[p.buf_len - 1], 0);
+        ck_assert_int_le(smax - smin, 1);
+        for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
+        for (int t = 0; t < p.num_tasks; t++) {
+            const int k0 = v.task_ptr[t], k1 = v.task_ptr[t + 1];
+            ck_assert_int_eq(v.seg_t0[k0], 0);
+            ck_assert_int_eq(v.seg_t1[k1 - 1], (L[t / Hkv] + 63) / 64);
+            for (int k = k0 + 1; k < k1; k++) ck_assert_int_eq(v.seg_t0[k], v.seg_t1[k - 1]);
+        }
+        free(first);
+        free(hit);
+        dl_plan_free(&p);
+    }
+    /* pool 0 is dl_plan_build's plan; bad pool arguments are refused */
+    dl_plan a, b;
+    ck_assert_int_eq(dl_plan_build(4, 8, len, 64, 3, 264, 6, &a), 0);
+    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, &b), 0);
+    ck_assert_uint_eq(a.buf_len, b.buf_len);
+    ck_assert_int_eq(memcmp(a.buf, b.buf, a.buf_len * sizeof(int32_t)), 0);
+    ck_assert_int_eq(b.num_static, b.num_slots);
+    dl_plan_free(&a);
+    dl_plan_free(&b);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 51, 1, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, &a), 0);
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_wave_ctas)
+              test_merge_mode, test_wave_ctas, test_pool)
