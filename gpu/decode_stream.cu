@@ -621,7 +621,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
     if (SH::NP == 1 ? warp == W : warp >= W) {
-        if constexpr (SH::NP == 1)
+        if constexpr (SH::NP != W)
             stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         else
             stream_produce_one<S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(
@@ -654,7 +654,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     int j = 0;
     for (int k = slot_ptr[slot], kend = slot_ptr[slot + 1];; k++) {
         if (k >= kend) {
-            if constexpr (SH::NP == 1) break;
+            if constexpr (SH::NP != W) break; /* the round-robin producer: no pool, no headers */
             mbar_wait(&full[warp * S + j % S], (j / S) & 1); /* waited again below: a completed phase */
             k = hdr[warp * S + j % S];
             if (k < 0) break;
@@ -1711,16 +1711,16 @@ template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, b
 {
     return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool};
 }
+template <int D, int ES> static shape_rt stream_shape_rt()
+{
+    using SH = stream_shape<D, ES>;
+    return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
+}
 static shape_rt shape_of(int D, int es)
 {
-    constexpr bool P = DL_STREAM_PRODUCER_PER_CONSUMER;
     if (es == 1)
-        return D == 64    ? shape_rt_of<stream_shape<64, 1>>(kWarpMinTiles, P)
-               : D == 128 ? shape_rt_of<stream_shape<128, 1>>(kWarpMinTiles, P)
-                          : shape_rt_of<stream_shape<256, 1>>(kWarpMinTiles, P);
-    return D == 64    ? shape_rt_of<stream_shape<64, 2>>(kWarpMinTiles, P)
-           : D == 128 ? shape_rt_of<stream_shape<128, 2>>(kWarpMinTiles, P)
-                      : shape_rt_of<stream_shape<256, 2>>(kWarpMinTiles, P);
+        return D == 64 ? stream_shape_rt<64, 1>() : D == 128 ? stream_shape_rt<128, 1>() : stream_shape_rt<256, 1>();
+    return D == 64 ? stream_shape_rt<64, 2>() : D == 128 ? stream_shape_rt<128, 2>() : stream_shape_rt<256, 2>();
 }
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
