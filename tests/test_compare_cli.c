@@ -408,6 +408,42 @@ START_TEST(python_baseline_writes_what_compare_reads)
 }
 END_TEST
 
+/* flashinfer_decode.py --summary (issue 10's per-configuration table): the fastest PASS row of ours with a
+ * 16-bit model and of any model, FlashInfer's fastest non-XQA backend whatever its verdict, XQA, and the
+ * speed-ups, from a results CSV made here (a FAIL of ours is never "ours, best"). Needs python3 with numpy. */
+START_TEST(python_summary_of_results)
+{
+    if (system("python3 -c 'import numpy' > /dev/null 2>&1") != 0) {
+        printf("SKIP python_summary_of_results: python3 with numpy not found\n");
+        return;
+    }
+    char csvp[320], cmd[1400];
+    dl_test_path(csvp, sizeof csvp, "summary.csv");
+    FILE *f = fopen(csvp, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("golden_hash,config_name,variant,verdict,model,time_median_s,ref_read_s,frac_ref,bytes_kv\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-x,PASS,bf16,100e-6,60e-6,0.6,2000000\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,fp8-y,PASS,fp8wg,80e-6,61e-6,0.76,2000000\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-wrong,FAIL,bf16,50e-6,60e-6,1.2,2000000\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:tc-fa2,FAIL,bf16,150e-6,,,2000000\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:cuda-core,PASS,bf16,200e-6,,,2000000\n"
+          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:xqa,PASS,exact,92e-6,,,2000000\n",
+          f);
+    fclose(f);
+    const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
+    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' > '%s' 2>&1", root, csvp,
+             dl_test_out_path);
+    const int st = system(cmd);
+    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
+    ck_assert_msg(strstr(dl_test_out, "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | 2 | 60.0 | 100.0 (bf16-x) | 0.600 | 80.0 (fp8-y) | "
+                                      "150.0 (tc-fa2, FAIL) | 1.50x / 1.88x | 92.0 | 0.92x / 1.15x |") != NULL,
+                  "%s", dl_test_out);
+    ck_assert_ptr_null(strstr(dl_test_out, "bf16-wrong"));
+}
+END_TEST
+
 DL_TEST_SUITE("compare_cli", 120, setup, teardown,
               help_and_hash, exact_copy_passes_vs_exact, bf16_model_as_bf16_passes_at_bf16_level, perturbed_fails,
-              log2_lse_converted, timing_columns_from_attributes, refusals, python_baseline_writes_what_compare_reads)
+              log2_lse_converted, timing_columns_from_attributes, refusals, python_baseline_writes_what_compare_reads,
+              python_summary_of_results)

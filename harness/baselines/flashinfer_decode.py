@@ -49,6 +49,7 @@ Usage:
   flashinfer_decode.py --prebuild DIR [--dtypes bf16:e4m3,bf16:bf16] [--head-dim 128]
   flashinfer_decode.py --warm [--dtypes ...]      (GPU machine: compile what the AOT dir lacks)
   flashinfer_decode.py --table RESULTS.csv       (the side-by-side markdown table)
+  flashinfer_decode.py --summary RESULTS.csv     (per configuration: read, ours, FlashInfer, XQA, speed-ups)
 Exit status: 0 written, 1 a backend failed to run (others still written), 2 bad input.
 """
 import argparse
@@ -604,6 +605,58 @@ def table(csv_path, out=sys.stdout):
     return 0
 
 
+def summary(csv_path, out=sys.stdout):
+    """Issue 10's per-configuration summary of a results CSV: the read reference of the run (ref_read_s), our
+    fastest PASS variant with a 16-bit-model accuracy (its model not fp8*) and its frac_ref, our fastest PASS
+    variant of any model, FlashInfer's fastest non-XQA backend (with its verdict) and XQA, and the speed-ups
+    of ours over each (time of theirs / time of ours; '-' where a side was not timed)."""
+    import csv
+
+    if not os.path.exists(csv_path):
+        raise Refused(f"{csv_path}: no results table (did any step run?)")
+    rows = list(csv.DictReader(open(csv_path, newline="")))
+
+    def num(r, k):
+        try:
+            return float(r[k])
+        except (KeyError, ValueError, TypeError):
+            return math.nan
+
+    def fastest(rs):
+        rs = [r for r in rs if num(r, "time_median_s") > 0]
+        return min(rs, key=lambda r: num(r, "time_median_s")) if rs else None
+
+    def us(r):
+        return f"{1e6 * num(r, 'time_median_s'):.1f}" if r else "-"
+
+    def x(theirs, ours):
+        return f"{num(theirs, 'time_median_s') / num(ours, 'time_median_s'):.2f}x" if theirs and ours else "-"
+
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["golden_hash"], []).append(r)
+    print("| configuration | KV MB | read us | ours, 16-bit-model accuracy | frac_ref | ours, any model | "
+          "FlashInfer non-XQA best | vs it (16-bit / any) | XQA | vs XQA (16-bit / any) |", file=out)
+    print("|---|---|---|---|---|---|---|---|---|---|", file=out)
+    for rs in groups.values():
+        ours = [r for r in rs if not r["variant"].startswith("ext:") and r["verdict"] == "PASS"]
+        o16 = fastest([r for r in ours if not r["model"].startswith("fp8")])
+        oany = fastest(ours)
+        fi = fastest([r for r in rs if r["variant"].startswith("ext:") and not r["variant"].endswith(":xqa")])
+        xqa = fastest([r for r in rs if r["variant"].startswith("ext:") and r["variant"].endswith(":xqa")])
+        reads = [num(r, "ref_read_s") for r in rs if num(r, "ref_read_s") > 0]
+        keep = ("B", "Hq", "Hkv", "kv", "len")
+        short = " ".join(w for w in rs[0]["config_name"].split() if w.split("=")[0] in keep)
+        name = lambda r: r["variant"].split(":")[-1] if r["variant"].startswith("ext:") else r["variant"]
+        cells = [short, f"{num(rs[0], 'bytes_kv') / 1e6:.0f}", f"{1e6 * min(reads):.1f}" if reads else "-",
+                 f"{us(o16)} ({name(o16)})" if o16 else "-", f"{num(o16, 'frac_ref'):.3f}" if o16 else "-",
+                 f"{us(oany)} ({name(oany)})" if oany else "-",
+                 f"{us(fi)} ({name(fi)}, {fi['verdict']})" if fi else "-", f"{x(fi, o16)} / {x(fi, oany)}",
+                 us(xqa) if xqa else "-", f"{x(xqa, o16)} / {x(xqa, oany)}"]
+        print("| " + " | ".join(cells) + " |", file=out)
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 def parse(argv):
@@ -627,10 +680,12 @@ def parse(argv):
     p.add_argument("--dtypes", default="bf16:e4m3,bf16:bf16", help="prebuild: q:kv pairs")
     p.add_argument("--head-dim", type=int, default=128, help="prebuild: head dim")
     p.add_argument("--table", metavar="RESULTS.csv", help="print the side-by-side markdown table of a results CSV")
+    p.add_argument("--summary", metavar="RESULTS.csv",
+                   help="print issue 10's per-configuration summary of a results CSV (read, ours, FlashInfer, XQA)")
     a = p.parse_args(argv)
     if a.warm:
         a.prebuild = a.prebuild or "-"
-    if a.prebuild or a.table:
+    if a.prebuild or a.table or a.summary:
         return a
     if not a.golden:
         p.error("GOLDEN.h5 is required")
@@ -652,6 +707,8 @@ def main(argv=None):
     try:
         if args.table:
             return table(args.table)
+        if args.summary:
+            return summary(args.summary)
         if args.prebuild:
             return prebuild(args)
         os.makedirs(args.out_dir, exist_ok=True)
