@@ -1,8 +1,9 @@
 /* decode_stream.cu - the streaming tensor-core decode family, built for bytes:
  * bf16-cast-stream, bf16-fast-stream, bf16-hw-stream (warp consumers, mma.sync; golden
  * model bf16) and fp8-none-wgmma (warpgroup consumers, native FP8 wgmma; golden model fp8:
- * see "the wgmma consumer" below). One producer (stream_produce), one plan, one merge; each
- * variant is judged against its model computed for the schedule it ran.
+ * see "the wgmma consumer" below). Two producers (stream_produce_one: one warp per consumer, with the
+ * pool of DL_STREAM_POOL; stream_produce: one warp serving every consumer, the wgmma kernels'), one
+ * plan, one merge; each variant is judged against its model computed for the schedule it ran.
  *
  * What differs from decode_mma.cu (the reference system's shape, heads as MMA
  * rows, every thread copying 16-byte pieces with cp.async):
