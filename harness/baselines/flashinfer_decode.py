@@ -566,21 +566,28 @@ def prebuild(args):
 
 # ---------------------------------------------------------------- the side-by-side table
 
-def table(csv_path, out=sys.stdout):
-    """One markdown table from a results CSV: per configuration, every decodelab variant and external
-    backend with its verdict, error vs exact, median time, fraction of the read peak and the speed
-    ratio to the fastest external (FlashInfer) backend of that configuration (>1: faster than it)."""
+def load_results(csv_path):
+    """The rows of a results CSV (decodelab's results table) as dicts; Refused when the file is missing."""
     import csv
 
     if not os.path.exists(csv_path):
         raise Refused(f"{csv_path}: no results table (did any step run?)")
-    rows = list(csv.DictReader(open(csv_path, newline="")))
+    return list(csv.DictReader(open(csv_path, newline="")))
 
-    def num(r, k):
-        try:
-            return float(r[k])
-        except (KeyError, ValueError, TypeError):
-            return math.nan
+
+def num(r, k):
+    """Field k of a results row as a float (nan when empty or absent)."""
+    try:
+        return float(r[k])
+    except (KeyError, ValueError, TypeError):
+        return math.nan
+
+
+def table(csv_path, out=sys.stdout):
+    """One markdown table from a results CSV: per configuration, every decodelab variant and external
+    backend with its verdict, error vs exact, median time, fraction of the read peak and the speed
+    ratio to the fastest external (FlashInfer) backend of that configuration (>1: faster than it)."""
+    rows = load_results(csv_path)
 
     groups = {}
     for r in rows:
@@ -610,17 +617,7 @@ def summary(csv_path, out=sys.stdout):
     fastest PASS variant with a 16-bit-model accuracy (its model not fp8*) and its frac_ref, our fastest PASS
     variant of any model, FlashInfer's fastest non-XQA backend (with its verdict) and XQA, and the speed-ups
     of ours over each (time of theirs / time of ours; '-' where a side was not timed)."""
-    import csv
-
-    if not os.path.exists(csv_path):
-        raise Refused(f"{csv_path}: no results table (did any step run?)")
-    rows = list(csv.DictReader(open(csv_path, newline="")))
-
-    def num(r, k):
-        try:
-            return float(r[k])
-        except (KeyError, ValueError, TypeError):
-            return math.nan
+    rows = load_results(csv_path)
 
     def fastest(rs):
         rs = [r for r in rs if num(r, "time_median_s") > 0]
