@@ -440,8 +440,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 /* The one producer warp of a CTA (the wgmma kernels; the warp consumers with make STREAM_PRODUCERS=one):
  * it serves the CTA's W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
- * V tile at TILE_BYTES); no pool (stream_produce_one has it); lane p loads the id of the tile's page p (before waiting for the free
- * stage, so the load latency hides behind the wait) and issues that page's copies.
+ * V tile at TILE_BYTES); no pool (stream_produce_one has it); lane p loads the id of the tile's
+ * page p (before waiting for the free stage, so the load latency hides behind the wait) and issues
+ * that page's copies.
  * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
  * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
  * Consumer w's segments are those of plan slot blockIdx.x * W + w. */

@@ -51,8 +51,9 @@ typedef struct {
  * are used (merges cost more than they buy below it). Returns 0 or dl_fail(). */
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p);
-/* dl_plan_build with a pool (issue 10, the tail, attempt #19; claimed by the kernels with a producer per
- * consumer, DL_STREAM_POOL; default off: 10 % in 2-tile chunks was slower everywhere, H200 2026-12-03e): the first N - N * pool_pct / 100 tiles of the walk go to the num_static
+/* dl_plan_build with a pool (issue 10, the tail, attempt #19; claimed by the kernels with a producer
+ * per consumer, DL_STREAM_POOL; default off: 10 % in 2-tile chunks was slower everywhere, H200
+ * 2026-12-03e): the first N - N * pool_pct / 100 tiles of the walk go to the num_static
  * warp slots as dl_plan_build would cut them, the rest to pool slots of `chunk` tiles
  * (the last may be shorter), slot ids num_static.. in the walk's order, for warps that
  * finish early to claim at run time. Segments, partials and the schedule are built as
