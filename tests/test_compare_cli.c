@@ -417,29 +417,40 @@ START_TEST(python_summary_of_results)
         printf("SKIP python_summary_of_results: python3 with numpy not found\n");
         return;
     }
-    char csvp[320], cmd[1400];
-    dl_test_path(csvp, sizeof csvp, "summary.csv");
-    FILE *f = fopen(csvp, "w");
+    /* the rows in one file, then split over two (as from two device calls): the same line */
+    const char *hdr = "golden_hash,config_name,variant,verdict,model,time_median_s,ref_read_s,frac_ref,bytes_kv\n";
+    const char *rows[2] = {"h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-x,PASS,bf16,100e-6,60e-6,0.6,2000000\n"
+                           "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,fp8-y,PASS,fp8wg,75e-6,61e-6,0.81,2000000\n"
+                           "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-wrong,FAIL,bf16,50e-6,60e-6,1.2,2000000\n",
+                           "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:tc-fa2,FAIL,bf16,150e-6,,,2000000\n"
+                           "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:cuda-core,PASS,bf16,200e-6,,,2000000\n"
+                           "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:xqa,PASS,exact,92e-6,,,2000000\n"};
+    char all[320], part[2][320], cmd[1800];
+    dl_test_path(all, sizeof all, "summary.csv");
+    dl_test_path(part[0], sizeof part[0], "ours.csv");
+    dl_test_path(part[1], sizeof part[1], "theirs.csv");
+    FILE *f = fopen(all, "w");
     ck_assert_ptr_nonnull(f);
-    fputs("golden_hash,config_name,variant,verdict,model,time_median_s,ref_read_s,frac_ref,bytes_kv\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-x,PASS,bf16,100e-6,60e-6,0.6,2000000\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,fp8-y,PASS,fp8wg,75e-6,61e-6,0.81,2000000\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-wrong,FAIL,bf16,50e-6,60e-6,1.2,2000000\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:tc-fa2,FAIL,bf16,150e-6,,,2000000\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:cuda-core,PASS,bf16,200e-6,,,2000000\n"
-          "h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,ext:fi 1:xqa,PASS,exact,92e-6,,,2000000\n",
-          f);
+    fprintf(f, "%s%s%s", hdr, rows[0], rows[1]);
     fclose(f);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_ptr_nonnull(f = fopen(part[i], "w"));
+        fprintf(f, "%s%s", hdr, rows[i]);
+        fclose(f);
+    }
     const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
-    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' > '%s' 2>&1", root, csvp,
-             dl_test_out_path);
-    const int st = system(cmd);
-    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
-    ck_assert_msg(strstr(dl_test_out, "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | 2 | 60.0 | 100.0 (bf16-x) | 0.600 | 75.0 (fp8-y) | "
-                                      "150.0 (tc-fa2, FAIL) | 1.50x / 2.00x | 92.0 | 0.92x / 1.23x |") != NULL,
-                  "%s", dl_test_out);
-    ck_assert_ptr_null(strstr(dl_test_out, "bf16-wrong"));
+    for (int split = 0; split < 2; split++) {
+        snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' %s%s%s > '%s' 2>&1",
+                 root, split ? part[0] : all, split ? "'" : "", split ? part[1] : "", split ? "'" : "", dl_test_out_path);
+        const int st = system(cmd);
+        dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
+        ck_assert_msg(strstr(dl_test_out, "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | 2 | 60.0 | 100.0 (bf16-x) | 0.600 | "
+                                          "75.0 (fp8-y) | 150.0 (tc-fa2, FAIL) | 1.50x / 2.00x | 92.0 | 0.92x / 1.23x |") != NULL,
+                      "split %d: %s", split, dl_test_out);
+        ck_assert_int_eq(dl_test_lines(dl_test_out), 3); /* header, rule, one configuration */
+        ck_assert_ptr_null(strstr(dl_test_out, "bf16-wrong"));
+    }
 }
 END_TEST
 

@@ -48,8 +48,8 @@ Usage:
   flashinfer_decode.py GOLDEN.h5 --out-dir DIR --fake-o bf16
   flashinfer_decode.py --prebuild DIR [--dtypes bf16:e4m3,bf16:bf16] [--head-dim 128]
   flashinfer_decode.py --warm [--dtypes ...]      (GPU machine: compile what the AOT dir lacks)
-  flashinfer_decode.py --table RESULTS.csv       (the side-by-side markdown table)
-  flashinfer_decode.py --summary RESULTS.csv     (per configuration: read, ours, FlashInfer, XQA, speed-ups)
+  flashinfer_decode.py --table RESULTS.csv...    (the side-by-side markdown table)
+  flashinfer_decode.py --summary RESULTS.csv...  (per configuration: read, ours, FlashInfer, XQA, speed-ups)
 Exit status: 0 written, 1 a backend failed to run (others still written), 2 bad input.
 """
 import argparse
@@ -566,13 +566,17 @@ def prebuild(args):
 
 # ---------------------------------------------------------------- the side-by-side table
 
-def load_results(csv_path):
-    """The rows of a results CSV (decodelab's results table) as dicts; Refused when the file is missing."""
+def load_results(csv_paths):
+    """The rows of one or more results CSVs (decodelab's results tables, e.g. one per device call) as dicts,
+    in order; Refused naming the first file that is missing."""
     import csv
 
-    if not os.path.exists(csv_path):
-        raise Refused(f"{csv_path}: no results table (did any step run?)")
-    return list(csv.DictReader(open(csv_path, newline="")))
+    rows = []
+    for path in [csv_paths] if isinstance(csv_paths, str) else csv_paths:
+        if not os.path.exists(path):
+            raise Refused(f"{path}: no results table (did any step run?)")
+        rows += list(csv.DictReader(open(path, newline="")))
+    return rows
 
 
 def num(r, k):
@@ -583,11 +587,11 @@ def num(r, k):
         return math.nan
 
 
-def table(csv_path, out=sys.stdout):
-    """One markdown table from a results CSV: per configuration, every decodelab variant and external
+def table(csv_paths, out=sys.stdout):
+    """One markdown table from one or more results CSVs: per configuration, every decodelab variant and external
     backend with its verdict, error vs exact, median time, fraction of the read peak and the speed
     ratio to the fastest external (FlashInfer) backend of that configuration (>1: faster than it)."""
-    rows = load_results(csv_path)
+    rows = load_results(csv_paths)
 
     groups = {}
     for r in rows:
@@ -612,12 +616,12 @@ def table(csv_path, out=sys.stdout):
     return 0
 
 
-def summary(csv_path, out=sys.stdout):
-    """Issue 10's per-configuration summary of a results CSV: the read reference of the run (ref_read_s), our
+def summary(csv_paths, out=sys.stdout):
+    """Issue 10's per-configuration summary of one or more results CSVs: the read reference of the run (ref_read_s), our
     fastest PASS variant with a 16-bit-model accuracy (its model not fp8*) and its frac_ref, our fastest PASS
     variant of any model, FlashInfer's fastest non-XQA backend (with its verdict) and XQA, and the speed-ups
     of ours over each (time of theirs / time of ours; '-' where a side was not timed)."""
-    rows = load_results(csv_path)
+    rows = load_results(csv_paths)
 
     def fastest(rs):
         rs = [r for r in rs if num(r, "time_median_s") > 0]
@@ -676,9 +680,12 @@ def parse(argv):
                    help="GPU machine: compile into FlashInfer's JIT cache the modules its AOT dir lacks")
     p.add_argument("--dtypes", default="bf16:e4m3,bf16:bf16", help="prebuild: q:kv pairs")
     p.add_argument("--head-dim", type=int, default=128, help="prebuild: head dim")
-    p.add_argument("--table", metavar="RESULTS.csv", help="print the side-by-side markdown table of a results CSV")
-    p.add_argument("--summary", metavar="RESULTS.csv",
-                   help="print issue 10's per-configuration summary of a results CSV (read, ours, FlashInfer, XQA)")
+    p.add_argument("--table", metavar="RESULTS.csv", nargs="+",
+                   help="print the side-by-side markdown table of one or more results CSVs (rows of one golden file "
+                        "from several files are one configuration)")
+    p.add_argument("--summary", metavar="RESULTS.csv", nargs="+",
+                   help="print issue 10's per-configuration summary of one or more results CSVs (read, ours, "
+                        "FlashInfer, XQA)")
     a = p.parse_args(argv)
     if a.warm:
         a.prebuild = a.prebuild or "-"
