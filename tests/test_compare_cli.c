@@ -451,6 +451,17 @@ START_TEST(python_summary_of_results)
         ck_assert_int_eq(dl_test_lines(dl_test_out), 3); /* header, rule, one configuration */
         ck_assert_ptr_null(strstr(dl_test_out, "bf16-wrong"));
     }
+    /* a CSV that is not a results table: exit 2, one line naming the file and the missing column */
+    ck_assert_ptr_nonnull(f = fopen(part[0], "w"));
+    fputs("variant,verdict\nbf16-x,PASS\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' > '%s' 2>&1", root,
+             part[0], dl_test_out_path);
+    const int st = system(cmd);
+    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, dl_test_out);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "ours.csv: not a decodelab results table (no column 'golden_hash')"));
+    ck_assert_int_eq(dl_test_lines(dl_test_out), 1);
 }
 END_TEST
 

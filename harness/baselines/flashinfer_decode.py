@@ -566,16 +566,23 @@ def prebuild(args):
 
 # ---------------------------------------------------------------- the side-by-side table
 
+RESULT_COLUMNS = ("golden_hash", "config_name", "variant", "verdict", "model", "time_median_s")
+
+
 def load_results(csv_paths):
     """The rows of one or more results CSVs (decodelab's results tables, e.g. one per device call) as dicts,
-    in order; Refused naming the first file that is missing."""
+    in order; Refused naming the first file that is missing or lacks a column the tables read."""
     import csv
 
     rows = []
     for path in [csv_paths] if isinstance(csv_paths, str) else csv_paths:
         if not os.path.exists(path):
             raise Refused(f"{path}: no results table (did any step run?)")
-        rows += list(csv.DictReader(open(path, newline="")))
+        reader = csv.DictReader(open(path, newline=""))
+        missing = [c for c in RESULT_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise Refused(f"{path}: not a decodelab results table (no column '{missing[0]}')")
+        rows += list(reader)
     return rows
 
 
