@@ -1877,7 +1877,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return dl_fail("dl_stream_make_plan: a task cut into %d segments; the merge kernel takes at most %d (lower "
-                       "DL_STREAM_MAX_SEGS or raise DL_STREAM_MIN_TILES)", n, kMergeThreads);
+                       "DL_STREAM_MAX_SEGS or raise DL_STREAM_MIN_TILES; with DL_STREAM_POOL, raise "
+                       "DL_STREAM_POOL_CHUNK)", n, kMergeThreads);
     }
     out->merge_kernel = merge;
     out->warps = p.warps;
