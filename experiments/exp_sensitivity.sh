@@ -2,7 +2,7 @@
 # exp_sensitivity.sh - issue 11: how far a CORRECT kernel may sit from its golden model when its
 # exp differs from glibc's expf by -2..+2 float ulps (CUDA's expf is within 2 ulp; exp2f-based
 # kernels also round s*log2e). CPU only. For each seed, the `make test-gpu` nasty matrix is
-# generated (tests/gpu/nasty_matrix.sh, DL_GENERATE_ONLY=1: the same 32 cases the H200 runs),
+# generated (tests/gpu/nasty_matrix.sh, DL_GENERATE_ONLY=1: the cases the H200 runs),
 # every emulated model is recomputed with the perturbed expf (build/exp_sensitivity, PATTERNS
 # patterns per case) and scored against the stored model; the summary gives, per model, the
 # worst global / per-head / lse figures and the fraction of (case, pattern) runs over the

@@ -12,7 +12,9 @@ int dl_cmd_list(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: decodelab list\n\nPrints the variant registry: name, axes (compute, dequant, unit), the golden\n"
                    "model each must match, its kernel file, its implementation limits (relative L2 of o over the whole\n"
-                   "output / per (request, head), max abs error of lse: PASS at or under every one) and a summary.\n");
+                   "output / per (request, head), max abs error of lse: PASS at or under every one) and a summary.\n"
+                   "The o limits are for sequences up to %d tokens; a longer case's grow by sqrt(length / %d)\n"
+                   "(the drift of float sums in another order; harness/compare.c).\n", DL_ACC_LEN_REF, DL_ACC_LEN_REF);
             return 0;
         }
         dl_fail("unknown argument '%s' (see decodelab list --help)", argv[i]);

@@ -86,6 +86,17 @@ const dl_threshold *dl_threshold_impl(dl_model m);
 const dl_threshold *dl_threshold_vs_exact(dl_model m, dl_dtype kv_dtype);
 /* The margin of the implementation table over the worst measured kernel-vs-model error. */
 #define DL_IMPL_MARGIN 8.0
+/* The table's o limits hold for sequences up to DL_ACC_LEN_REF tokens (the lengths they were measured
+ * on). A float sum over L tokens drifts from the exact sum by about 0.3 u sqrt(L) (u = 2^-24), so two
+ * correct FP32-accumulating orders (a model and a kernel, or a split and an unsplit schedule) sit that
+ * far apart: for longer sequences the o limits (global and per head, under the per-head cap) grow by
+ * dl_accum_scale(max_len) = sqrt(max_len / DL_ACC_LEN_REF), 1 up to DL_ACC_LEN_REF. compare.c has the
+ * measurement. */
+#define DL_ACC_LEN_REF 1024
+double dl_accum_scale(int64_t max_len);
+/* dl_threshold_impl(m) for a case whose longest sequence has max_len tokens (o limits x dl_accum_scale);
+ * returns 0, or -1 for an unknown model (*t untouched). */
+int dl_threshold_impl_len(dl_model m, int64_t max_len, dl_threshold *t);
 
 /* Unit roundoff of a candidate's o encoding: 0 for f32, 2^-8 for bf16, 2^-11
  * for f16. A correct kernel that rounds its FP32 output k (k within e of the

@@ -115,7 +115,8 @@ void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m);
 /* The judgement of one output (o [B,Hq,D] float32, lse [B,Hq] or NULL = judged
  * on o alone), shared by `run` and `compare`, into row r:
  *  - against model_out (the output of model m for the schedule the kernel ran)
- *    with dl_threshold_impl(m), o limits widened by o_round
+ *    with dl_threshold_impl_len(m, r->max_seq_len) (dl_run_fill_config sets
+ *    it first: the o limits of long sequences), o limits widened by o_round
  *    (dl_output_roundoff of the o encoding): model_* columns, limit_*,
  *    verdict_model PASS / FAIL;
  *  - against exact (NULL: not available) with the band dl_threshold_vs_exact(m,

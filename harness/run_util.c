@@ -262,7 +262,12 @@ dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, cons
         snprintf(r->verdict_exact, sizeof r->verdict_exact, "-");
     }
     if (model_out) {
-        const dl_threshold *t = dl_threshold_impl(m);
+        dl_threshold lim; /* the table's limits for this case's longest sequence (r->max_seq_len) */
+        if (dl_threshold_impl_len(m, r->max_seq_len, &lim)) { /* not reached: m comes from the registry */
+            snprintf(r->reason, sizeof r->reason, "no implementation limits for model %d", (int)m);
+            return DL_FAIL;
+        }
+        const dl_threshold *t = &lim;
         dl_score_f32(o, lse, model_out, &sm);
         dl_run_put_metrics(&r->model_o, &sm.o);
         if (lse) dl_run_put_metrics(&r->model_lse, &sm.lse);

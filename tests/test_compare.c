@@ -359,6 +359,36 @@ START_TEST(tables_pinned)
 }
 END_TEST
 
+/* The o limits of long sequences: the table up to DL_ACC_LEN_REF tokens, then x sqrt(L / 1024) on the
+ * global and per-head o limits (the per-head cap kept), lse unchanged; an unknown model refused. */
+START_TEST(limits_for_length)
+{
+    ck_assert(dl_accum_scale(0) == 1.0 && dl_accum_scale(1) == 1.0 && dl_accum_scale(DL_ACC_LEN_REF) == 1.0);
+    ck_assert(fabs(dl_accum_scale(4096) - 2.0) < 1e-15);
+    ck_assert(fabs(dl_accum_scale(32768) - sqrt(32.0)) < 1e-15);
+    for (int m = 0; m < DL_MODEL_COUNT; m++) {
+        const dl_threshold *base = dl_threshold_impl((dl_model)m);
+        dl_threshold t;
+        ck_assert_int_eq(dl_threshold_impl_len((dl_model)m, 1000, &t), 0);
+        ck_assert(memcmp(&t, base, sizeof t) == 0);
+        ck_assert_int_eq(dl_threshold_impl_len((dl_model)m, 4096, &t), 0);
+        ck_assert_int_eq(t.model, m);
+        ck_assert(fabs(t.o_rel_l2 / base->o_rel_l2 - 2.0) < 1e-12);
+        ck_assert(t.lse_abs == base->lse_abs);
+        if (base->o_head_rel_l2 * 2 <= 5e-3)
+            ck_assert(fabs(t.o_head_rel_l2 / base->o_head_rel_l2 - 2.0) < 1e-12);
+        else
+            ck_assert(t.o_head_rel_l2 == 5e-3);
+        /* a planted 1 % error in one head stays over the per-head limit at any length */
+        ck_assert_int_eq(dl_threshold_impl_len((dl_model)m, 1 << 20, &t), 0);
+        ck_assert(t.o_head_rel_l2 <= 5e-3);
+    }
+    dl_threshold t = {DL_MODEL_FP32, 1, 2, 3};
+    ck_assert_int_eq(dl_threshold_impl_len(DL_MODEL_COUNT, 4096, &t), -1);
+    ck_assert(t.o_rel_l2 == 1); /* untouched */
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     Suite *s = suite_create("compare");
@@ -375,6 +405,7 @@ Suite *make_suite(void)
     tcase_add_test(tc, verdict_boundaries);
     tcase_add_test(tc, tables_consistent);
     tcase_add_test(tc, tables_pinned);
+    tcase_add_test(tc, limits_for_length);
     suite_add_tcase(s, tc);
     return s;
 }

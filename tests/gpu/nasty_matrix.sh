@@ -2,12 +2,13 @@
 # nasty_matrix.sh - `make test-gpu`: every GPU variant on a matrix of small,
 # nasty cases generated fresh, then compute-sanitizer memcheck on a subset.
 #
-# Cases (24 + 11 golden files; each KV dtype x head_dim x layout, with page size,
+# Cases (24 + 12 golden files; each KV dtype x head_dim x layout, with page size,
 # group size and Q dtype rotated so that every pair of values of any two axes
 # meets at least once):
 #   KV dtype f16 bf16 e4m3 e5m2 | D 64 128 256 | NHD HND | page 1 16 |
 #   group 1 4 5 8 (2 KV heads) | Q bf16 f16 | ragged lengths 1 and page
-#   boundaries +-1 (explicit --seq-len list) up to 1000 tokens.
+#   boundaries +-1 (explicit --seq-len list) up to 1000 tokens; the last case long
+#   (16385 and 32768 tokens: many segments per task, and the limits for long sequences).
 # Each file is run with --splits 1, --splits 4 and --splits auto, and once more with --splits auto and
 # DL_STREAM_MERGE=kernel ("kmerge": the planned variants' split tasks merged by the merge kernel, which
 # the default 'auto' picks only when some task has 4 or more segments).
@@ -66,16 +67,19 @@ for ki in 0 1 2 3; do for di in 0 1 2; do for li in 0 1; do
          "--page-size $page --kv-layout $layout --q-dtype $qd --kv-dtype $kv --seed $seed --out $file --force"
     i=$(( i + 1 ))
 done; done; done > "$WORK/generate.txt"
-# 9 more for the page sizes, groups and inputs the pairwise set lacks (issues 10, 11):
+# 12 more for the page sizes, groups, inputs and lengths the pairwise set lacks (issues 10, 11):
 # page 2..256, groups up to 16 (two n8 tiles in the streaming kernels), outlier inputs, and
-# (the last line, issue 11) pages shared between requests: --share-prefix 2, the first 2 pages
+# (the ninth line, issue 11) pages shared between requests: --share-prefix 2, the first 2 pages
 # (32 tokens) of every request are request 0's physical pages. That case has its own lengths
 # (optional 8th and 9th fields: share, lengths): the default list starts at 1 token, which has no
 # full page to share; these are 32 + the default ones, so every request shares 2 full pages and
-# then ends at the same page-boundary offsets. Appended last so that the other cases keep their
-# seeds (SEED + index) and reproduce earlier runs.
-# Optional 10th field: the fp8acc models' promotion count (--acc-promote-blocks; default 2): the last
-# two cases run fp8acc-none-wgmma's other builds (1 and 4), and SKIP fp8acc-none-mma (built for 2).
+# then ends at the same page-boundary offsets. New cases are appended last so that the others keep
+# their seeds (SEED + index) and reproduce earlier runs.
+# Optional 10th field: the fp8acc models' promotion count (--acc-promote-blocks; default 2): the
+# two cases before the last run fp8acc-none-wgmma's other builds (1 and 4), and SKIP fp8acc-none-mma
+# (built for 2). The last (2026-12-03): two long requests, 16385 and 32768 tokens, llama3-8B's group of
+# 4: tasks cut into tens of segments (the merge kernel), and float sums long enough that the o limits
+# grow (harness/compare.c: the split CUDA-core kernels FAILed the unscaled bf16simt limit at 32768).
 while read -r kv d layout page group qd dist share lens promote; do
     seed=$(( SEED + i ))
     label="kv=$kv D=$d $layout page=$page group=$group q=$qd $dist"
@@ -107,6 +111,7 @@ e4m3 256 HND 256 8 bf16 normal
 e4m3 128 HND 16 4 bf16 normal 2 33,34,47,48,49,63,64,65,132,289,1032
 e4m3 128 HND 16 4 bf16 normal 0 - 1
 e5m2 64 NHD 16 8 f16 outlier 0 - 4
+e4m3 128 NHD 16 4 bf16 normal 0 16385,32768
 EOC
 NPROC=$(nproc 2>/dev/null || echo 4)
 t0=$(date +%s)
