@@ -50,6 +50,7 @@ Usage:
   flashinfer_decode.py --warm [--dtypes ...]      (GPU machine: compile what the AOT dir lacks)
   flashinfer_decode.py --table RESULTS.csv...    (the side-by-side markdown table)
   flashinfer_decode.py --summary RESULTS.csv...  (per configuration: read, ours, FlashInfer, XQA, speed-ups)
+  flashinfer_decode.py --targets RESULTS.csv...  (issue 10's targets judged: frac_ref, speed-ups, e4m3 / bf16)
 Exit status: 0 written, 1 a backend failed to run (others still written), 2 bad input.
 """
 import argparse
@@ -665,6 +666,63 @@ def summary(csv_paths, out=sys.stdout):
     return 0
 
 
+def targets(csv_paths, out=sys.stdout):
+    """Issue 10's targets judged on one or more results CSVs (the rows as --summary picks them): per configuration,
+    the fastest PASS variant's frac_ref against 0.91, ours over FlashInfer's fastest non-XQA backend against 1.5x
+    (an e4m3 cache with grouped heads, Hq > Hkv) or 1.0x (the others), ours with a 16-bit-model accuracy over XQA
+    against 1.0x; then the e4m3 / bf16 time of ours (16-bit model) for every configuration measured with both
+    caches, against 0.56. 'yes' / 'no' per target; '-' where a side was not timed."""
+    rows = load_results(csv_paths)
+
+    def fastest(rs):
+        rs = [r for r in rs if num(r, "time_median_s") > 0]
+        return min(rs, key=lambda r: num(r, "time_median_s")) if rs else None
+
+    def ratio(theirs, ours):
+        return num(theirs, "time_median_s") / num(ours, "time_median_s") if theirs and ours else math.nan
+
+    def verdict(x, want):
+        return "-" if x != x else ("yes" if x >= want else "no")
+
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["golden_hash"], []).append(r)
+    print("| configuration | fastest PASS variant | frac_ref >= 0.91 | vs FlashInfer non-XQA (16-bit / any) | target | met "
+          "(16-bit / any) | 16-bit vs XQA >= 1.00x |", file=out)
+    print("|---|---|---|---|---|---|---|", file=out)
+    twins = {}
+    for rs in groups.values():
+        cfg = dict(w.split("=", 1) for w in rs[0]["config_name"].split() if "=" in w)
+        keep = ("B", "Hq", "Hkv", "kv", "len")
+        short = " ".join(f"{k}={cfg[k]}" for k in keep if k in cfg)
+        ours = [r for r in rs if not r["variant"].startswith("ext:") and r["verdict"] == "PASS"]
+        o16 = fastest([r for r in ours if not r["model"].startswith("fp8")])
+        oany = fastest(ours)
+        fi = fastest([r for r in rs if r["variant"].startswith("ext:") and not r["variant"].endswith(":xqa")])
+        xqa = fastest([r for r in rs if r["variant"].startswith("ext:") and r["variant"].endswith(":xqa")])
+        gqa_fp8 = cfg.get("kv", "").startswith("e") and cfg.get("Hq") != cfg.get("Hkv")
+        want = 1.5 if gqa_fp8 else 1.0
+        fr = num(oany, "frac_ref") if oany else math.nan
+        r16, rany, rx = ratio(fi, o16), ratio(fi, oany), ratio(xqa, o16)
+        cells = [short, f"{oany['variant']}" if oany else "-", f"{fr:.3f}: {verdict(fr, 0.91)}" if fr == fr else "-",
+                 f"{r16:.2f}x / {rany:.2f}x" if fi else "-", f"{want:.1f}x",
+                 f"{verdict(r16, want)} / {verdict(rany, want)}", f"{rx:.2f}x: {verdict(rx, 1.0)}" if rx == rx else "-"]
+        print("| " + " | ".join(cells) + " |", file=out)
+        twins[(cfg.get("B"), cfg.get("Hq"), cfg.get("Hkv"), cfg.get("len"), cfg.get("D"), cfg.get("kv"))] = (short, o16)
+    pairs = [(k, v) for k, v in twins.items() if k[5] == "e4m3" and k[:5] + ("bf16",) in twins]
+    if pairs:
+        print(file=out)
+        print("| configuration | e4m3 us (16-bit model) | bf16 us | e4m3 / bf16 <= 0.56 |", file=out)
+        print("|---|---|---|---|", file=out)
+        for k, (short, e) in pairs:
+            b = twins[k[:5] + ("bf16",)][1]
+            q = num(e, "time_median_s") / num(b, "time_median_s") if e and b else math.nan
+            print(f"| {short.replace(' kv=e4m3', '')} | {1e6 * num(e, 'time_median_s'):.1f} | "
+                  f"{1e6 * num(b, 'time_median_s'):.1f} | " + (f"{q:.3f}: {verdict(-q, -0.56)}" if q == q else "-")
+                  + " |", file=out)
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 def parse(argv):
@@ -693,10 +751,12 @@ def parse(argv):
     p.add_argument("--summary", metavar="RESULTS.csv", nargs="+",
                    help="print issue 10's per-configuration summary of one or more results CSVs (read, ours, "
                         "FlashInfer, XQA)")
+    p.add_argument("--targets", metavar="RESULTS.csv", nargs="+",
+                   help="judge issue 10's targets on one or more results CSVs (frac_ref, FlashInfer, XQA, e4m3/bf16)")
     a = p.parse_args(argv)
     if a.warm:
         a.prebuild = a.prebuild or "-"
-    if a.prebuild or a.table or a.summary:
+    if a.prebuild or a.table or a.summary or a.targets:
         return a
     if not a.golden:
         p.error("GOLDEN.h5 is required")
@@ -720,6 +780,8 @@ def main(argv=None):
             return table(args.table)
         if args.summary:
             return summary(args.summary)
+        if args.targets:
+            return targets(args.targets)
         if args.prebuild:
             return prebuild(args)
         os.makedirs(args.out_dir, exist_ok=True)

@@ -26,7 +26,8 @@
 #      verdict, error vs exact, median time, fraction of the read peak measured in the same
 #      run, and the speed ratio to the fastest FlashInfer backend
 # $OUT gets (at most 8 files): results.h5, results.csv, table.md, job.log, candidates.tar.gz, and with
-# SET=issue10 summary.md (flashinfer_decode.py --summary: the issue's per-configuration table).
+# SET=issue10 summary.md and targets.md (flashinfer_decode.py --summary: the issue's per-configuration
+# table; --targets: its targets judged).
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
 BIN=${DECODELAB:-build-static/decodelab}
@@ -141,7 +142,10 @@ tar -C "$WORK" -czf "$OUT/candidates.tar.gz" cand 2>/dev/null
 # ---- 4. the table
 say "table (results: $OUT/results.csv)"
 python3 "$BASE" --table "${RES%.h5}.csv" > "$OUT/table.md" 2>> "$LOG" || rc=1
-[ "${SET:-}" = issue10 ] && { python3 "$BASE" --summary "${RES%.h5}.csv" > "$OUT/summary.md" 2>> "$LOG" || rc=1; }
+if [ "${SET:-}" = issue10 ]; then
+    python3 "$BASE" --summary "${RES%.h5}.csv" > "$OUT/summary.md" 2>> "$LOG" || rc=1
+    python3 "$BASE" --targets "${RES%.h5}.csv" > "$OUT/targets.md" 2>> "$LOG" || rc=1
+fi
 cat "$OUT/table.md"
 say "done, exit $rc"
 exit $rc
