@@ -624,6 +624,29 @@ def table(csv_paths, out=sys.stdout):
     return 0
 
 
+def fastest(rs):
+    """The row of rs with the shortest median time (None when none was timed)."""
+    rs = [r for r in rs if num(r, "time_median_s") > 0]
+    return min(rs, key=lambda r: num(r, "time_median_s")) if rs else None
+
+
+def configurations(rows):
+    """The rows grouped by golden file (one configuration each, in order of first appearance), each group with
+    the picks issue 10 compares: our fastest PASS variant of a 16-bit model, of any model, FlashInfer's fastest
+    non-XQA backend and XQA (None where absent): a list of (rows, o16, oany, fi, xqa)."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["golden_hash"], []).append(r)
+    out = []
+    for rs in groups.values():
+        ours = [r for r in rs if not r["variant"].startswith("ext:") and r["verdict"] == "PASS"]
+        ext = [r for r in rs if r["variant"].startswith("ext:")]
+        out.append((rs, fastest([r for r in ours if not r["model"].startswith("fp8")]), fastest(ours),
+                    fastest([r for r in ext if not r["variant"].endswith(":xqa")]),
+                    fastest([r for r in ext if r["variant"].endswith(":xqa")])))
+    return out
+
+
 def summary(csv_paths, out=sys.stdout):
     """Issue 10's per-configuration summary of one or more results CSVs: the read reference of the run (ref_read_s), our
     fastest PASS variant with a 16-bit-model accuracy (its model not fp8*) and its frac_ref, our fastest PASS
@@ -631,28 +654,16 @@ def summary(csv_paths, out=sys.stdout):
     of ours over each (time of theirs / time of ours; '-' where a side was not timed)."""
     rows = load_results(csv_paths)
 
-    def fastest(rs):
-        rs = [r for r in rs if num(r, "time_median_s") > 0]
-        return min(rs, key=lambda r: num(r, "time_median_s")) if rs else None
-
     def us(r):
         return f"{1e6 * num(r, 'time_median_s'):.1f}" if r else "-"
 
     def x(theirs, ours):
         return f"{num(theirs, 'time_median_s') / num(ours, 'time_median_s'):.2f}x" if theirs and ours else "-"
 
-    groups = {}
-    for r in rows:
-        groups.setdefault(r["golden_hash"], []).append(r)
     print("| configuration | KV MB | read us | ours, 16-bit-model accuracy | frac_ref | ours, any model | "
           "FlashInfer non-XQA best | vs it (16-bit / any) | XQA | vs XQA (16-bit / any) |", file=out)
     print("|---|---|---|---|---|---|---|---|---|---|", file=out)
-    for rs in groups.values():
-        ours = [r for r in rs if not r["variant"].startswith("ext:") and r["verdict"] == "PASS"]
-        o16 = fastest([r for r in ours if not r["model"].startswith("fp8")])
-        oany = fastest(ours)
-        fi = fastest([r for r in rs if r["variant"].startswith("ext:") and not r["variant"].endswith(":xqa")])
-        xqa = fastest([r for r in rs if r["variant"].startswith("ext:") and r["variant"].endswith(":xqa")])
+    for rs, o16, oany, fi, xqa in configurations(rows):
         reads = [num(r, "ref_read_s") for r in rs if num(r, "ref_read_s") > 0]
         keep = ("B", "Hq", "Hkv", "kv", "len")
         short = " ".join(w for w in rs[0]["config_name"].split() if w.split("=")[0] in keep)
@@ -674,32 +685,20 @@ def targets(csv_paths, out=sys.stdout):
     caches, against 0.56. 'yes' / 'no' per target; '-' where a side was not timed."""
     rows = load_results(csv_paths)
 
-    def fastest(rs):
-        rs = [r for r in rs if num(r, "time_median_s") > 0]
-        return min(rs, key=lambda r: num(r, "time_median_s")) if rs else None
-
     def ratio(theirs, ours):
         return num(theirs, "time_median_s") / num(ours, "time_median_s") if theirs and ours else math.nan
 
     def verdict(x, want):
         return "-" if x != x else ("yes" if x >= want else "no")
 
-    groups = {}
-    for r in rows:
-        groups.setdefault(r["golden_hash"], []).append(r)
     print("| configuration | fastest PASS variant | frac_ref >= 0.91 | vs FlashInfer non-XQA (16-bit / any) | target | met "
           "(16-bit / any) | 16-bit vs XQA >= 1.00x |", file=out)
     print("|---|---|---|---|---|---|---|", file=out)
     twins = {}
-    for rs in groups.values():
+    for rs, o16, oany, fi, xqa in configurations(rows):
         cfg = dict(w.split("=", 1) for w in rs[0]["config_name"].split() if "=" in w)
         keep = ("B", "Hq", "Hkv", "kv", "len")
         short = " ".join(f"{k}={cfg[k]}" for k in keep if k in cfg)
-        ours = [r for r in rs if not r["variant"].startswith("ext:") and r["verdict"] == "PASS"]
-        o16 = fastest([r for r in ours if not r["model"].startswith("fp8")])
-        oany = fastest(ours)
-        fi = fastest([r for r in rs if r["variant"].startswith("ext:") and not r["variant"].endswith(":xqa")])
-        xqa = fastest([r for r in rs if r["variant"].startswith("ext:") and r["variant"].endswith(":xqa")])
         gqa_fp8 = cfg.get("kv", "").startswith("e") and cfg.get("Hq") != cfg.get("Hkv")
         want = 1.5 if gqa_fp8 else 1.0
         fr = num(oany, "frac_ref") if oany else math.nan
