@@ -15,6 +15,9 @@
 #   STREAM_PRODUCERS  per-consumer | one   producer warps of the warp-consumer streaming kernels
 #             (per-consumer, the default: one per consumer warp, issue 10's attempt #11; one: one per CTA,
 #             the design before 2026-12-02, kept for A/B runs; gpu/NOTES.md)
+#   STREAM_SHAPE  W,S        consumer warps per CTA and stages per consumer of the warp-consumer streaming
+#             kernels whose rings fit in 200 KB (issue 10, attempt #21, an experiment; unset: the rule in
+#             decode_stream.cu's stream_shape), e.g. `make static BUILD=build-s51 STREAM_SHAPE=5,1 STREAM_PRODUCERS=one`
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -112,6 +115,13 @@ endif
 ifeq ($(STREAM_PRODUCERS),one)
   NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=0
 endif
+STREAM_SHAPE ?=
+ifneq ($(STREAM_SHAPE),)
+  ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)
+    $(error STREAM_SHAPE must be W,S (consumer warps 1-8, stages 1-4), not '$(STREAM_SHAPE)')
+  endif
+  NVCCFLAGS += -DDL_STREAM_W=$(word 1,$(subst $(comma), ,$(STREAM_SHAPE))) -DDL_STREAM_S=$(word 2,$(subst $(comma), ,$(STREAM_SHAPE)))
+endif
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt -lpthread
 
 # ---- sources: every ref/*.c and harness/*.c except the CLI entry is the library
@@ -151,7 +161,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

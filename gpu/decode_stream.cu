@@ -61,6 +61,16 @@ constexpr int kTile = 64;
 #define DL_STREAM_PRODUCER_PER_CONSUMER 1
 #endif
 
+/* Consumer warps and stages per consumer of every warp-consumer shape whose rings fit (W x S stages within
+ * 200 KB), from make STREAM_SHAPE=W,S (issue 10, attempt #21: more consumer warps per SM; an experiment,
+ * not a default); 0: the rule of stream_shape. */
+#ifndef DL_STREAM_W
+#define DL_STREAM_W 0
+#endif
+#ifndef DL_STREAM_S
+#define DL_STREAM_S 0
+#endif
+
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
  * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
@@ -71,8 +81,9 @@ template <int D, int ES> struct stream_shape {
     static constexpr int SLABS = R / SW;
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
-    static constexpr int W = STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int S = STAGE <= 8192 ? 3 : 2;
+    static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
+    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
@@ -1816,11 +1827,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int dev = 0, sms = 0;
     DL_CUDA_CHECK(cudaGetDevice(&dev));
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    /* resident CTAs per SM from the shared-memory footprint (registers never bind here) */
+    /* resident CTAs per SM from the shared-memory footprint, or the occupancy when sh.occ says registers bind */
     int smem_sm = 0;
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     int per_sm = smem_sm / (sh.SMEM + 1024); /* + the runtime's reserve per CTA */
-    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (the wgmma kernels) */
+    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (the wgmma kernels, STREAM_SHAPE builds) */
     if (per_sm < 1) per_sm = 1;
     if (per_sm > 4) per_sm = 4;
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
@@ -1914,10 +1925,45 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     return 0;
 }
 
+/* The fewest resident CTAs per SM of KERN (registers and shared memory) into *occ. */
+template <auto KERN, class SH> static int occupancy_min(int *occ)
+{
+    DL_TRY(dl_smem_limit<KERN>(SH::SMEM));
+    int o = 0;
+    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, KERN, SH::THREADS, SH::SMEM));
+    if (o < *occ) *occ = o;
+    return 0;
+}
+
 extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
-    return make_plan(a, h_seq_len, shape_of(a->head_dim, es), out);
+    shape_rt sh = shape_of(a->head_dim, es);
+    /* A STREAM_SHAPE build (attempt #21): its registers may allow fewer CTAs per SM than its shared memory;
+     * the plan takes the lowest occupancy of the three dequant policies' kernels for this case. The default
+     * shapes keep the shared-memory count: at D128 with an 8-bit cache and groups 9-16 (two n8 tiles,
+     * 230-245 registers) registers allow one CTA per SM where shared memory allows two, so those plans run
+     * as two waves; unmeasured, left as measured so far (gpu/NOTES.md, attempt #21). */
+    if (DL_STREAM_W > 0)
+        DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, plan", [&](auto s) {
+            return dl_dispatch_group_n8(a, [&](auto nt) {
+                constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
+                constexpr dl_dtype KV = decltype(s)::KV;
+                using SH = stream_shape<D, dl_kv_size<KV>::value>;
+                int occ = 1 << 20;
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, SH>(&occ)));
+                if constexpr (dl_kv_size<KV>::value == 1) {
+                    DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, SH>(&occ)));
+                    DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, SH>(&occ)));
+                }
+                if (occ < 1)
+                    return dl_fail("decode_stream.cu: the STREAM_SHAPE build's kernel (D=%d, %d consumers, %d "
+                                   "stages) does not fit on an SM", D, SH::W, SH::S);
+                sh.occ = occ;
+                return 0;
+            });
+        }));
+    return make_plan(a, h_seq_len, sh, out);
 }
 
 /* The wgmma kernel's shape with its occupancy (its registers bind, not only shared memory). */
