@@ -255,10 +255,11 @@ const dl_threshold *dl_threshold_impl(dl_model m)
  * split CUDA-core kernels at length 32768 sat 3.24e-6 (B1, 33 splits) and 3.31e-6 (B4, 9 splits)
  * from the bf16simt model, over its 2.445e-6, while 5.5e-7 from exact: the model's own sequential
  * sum was the farther one. The same model computed on the kernel's split schedule (another correct
- * order, no GPU involved) sits 3.33e-6 / 3.42e-6 from the stored one (tests/test_compare.c,
+ * order, no GPU involved) sits 3.33e-6 / 3.42e-6 from the stored one (tests/test_model_sched.c,
  * test_long_sequence_orders). Scaling the o limits by sqrt(L / 1024) keeps the table's margin over
  * that drift at every length and leaves cases up to 1024 tokens exactly as before; a real bug stays
- * far above: one token of L dropped moves o by about 1/sqrt(L) relative (5.5e-3 at 32768). lse is
+ * far above: the last of 32768 tokens dropped moved the bf16simt model's o by 4.4e-3 (CPU, B1, about
+ * 1/sqrt(L)), over 300x the scaled limit 1.38e-5. lse is
  * a sum of positive terms (its drift stays ~1e-6) and keeps its limit. */
 double dl_accum_scale(int64_t max_len)
 {
