@@ -18,6 +18,8 @@
 #   STREAM_SHAPE  W,S        consumer warps per CTA and stages per consumer of the warp-consumer streaming
 #             kernels whose rings fit in 200 KB (issue 10, attempt #21, an experiment; unset: the rule in
 #             decode_stream.cu's stream_shape), e.g. `make static BUILD=build-s51 STREAM_SHAPE=5,1 STREAM_PRODUCERS=one`
+#   STREAM_SETMAXNREG  0 | 1   with STREAM_SHAPE=4,S: the producers' warpgroup gives its registers to the
+#             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -115,6 +117,13 @@ endif
 ifeq ($(STREAM_PRODUCERS),one)
   NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=0
 endif
+STREAM_SETMAXNREG ?= 0
+ifneq ($(filter-out 0 1,$(STREAM_SETMAXNREG)),)
+  $(error STREAM_SETMAXNREG must be 0 or 1, not '$(STREAM_SETMAXNREG)')
+endif
+ifeq ($(STREAM_SETMAXNREG),1)
+  NVCCFLAGS += -DDL_STREAM_SETMAXNREG=1
+endif
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)
   ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)
@@ -161,7 +170,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S STREAM_SETMAXNREG=0|1"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

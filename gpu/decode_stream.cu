@@ -70,6 +70,14 @@ constexpr int kTile = 64;
 #ifndef DL_STREAM_S
 #define DL_STREAM_S 0
 #endif
+/* make STREAM_SETMAXNREG=1 (attempt #22, an experiment): where a shape has 4 consumer warps and 4 producer
+ * warps (one warpgroup each, e.g. STREAM_SHAPE=4,1), the kernel is compiled for 2 CTAs per SM (128 registers
+ * a thread at launch) and the producers' warpgroup gives registers to the consumers' (setmaxnreg: 40 and
+ * 208), so that 8 consumer warps per SM keep the registers one has now. */
+#ifndef DL_STREAM_SETMAXNREG
+#define DL_STREAM_SETMAXNREG 0
+#endif
+constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
@@ -86,6 +94,8 @@ template <int D, int ES> struct stream_shape {
     static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
+    static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
+    static constexpr int MINB = SMR ? 2 : 1;                               /* __launch_bounds__ CTAs per SM */
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
 };
 
@@ -603,7 +613,12 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 }
 
 template <int D, dl_dtype KV, int DQ, int NT>
+#if DL_STREAM_SETMAXNREG /* a minimum CTAs-per-SM argument, even 1, changes ptxas's allocation: only here */
+__global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS,
+                                  stream_shape<D, dl_kv_size<KV>::value>::MINB)
+#else
 __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS)
+#endif
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
@@ -634,6 +649,9 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
     if (SH::NP == 1 ? warp == W : warp >= W) {
+        /* setmaxnreg (attempt #22): each role's first instruction, so that ptxas compiles the code it heads
+         * for that count (warp-uniform: a whole warpgroup takes each branch) */
+        if constexpr (SH::SMR) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kSmrProducerRegs));
         if constexpr (SH::NP != W)
             stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         else
@@ -645,6 +663,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     }
 
     /* ---------------- consumer warp */
+    if constexpr (SH::SMR) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kSmrConsumerRegs));
     const int g = lane / 4, c = lane % 4;
     const int slot = blockIdx.x * W + warp;
     uint8_t *mine = smem + warp * S * SH::STAGE;
