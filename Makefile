@@ -103,13 +103,17 @@ ifneq ($(PLANT),)
   endif
   NVCCFLAGS += -DDL_PLANT_SKIP_LAST_TOKEN=1
 endif
+# flag01 SETTING,MACRO: a 0|1 build setting (anything else is an error naming it); 1 defines MACRO=1
+define flag01
+ifneq ($$(filter-out 0 1,$$($(1))),)
+  $$(error $(1) must be 0 or 1, not '$$($(1))')
+endif
+ifeq ($$($(1)),1)
+  NVCCFLAGS += -D$(2)=1
+endif
+endef
 DIAG ?= 0
-ifneq ($(filter-out 0 1,$(DIAG)),)
-  $(error DIAG must be 0 or 1, not '$(DIAG)')
-endif
-ifeq ($(DIAG),1)
-  NVCCFLAGS += -DDL_STREAM_DIAG=1
-endif
+$(eval $(call flag01,DIAG,DL_STREAM_DIAG))
 STREAM_PRODUCERS ?= per-consumer
 ifeq ($(filter one per-consumer,$(STREAM_PRODUCERS)),)
   $(error STREAM_PRODUCERS must be one or per-consumer, not '$(STREAM_PRODUCERS)')
@@ -118,12 +122,7 @@ ifeq ($(STREAM_PRODUCERS),one)
   NVCCFLAGS += -DDL_STREAM_PRODUCER_PER_CONSUMER=0
 endif
 STREAM_SETMAXNREG ?= 0
-ifneq ($(filter-out 0 1,$(STREAM_SETMAXNREG)),)
-  $(error STREAM_SETMAXNREG must be 0 or 1, not '$(STREAM_SETMAXNREG)')
-endif
-ifeq ($(STREAM_SETMAXNREG),1)
-  NVCCFLAGS += -DDL_STREAM_SETMAXNREG=1
-endif
+$(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)
   ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)
