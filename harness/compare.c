@@ -253,7 +253,8 @@ const dl_threshold *dl_threshold_impl(dl_model m)
  * seed 1; CPU, 2026-12-03): o rel L2 7.07e-7 at length 1024, 1.21e-6 at 4096, 2.33e-6 at 16384,
  * 3.32e-6 at 32768, about 0.3 u sqrt(L). On the H200 (2026-12-03, results/h200_2026-12-03f) the
  * split CUDA-core kernels at length 32768 sat 3.24e-6 (B1, 33 splits) and 3.31e-6 (B4, 9 splits)
- * from the bf16simt model, over its 2.445e-6, while 5.5e-7 from exact: the model's own sequential
+ * from the bf16simt model, over its 2.445e-6; their FP32 twins (fp32-*-simt, the same splits) sat
+ * 3.20e-6 / 3.36e-6 from the fp32 model but 3.9e-7 / 5.5e-7 from exact: the model's own sequential
  * sum was the farther one. The same model computed on the kernel's split schedule (another correct
  * order, no GPU involved) sits 3.33e-6 / 3.42e-6 from the stored one (tests/test_model_sched.c,
  * test_long_sequence_orders). Scaling the o limits by sqrt(L / 1024) keeps the table's margin over
