@@ -370,15 +370,34 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* 1 when python3 imports `modules` (comma-separated); else prints "SKIP <test>: ..." and returns 0. */
+static int have_python(const char *modules, const char *test)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "python3 -c 'import %s' > /dev/null 2>&1", modules);
+    if (system(cmd) == 0) return 1;
+    printf("SKIP %s: python3 with %s not found\n", test, modules);
+    return 0;
+}
+
+/* flashinfer_decode.py ARGS (quoted by the caller), stdout and stderr into dl_test_out; its wait status. */
+static int run_baseline(const char *args)
+{
+    const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' %s > '%s' 2>&1", root, args,
+             dl_test_out_path);
+    const int st = system(cmd);
+    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+    return st;
+}
+
 /* harness/baselines/flashinfer_decode.py without a GPU: its golden reader, its
  * Python FNV-1a hash and its candidate writer, checked by the C reader. Needs
  * python3 with h5py and numpy; says SKIP otherwise. */
 START_TEST(python_baseline_writes_what_compare_reads)
 {
-    if (system("python3 -c 'import h5py, numpy' > /dev/null 2>&1") != 0) {
-        printf("SKIP python_baseline_writes_what_compare_reads: python3 with h5py and numpy not found\n");
-        return;
-    }
+    if (!have_python("h5py, numpy", "python_baseline_writes_what_compare_reads")) return;
     const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
     char cmd[1400], fake[320];
     snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' '%s' --out-dir '%s' --fake-o bf16 > '%s' 2>&1",
@@ -413,10 +432,7 @@ END_TEST
  * speed-ups, from a results CSV made here (a FAIL of ours is never "ours, best"). Needs python3 with numpy. */
 START_TEST(python_summary_of_results)
 {
-    if (system("python3 -c 'import numpy' > /dev/null 2>&1") != 0) {
-        printf("SKIP python_summary_of_results: python3 with numpy not found\n");
-        return;
-    }
+    if (!have_python("numpy", "python_summary_of_results")) return;
     /* the rows in one file, then split over two (as from two device calls): the same line */
     const char *hdr = "golden_hash,config_name,variant,verdict,model,time_median_s,ref_read_s,frac_ref,bytes_kv\n";
     const char *rows[2] = {"h1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-x,PASS,bf16,100e-6,60e-6,0.6,2000000\n"
@@ -438,12 +454,10 @@ START_TEST(python_summary_of_results)
         fprintf(f, "%s%s", hdr, rows[i]);
         fclose(f);
     }
-    const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
     for (int split = 0; split < 2; split++) {
-        snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' %s%s%s > '%s' 2>&1",
-                 root, split ? part[0] : all, split ? "'" : "", split ? part[1] : "", split ? "'" : "", dl_test_out_path);
-        const int st = system(cmd);
-        dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+        snprintf(cmd, sizeof cmd, "--summary '%s' %s%s%s", split ? part[0] : all, split ? "'" : "",
+                 split ? part[1] : "", split ? "'" : "");
+        const int st = run_baseline(cmd);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
         ck_assert_msg(strstr(dl_test_out, "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | 2 | 60.0 | 100.0 (bf16-x) | 0.600 | "
                                           "75.0 (fp8-y) | 150.0 (tc-fa2, FAIL) | 1.50x / 2.00x | 92.0 | 0.92x / 1.23x |") != NULL,
@@ -455,10 +469,8 @@ START_TEST(python_summary_of_results)
     ck_assert_ptr_nonnull(f = fopen(part[0], "w"));
     fputs("variant,verdict\nbf16-x,PASS\n", f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --summary '%s' > '%s' 2>&1", root,
-             part[0], dl_test_out_path);
-    const int st = system(cmd);
-    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+    snprintf(cmd, sizeof cmd, "--summary '%s'", part[0]);
+    const int st = run_baseline(cmd);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d: %s", st, dl_test_out);
     ck_assert_ptr_nonnull(strstr(dl_test_out, "ours.csv: not a decodelab results table (no column 'golden_hash')"));
     ck_assert_int_eq(dl_test_lines(dl_test_out), 1);
@@ -470,10 +482,7 @@ END_TEST
  * grouped heads) or 1.0x (a bf16 cache; an e4m3 MHA case), 16-bit-model ours over XQA; then e4m3 / bf16. */
 START_TEST(python_targets_of_results)
 {
-    if (system("python3 -c 'import numpy' > /dev/null 2>&1") != 0) {
-        printf("SKIP python_targets_of_results: python3 with numpy not found\n");
-        return;
-    }
+    if (!have_python("numpy", "python_targets_of_results")) return;
     char path[320], cmd[1200];
     dl_test_path(path, sizeof path, "targets.csv");
     FILE *f = fopen(path, "w");
@@ -490,11 +499,8 @@ START_TEST(python_targets_of_results)
           "h3,B=2 Hq=4 Hkv=4 kv=e4m3 len=64 D=128,ext:fi 1:cuda-core,PASS,bf16,120e-6,,,1000000\n",
           f);
     fclose(f);
-    const char *root = getenv("DL_ROOT") ? getenv("DL_ROOT") : ".";
-    snprintf(cmd, sizeof cmd, "python3 '%s/harness/baselines/flashinfer_decode.py' --targets '%s' > '%s' 2>&1", root,
-             path, dl_test_out_path);
-    const int st = system(cmd);
-    dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out);
+    snprintf(cmd, sizeof cmd, "--targets '%s'", path);
+    const int st = run_baseline(cmd);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
     const char *want[] = {
         "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | fp8-y | 0.950: yes | 1.40x / 1.87x | 1.5x | no / yes | 0.92x: no |",
