@@ -1846,11 +1846,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int dev = 0, sms = 0;
     DL_CUDA_CHECK(cudaGetDevice(&dev));
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    /* resident CTAs per SM from the shared-memory footprint, or the occupancy when sh.occ says registers bind */
+    /* resident CTAs per SM from the shared-memory footprint, or the occupancy API's count where lower */
     int smem_sm = 0;
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     int per_sm = smem_sm / (sh.SMEM + 1024); /* + the runtime's reserve per CTA */
-    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (the wgmma kernels, STREAM_SHAPE builds) */
+    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (e.g. D128 8-bit groups 9-16) */
     if (per_sm < 1) per_sm = 1;
     if (per_sm > 4) per_sm = 4;
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
@@ -1958,13 +1958,12 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
 {
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
     shape_rt sh = shape_of(a->head_dim, es);
-    /* A STREAM_SHAPE build (attempt #21): its registers may allow fewer CTAs per SM than its shared memory;
-     * the plan takes the lowest occupancy of the three dequant policies' kernels for this case. The default
-     * shapes keep the shared-memory count: at D128 with an 8-bit cache and groups 9-16 (two n8 tiles,
-     * 230-245 registers) registers allow one CTA per SM where shared memory allows two, so those plans run
-     * as two waves; unmeasured, left as measured so far (gpu/NOTES.md, attempt #21). */
-    if (DL_STREAM_W > 0)
-        DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, plan", [&](auto s) {
+    /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy
+     * of the dequant policies' kernels for this case (the occupancy API). Shared memory alone overcounted
+     * D128 8-bit caches with groups 9-16 (two n8 tiles, 230-245 registers: one CTA per SM, not two), whose
+     * plans then ran as two waves: 145.7 us against 126.0 with one CTA per SM at group 16, B128 L4096 e4m3
+     * (H200, 2026-12-03, gpu/NOTES.md attempt #23). */
+    DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, plan", [&](auto s) {
             return dl_dispatch_group_n8(a, [&](auto nt) {
                 constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
                 constexpr dl_dtype KV = decltype(s)::KV;
@@ -1976,8 +1975,8 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
                     DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, SH>(&occ)));
                 }
                 if (occ < 1)
-                    return dl_fail("decode_stream.cu: the STREAM_SHAPE build's kernel (D=%d, %d consumers, %d "
-                                   "stages) does not fit on an SM", D, SH::W, SH::S);
+                    return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumers, %d stages) does "
+                                   "not fit on an SM", D, SH::W, SH::S);
                 sh.occ = occ;
                 return 0;
             });
