@@ -13,7 +13,9 @@
 # Environment: OUT (required); CONFIGS (default B128 and B256 L4096 e4m3, llama-13B B64 L1024 bf16, B128
 # L4096 bf16), VARIANTS (default bf16-hw-stream,bf16-cast-stream), DRY_CONFIGS (default B128 and B256 L4096
 # e4m3), G16 (default g16_b128_l4096_e4m3; empty: skip), MAXT (default 0.5).
-# Writes $OUT/shape_ab.tgz (every memfloor folder and log, no golden file); prints the table last.
+# Writes $OUT/shape_ab.tgz (every memfloor folder and log, no golden file; rewritten after every step, so a call cut
+# by its time limit returns what ran: the first run, 2026-12-03, took ~230 s for main, ~135 s per other build);
+# prints the table last.
 set -uo pipefail
 : "${OUT:?set OUT}"
 mkdir -p "$OUT"
@@ -27,13 +29,15 @@ export DL_WORKDIR=$T/golden # one set of golden files for every binary
 unpack() { [ -f ".carry/decodelab$2.gz" ] && gunzip -c ".carry/decodelab$2.gz" > "$T/$1" && chmod +x "$T/$1"; }
 unpack main ""; unpack s51 -s51; unpack s41r -s41r; unpack s61 -s61; unpack diag -diag
 [ -x "$T/main" ] || { echo "shape_ab_job: need .carry/decodelab.gz (main's build)"; exit 2; }
-pack() { tar czf "$OUT/shape_ab.tgz" --exclude='*.h5' --exclude=shape_ab/main --exclude=shape_ab/s51 \
-    --exclude=shape_ab/s41r --exclude=shape_ab/s61 --exclude=shape_ab/diag -C /tmp shape_ab; }
+pack() { tar czf "$OUT/shape_ab.tgz.part" --exclude='*.h5' --exclude=shape_ab/main --exclude=shape_ab/s51 \
+    --exclude=shape_ab/s41r --exclude=shape_ab/s61 --exclude=shape_ab/diag -C /tmp shape_ab &&
+    mv "$OUT/shape_ab.tgz.part" "$OUT/shape_ab.tgz"; }
 
 mf() { # name, binary, configs, knobs, timeout
     echo "== $1: $3 (knobs $4) from $SECONDS s"
     DECODELAB=$T/$2 CONFIGS="$3" VARIANTS="$VARIANTS" KNOBS="$4" OUT=$T/mf-$1 MAXT=$MAXT \
         timeout "$5" bash tests/gpu/memfloor.sh > "$T/mf-$1.log" 2>&1 || echo "   memfloor ($1) exit $? (see its log)"
+    pack # after every step: a call cut by its time limit still returns what ran
 }
 mf main main "$CONFIGS" - 300
 for b in s51 s41r s61; do
