@@ -1849,10 +1849,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     /* resident CTAs per SM from the shared-memory footprint, or the occupancy API's count where lower */
     int smem_sm = 0;
     DL_CUDA_CHECK(cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-    int per_sm = smem_sm / (sh.SMEM + 1024); /* + the runtime's reserve per CTA */
-    if (sh.occ > 0 && sh.occ < per_sm) per_sm = sh.occ; /* registers bind (e.g. D128 8-bit groups 9-16) */
-    if (per_sm < 1) per_sm = 1;
-    if (per_sm > 4) per_sm = 4;
+    int per_sm = dl_plan_ctas_per_sm(smem_sm, sh.SMEM, sh.occ);
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD

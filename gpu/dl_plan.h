@@ -70,6 +70,12 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
  * case). Example: llama3-8B B1 L32768 on 132 SMs, 3 warps a CTA, min_tiles 6:
  * 228 CTAs (96 SMs run two, 36 run one); rounded, 264 (5.2 tiles a warp). */
 int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles);
+/* Resident CTAs per SM of a persistent grid: what shared memory allows (smem_sm over the CTA's
+ * smem_cta plus the runtime's 1 KB reserve), or the occupancy API's count where lower (occupancy
+ * > 0: registers may bind first), clamped to 1..4. Example: the streaming kernel at D128 with an
+ * 8-bit cache, 99,448 bytes a CTA of 228 KB: 2; at groups 9-16 (two n8 tiles, 230-245 registers
+ * x 192 threads) the occupancy is 1, and a plan of 2 ran as two waves (gpu/NOTES.md, #23). */
+int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
 /* dl_plan_build_pool with max_ctas and min_tiles, then, when waves is set and that plan
  * splits some task already, rebuilt with dl_plan_wave_ctas's count (and min_tiles
  * 1). A plan of whole tasks is kept: rounding fp8-none-wgmma's llama3-8B B64 L1024

@@ -164,6 +164,14 @@ int dl_plan_pick_merge(int mode, const dl_plan *p)
     return mode;
 }
 
+int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy)
+{
+    int per_sm = smem_sm / (smem_cta + 1024);
+    if (occupancy > 0 && occupancy < per_sm) per_sm = occupancy;
+    if (per_sm < 1) per_sm = 1;
+    return per_sm > 4 ? 4 : per_sm;
+}
+
 int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles)
 {
     if (num_tiles < 1 || warps < 1 || sms < 1 || max_ctas < sms || min_tiles < 1) return 0;

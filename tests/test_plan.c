@@ -210,6 +210,26 @@ START_TEST(test_bad_arguments)
 END_TEST
 
 /* whole waves: a plan left short of max_ctas by min_tiles rounded to the nearest multiple of the SMs */
+START_TEST(test_ctas_per_sm)
+{
+    const int smem_sm = 233472; /* H200: 228 KB a SM */
+    /* D128 e4m3 streaming kernel (99,448 bytes): 2 by shared memory; registers allow 2 at group 4 and 1 at
+     * groups 9-16, where the plan once counted 2 and ran two waves */
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 99448, 2), 2);
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 99448, 1), 1);
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 99448, 0), 2); /* no occupancy given: shared memory */
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 99448, 6), 2); /* registers allow more: shared memory binds */
+    /* D128 16-bit (197,752 bytes): 1; the runtime's 1 KB reserve counts: 2 x 116,000 fits in 233,472 bytes,
+     * 2 x (116,000 + 1024) does not; 115,712 + 1024 is exactly half */
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 197752, 2), 1);
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 116000, 0), 1);
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 115712, 0), 2);
+    /* clamped to 1..4: a tiny CTA, and one that fits nowhere */
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 1024, 0), 4);
+    ck_assert_int_eq(dl_plan_ctas_per_sm(smem_sm, 300000, 0), 1);
+}
+END_TEST
+
 START_TEST(test_wave_ctas)
 {
     /* B1 L32768 (4096 tiles), 3 warps, 132 SMs x 2: min_tiles 6 gives 228 CTAs -> 264 */
@@ -322,4 +342,4 @@ END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_wave_ctas, test_pool)
+              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool)
