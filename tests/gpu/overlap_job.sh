@@ -13,7 +13,7 @@
 # Expects .carry/decodelab.gz (main) and .carry/decodelab-diag.gz (make static BUILD=build-diag DIAG=1), unpacked
 # by tests/gpu/unpack_carry.sh first. Environment: OUT (required); STEPS (default "layout clocks ncu").
 # Writes $OUT/overlap.tgz (rewritten after every step: a call cut by its time limit returns what ran); prints a
-# summary last.
+# summary last. Step limits: 270 + 120 s (layout), ~40 s (clocks), 3 x 60 s (ncu): run it under `timeout 560`.
 set -uo pipefail
 : "${OUT:?set OUT}"
 STEPS=${STEPS:-"layout clocks ncu"}
@@ -27,16 +27,16 @@ export DL_WORKDIR=$T/golden # one set of golden files for every step
 G=$DL_WORKDIR/8b_b128_l4096_e4m3.h5
 pack() { tar czf "$OUT/overlap.tgz.part" --exclude='*.h5' --exclude=overlap/dlmain --exclude=overlap/dl-diag \
     -C /tmp overlap && mv "$OUT/overlap.tgz.part" "$OUT/overlap.tgz"; }
-mf() { # name, binary, configs, knobs
+mf() { # name, binary, configs, knobs, timeout (s)
     echo "== $1: $3 (knobs $4) from $SECONDS s"
     DECODELAB=$2 CONFIGS="$3" VARIANTS=bf16-hw-stream KNOBS="$4" OUT=$T/mf-$1 MAXT=0.5 \
-        timeout 200 bash tests/gpu/memfloor.sh > "$T/mf-$1.log" 2>&1 || echo "   memfloor ($1) exit $? (see its log)"
+        timeout "$5" bash tests/gpu/memfloor.sh > "$T/mf-$1.log" 2>&1 || echo "   memfloor ($1) exit $? (see its log)"
     pack
 }
 case " $STEPS " in *" layout "*)
     L='8b_b128_l4096_e4m3 8b_b128_l4096_e4m3_hnd 8b_b128_l4096_e4m3_hnd_p64'
-    mf main "$MAIN" "$L" -
-    mf dry "$DIAG" "$L" 'DL_STREAM_DRY=1 DL_STREAM_DRY=2' ;;
+    mf main "$MAIN" "$L" - 270 # three golden files first (~50 s each on 16 cores, 2026-12-03)
+    mf dry "$DIAG" "$L" 'DL_STREAM_DRY=1 DL_STREAM_DRY=2' 120 ;;
 esac
 [ -f "$G" ] || DECODELAB=$MAIN CONFIGS=8b_b128_l4096_e4m3 VARIANTS=bf16-hw-stream OUT=$T/mf-golden MAXT=0.2 \
     bash tests/gpu/memfloor.sh > "$T/mf-golden.log" 2>&1
@@ -61,7 +61,7 @@ NCU_M='gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__cycles_ela
 'l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum'
 ncu_one() { # name, binary, knob, kernel regex, extra run flags
     echo "== ncu $1 from $SECONDS s"
-    env "$3" timeout 120 ncu --clock-control none --metrics "$NCU_M" -k "regex:$4" -s 3 -c 1 \
+    env "$3" timeout 60 ncu --clock-control none --metrics "$NCU_M" -k "regex:$4" -s 3 -c 1 \
         "$2" run "$G" --variants bf16-hw-stream --time-failed --max-time-s 0.2 > "$T/ncu-$1.txt" 2>&1 ||
         echo "   ncu ($1) exit $? (see ncu-$1.txt)"
 }
