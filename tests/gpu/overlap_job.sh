@@ -13,7 +13,7 @@
 # Expects .carry/decodelab.gz (main) and .carry/decodelab-diag.gz (make static BUILD=build-diag DIAG=1), unpacked
 # by tests/gpu/unpack_carry.sh first. Environment: OUT (required); STEPS (default "layout clocks ncu").
 # Writes $OUT/overlap.tgz (rewritten after every step: a call cut by its time limit returns what ran); prints a
-# summary last. Step limits: 270 + 120 s (layout), ~40 s (clocks), 3 x 60 s (ncu): run it under `timeout 560`.
+# summary last. Step limits: 240 + 100 s (layout), ~40 s (clocks), 3 x 60 s (ncu): run it under `timeout 560`.
 set -uo pipefail
 : "${OUT:?set OUT}"
 STEPS=${STEPS:-"layout clocks ncu"}
@@ -35,8 +35,8 @@ mf() { # name, binary, configs, knobs, timeout (s)
 }
 case " $STEPS " in *" layout "*)
     L='8b_b128_l4096_e4m3 8b_b128_l4096_e4m3_hnd 8b_b128_l4096_e4m3_hnd_p64'
-    mf main "$MAIN" "$L" - 270 # three golden files first (~50 s each on 16 cores, 2026-12-03)
-    mf dry "$DIAG" "$L" 'DL_STREAM_DRY=1 DL_STREAM_DRY=2' 120 ;;
+    mf main "$MAIN" "$L" - 240 # three golden files first (~50 s each on 16 cores, 2026-12-03)
+    mf dry "$DIAG" "$L" 'DL_STREAM_DRY=1 DL_STREAM_DRY=2' 100 ;;
 esac
 [ -f "$G" ] || DECODELAB=$MAIN CONFIGS=8b_b128_l4096_e4m3 VARIANTS=bf16-hw-stream OUT=$T/mf-golden MAXT=0.2 \
     bash tests/gpu/memfloor.sh > "$T/mf-golden.log" 2>&1
