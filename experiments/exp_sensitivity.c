@@ -78,11 +78,8 @@ int main(int argc, char **argv)
             const int64_t Hq = g.c.cfg.num_qo_heads, w = s.o.head_worst;
             /* the verdict the one judge gives (fp8, fp8acc: with the file's P-rounding flip allowance,
              * when the golden file carries one) */
-            int64_t maxlen = 0;
-            for (int64_t b = 0; b < g.c.cfg.batch_size; b++)
-                if (dl_case_seq_len(&g.c, b) > maxlen) maxlen = dl_case_seq_len(&g.c, b);
             dl_threshold lim;
-            dl_threshold_impl_len(m, maxlen, &lim); /* m is one of the models: cannot fail */
+            dl_threshold_impl_len(m, dl_case_max_seq_len(&g.c), &lim); /* m is one of the models: cannot fail */
             const dl_verdict v = dl_judge_impl(&s, &lim, 0.0);
             printf("%s %s %d o=%.4e head=%.4e b=%lld h=%lld lse=%.4e excess=%.4e allow=%.4e verdict=%s\n", argv[1],
                    dl_model_name(m), p, s.o.rel_l2, s.o.head_rel_l2, (long long)(w >= 0 ? w / Hq : -1),

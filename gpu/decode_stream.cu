@@ -95,7 +95,6 @@ template <int D, int ES> struct stream_shape {
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
-    static constexpr int MINB = SMR ? 2 : 1;                               /* __launch_bounds__ CTAs per SM */
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
 };
 
@@ -615,7 +614,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 template <int D, dl_dtype KV, int DQ, int NT>
 #if DL_STREAM_SETMAXNREG /* a minimum CTAs-per-SM argument, even 1, changes ptxas's allocation: only here */
 __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS,
-                                  stream_shape<D, dl_kv_size<KV>::value>::MINB)
+                                  stream_shape<D, dl_kv_size<KV>::value>::SMR ? 2 : 1)
 #else
 __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS)
 #endif
@@ -1961,23 +1960,23 @@ extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_le
      * plans then ran as two waves: 145.7 us against 126.0 with one CTA per SM at group 16, B128 L4096 e4m3
      * (H200, 2026-12-03, gpu/NOTES.md attempt #23). */
     DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, plan", [&](auto s) {
-            return dl_dispatch_group_n8(a, [&](auto nt) {
-                constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
-                constexpr dl_dtype KV = decltype(s)::KV;
-                using SH = stream_shape<D, dl_kv_size<KV>::value>;
-                int occ = 1 << 20;
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, SH>(&occ)));
-                if constexpr (dl_kv_size<KV>::value == 1) {
-                    DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, SH>(&occ)));
-                    DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, SH>(&occ)));
-                }
-                if (occ < 1)
-                    return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumers, %d stages) does "
-                                   "not fit on an SM", D, SH::W, SH::S);
-                sh.occ = occ;
-                return 0;
-            });
-        }));
+        return dl_dispatch_group_n8(a, [&](auto nt) {
+            constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
+            constexpr dl_dtype KV = decltype(s)::KV;
+            using SH = stream_shape<D, dl_kv_size<KV>::value>;
+            int occ = 1 << 20;
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, SH>(&occ)));
+            if constexpr (dl_kv_size<KV>::value == 1) {
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, SH>(&occ)));
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, SH>(&occ)));
+            }
+            if (occ < 1)
+                return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumers, %d stages) does "
+                               "not fit on an SM", D, SH::W, SH::S);
+            sh.occ = occ;
+            return 0;
+        });
+    }));
     return make_plan(a, h_seq_len, sh, out);
 }
 

@@ -188,12 +188,7 @@ int dl_run_resolve_splits(const dl_case *c, int requested)
     a.num_kv_heads = (int)c->cfg.num_kv_heads;
     a.head_dim = (int)c->cfg.head_dim;
     a.page_size = (int)c->cfg.page_size;
-    int64_t maxlen = 0;
-    for (int64_t b = 0; b < c->cfg.batch_size; b++) {
-        int64_t len = dl_case_seq_len(c, b);
-        if (len > maxlen) maxlen = len;
-    }
-    a.max_seq_len = (int)maxlen;
+    a.max_seq_len = (int)dl_case_max_seq_len(c);
     int s = dl_gpu_choose_splits(&a, dl_gpu_sm_count());
     return s < 1 ? 1 : s;
 }

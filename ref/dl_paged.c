@@ -74,6 +74,14 @@ int64_t dl_case_seq_len(const dl_case *c, int64_t b)
     return (int64_t)(c->kv_indptr[b + 1] - c->kv_indptr[b] - 1) * c->cfg.page_size + c->kv_last_page_len[b];
 }
 
+int64_t dl_case_max_seq_len(const dl_case *c)
+{
+    int64_t m = 0;
+    for (int64_t b = 0; b < c->cfg.batch_size; b++)
+        if (dl_case_seq_len(c, b) > m) m = dl_case_seq_len(c, b);
+    return m;
+}
+
 int64_t dl_kv_offset(const dl_config *cfg, int64_t page, int64_t slot, int64_t head)
 {
     if (cfg->kv_layout == DL_NHD)

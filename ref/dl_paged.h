@@ -37,6 +37,8 @@ void dl_case_free(dl_case *c);
 
 /* Sequence length of request b. */
 int64_t dl_case_seq_len(const dl_case *c, int64_t b);
+/* The longest request's length (0 for an empty batch). */
+int64_t dl_case_max_seq_len(const dl_case *c);
 /* Element offset of (physical page, slot, kv head, d=0) in k_cache / v_cache. */
 int64_t dl_kv_offset(const dl_config *cfg, int64_t page, int64_t slot, int64_t head);
 /* Element offset of token t of request b, kv head h, d=0 (walks the page table). */

@@ -885,9 +885,8 @@ int dl_schedule_split_kv(const dl_case *c, int num_splits, int64_t tile, dl_sche
 {
     memset(s, 0, sizeof *s);
     const int64_t B = c->cfg.batch_size, Hkv = c->cfg.num_kv_heads;
-    int64_t maxlen = 0, nseg = 0;
-    for (int64_t b = 0; b < B; b++)
-        if (dl_case_seq_len(c, b) > maxlen) maxlen = dl_case_seq_len(c, b);
+    const int64_t maxlen = dl_case_max_seq_len(c);
+    int64_t nseg = 0;
     const int64_t chunk = dl_split_kv_chunk(maxlen, num_splits, tile);
     if (chunk < 1) return dl_fail("schedule: split-KV chunk of %lld tokens (longest sequence %lld)", (long long)chunk,
                                   (long long)maxlen);
