@@ -136,6 +136,12 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
+/* A bulk prefetch of bytes (a multiple of 16) at p (16-byte aligned) into L2. */
+__device__ __forceinline__ void l2_prefetch(const void *p, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ uint32_t movmatrix_t(uint32_t x)
 {
     uint32_t y;
@@ -203,15 +209,14 @@ __device__ __forceinline__ void zero_tail_rows(const uint8_t *tile, int nvalid, 
     fence_async_smem();
 }
 
-/* Merge the partials of one split task (segments k0..k1 in token order, each
- * a normalized o and natural-log lse per query head in the workspace) into
+/* Merge the partials of one split task (workspace rows k0..k1 in token order, each
+ * a normalized o and natural-log lse per query head) into
  * o/lse, by one warp, lanes over (head, 4-float column) items:
  *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i).
  * Partials written by other CTAs are read through L2 (ld.global.cg).
  * One item at a time, M and the sums updated segment by segment. (A batched form, two passes with
  * several segments' loads in flight, was slower everywhere: issue 10 attempt #13, gpu/NOTES.md.) */
-__device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *seg_out, int k0, int k1, int G,
-                                           size_t row0, int lane)
+__device__ __forceinline__ void merge_task(const dl_gpu_args &a, int k0, int k1, int G, size_t row0, int lane)
 {
     const int D = a.head_dim, cols = D / 4;
     const float *ws = (const float *)a.workspace;
@@ -221,7 +226,7 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, const int32_t *
         float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
         for (int k = k0; k < k1; k++) {
-            const float *p = ws + ((size_t)seg_out[k] * G + head) * (D + 1);
+            const float *p = ws + ((size_t)k * G + head) * (D + 1);
             const float l = __ldcg(p + D), Mn = fmaxf(M, l);
             const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
             const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
@@ -256,6 +261,10 @@ struct stream_params {
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds; 3 = the normal work, timed per CTA (timeline below:
                            * right outputs) */
+    int pf;               /* DL_STREAM_PREFETCH (NHD, one producer per consumer; attempt #24): 0 off, else the
+                           * producer of KV head 0 prefetches into L2 the whole token rows (all heads) of tile
+                           * + pf - 1 before its copy of each tile, for the other heads' warps (heads order) */
+    int row_bytes;        /* one token's row of every KV head (NHD): Hkv x D x bytes per element */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -340,7 +349,7 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
     old = __shfl_sync(0xffffffffu, old, 0);
     if (old == k1 - k0 - 1) {
         __threadfence();
-        merge_task(a, seg_out, k0, k1, G, row0, lane);
+        merge_task(a, k0, k1, G, row0, lane);
         if (lane == 0) tickets[t] = 0; /* ready for the next launch */
     }
 }
@@ -413,7 +422,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     __shared__ float4 part_o[kMergeThreads];
     float l = -INFINITY;
     if (tid < n) {
-        const int r = seg_out[k0 + tid];
+        const int r = k0 + tid; /* the task's partial rows (dl_plan.h) */
         s_row[tid] = r;
         l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
     }
@@ -562,6 +571,14 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            if (sp.pf && kvh == 0) { /* DL_STREAM_PREFETCH (NHD): whole token rows, every head's, into L2 */
+                const int tokp = (tile + sp.pf - 1) * kTile + lane * rows;
+                if (lane < kTile / rows && tokp < len) {
+                    const size_t at = ((size_t)pages[tokp / ps] * ps + tokp % ps) * sp.row_bytes;
+                    l2_prefetch((const uint8_t *)a.k_cache + at, (uint32_t)(rows * sp.row_bytes));
+                    l2_prefetch((const uint8_t *)a.v_cache + at, (uint32_t)(rows * sp.row_bytes));
+                }
+            }
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -1574,6 +1591,8 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    int pf;       /* DL_STREAM_PREFETCH (stream_params::pf; 0 unless the layout is NHD) */
+    int row_bytes; /* stream_params::row_bytes */
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
 };
 
@@ -1683,7 +1702,8 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     const stream_maps *m = (const stream_maps *)pl->host;
     const int32_t *dev = (const int32_t *)pl->dev;
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
-                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry};
+                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry,
+                        m->pf, m->row_bytes};
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -1867,6 +1887,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
+    /* attempt #24 (dl_plan.h, stream_params::pf): the heads order, and the L2 prefetch of whole token rows */
+    int order, prefetch;
+    DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
+    DL_TRY(knob("DL_STREAM_PREFETCH", 0, 4, 0, &prefetch));
+    if (order == DL_ORDER_HEADS && pool_pct > 0)
+        return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
+                       pool_pct);
     DL_TRY(knob("DL_STREAM_DRY", 0, 3, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
@@ -1885,6 +1912,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
+    maps->pf = a->kv_layout == DL_NHD && sh.pool ? prefetch : 0; /* the one-producer-per-consumer kernels alone */
+    maps->row_bytes = a->num_kv_heads * sh.R;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);
@@ -1893,7 +1922,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->host = maps;
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
-                            waves, pool_pct, pool_chunk, &p)) {
+                            waves, pool_pct, pool_chunk, order, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }

@@ -11,10 +11,16 @@
  * warp that finishes the task's last segment merges them in token order. A task
  * in one segment writes o/lse directly.
  *
+ * The heads order (DL_ORDER_HEADS, DL_STREAM_ORDER=heads; issue 10, attempt #24) walks the requests' tiles
+ * once, without heads, cuts them into floor(slots / Hkv) runs, and gives run r to slots r * Hkv + h, one per
+ * KV head h: the Hkv warps that read a page's rows (NHD: 128-byte pieces of the same 1 KB token rows) run
+ * side by side instead of a fraction of the launch apart. Slots past the last run stay empty.
+ *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
  * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks] | pool[2], S = num_segs;
  * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
- * workspace slot of a partial; task_ptr lists each task's segments in token order;
+ * workspace row of a partial; the rows of a split task's partials are task_ptr[t]..task_ptr[t + 1] in
+ * token order (an unsplit task has none: task_ptr[t + 1] == task_ptr[t]);
  * tickets (zero, and left zero by every launch) count the finished segments of a
  * split task so that the last one merges the partials (with DL_STREAM_MERGE=kernel they
  * start parked far below zero, so that none does, and the merge kernel parks them again); pool[0] counts
@@ -37,6 +43,7 @@ typedef struct {
     int num_tasks, num_slots, num_segs, num_partials;
     int num_static;        /* slots [0, num_static): one per consumer warp; [num_static, num_slots): the pool */
     int64_t num_tiles;
+    int order;             /* the walk: DL_ORDER_TASKS or DL_ORDER_HEADS (tasks when fewer slots than heads) */
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
     /* the schedule in tokens for the CPU model (owned): segments of task t are
@@ -58,9 +65,10 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * (the last may be shorter), slot ids num_static.. in the walk's order, for warps that
  * finish early to claim at run time. Segments, partials and the schedule are built as
  * for any slot, so the model's schedule does not depend on who claims what.
- * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1. */
+ * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1; order: DL_ORDER_TASKS, or DL_ORDER_HEADS with
+ * pool_pct 0. */
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
-                       int pool_pct, int chunk, dl_plan *p);
+                       int pool_pct, int chunk, int order, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
  * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
  * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
@@ -83,7 +91,12 @@ int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
  * 50.4 -> 62.8 us (H200, 2026-12-03d); B1 L32768 (split either way) gained
  * 40.5 -> 38.7. Returns 0 or dl_fail(). */
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, int pool_pct, int chunk, dl_plan *p);
+                        int min_tiles, int waves, int pool_pct, int chunk, int order, dl_plan *p);
+/* The walks of the plan (see the top). */
+enum { DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
+/* The order named by the DL_STREAM_ORDER value s (NULL or "tasks": TASKS; "heads"). Returns 0, or
+ * dl_fail() naming the variable and the value. */
+int dl_plan_order_of(const char *s, int *order);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

@@ -19,17 +19,47 @@ void dl_plan_free(dl_plan *p)
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p)
 {
-    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, 0, 1, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_TASKS, p);
+}
+
+int dl_plan_order_of(const char *s, int *order)
+{
+    if (!s || !strcmp(s, "tasks")) *order = DL_ORDER_TASKS;
+    else if (!strcmp(s, "heads")) *order = DL_ORDER_HEADS;
+    else
+        return dl_fail("DL_STREAM_ORDER: '%s' is not 'tasks' (the default: the tiles of every (request, KV head) "
+                       "task end to end, cut into equal runs) or 'heads' (the tiles of the requests cut once, each "
+                       "run given to one slot per KV head, so that the heads of a page are read together)", s);
+    return 0;
+}
+
+/* The segments of the tiles [u0, u1) of the head-less walk (request b's tiles at ub[b]..ub[b + 1]) for KV
+ * head h, appended at *nseg. */
+static void walk_heads(const int64_t *ub, int B, int Hkv, int h, int64_t u0, int64_t u1, int32_t *st, int32_t *s0,
+                       int32_t *s1, int64_t *nseg)
+{
+    int b = 0;
+    while (b < B && ub[b + 1] <= u0) b++;
+    for (int64_t u = u0; u < u1; b++) {
+        const int64_t end = ub[b + 1] < u1 ? ub[b + 1] : u1;
+        st[*nseg] = b * Hkv + h;
+        s0[*nseg] = (int32_t)(u - ub[b]);
+        s1[*nseg] = (int32_t)(end - ub[b]);
+        (*nseg)++;
+        u = end;
+    }
 }
 
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
-                       int pool_pct, int chunk, dl_plan *p)
+                       int pool_pct, int chunk, int order, dl_plan *p)
 {
     memset(p, 0, sizeof *p);
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
-        pool_pct > 50 || chunk < 1)
+        pool_pct > 50 || chunk < 1 || (order != DL_ORDER_TASKS && order != DL_ORDER_HEADS) ||
+        (order == DL_ORDER_HEADS && pool_pct > 0))
         return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
-                       "pool_pct=%d chunk=%d)", B, Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk);
+                       "pool_pct=%d chunk=%d order=%d; the heads order takes no pool)", B, Hkv, tile, warps, max_ctas,
+                       min_tiles, pool_pct, chunk, order);
     const int T = B * Hkv;
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
@@ -44,6 +74,10 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     slots = ctas * warps;
     if (slots > N) slots = N; /* never an empty slot in the middle: trailing ones stay empty */
     const int64_t nstatic = ctas * warps;
+    /* the heads order: runs of the head-less walk (N / Hkv tiles), each to Hkv consecutive slots; fewer
+     * slots than heads: the tasks order */
+    const int64_t U = N / Hkv, runs = slots / Hkv < U ? slots / Hkv : U;
+    if (runs < 1) order = DL_ORDER_TASKS;
     /* the pool: the last pool_pct % of the tiles (in the walk's order) as slots of `chunk` tiles */
     const int64_t Np = N * pool_pct / 100, Ns = N - Np, npool = (Np + chunk - 1) / chunk;
     const int64_t nslots_all = nstatic + npool;
@@ -53,41 +87,62 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int32_t *slot_ptr = calloc((size_t)nslots_all + 1, sizeof(int32_t));
     int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
     int32_t *s1 = malloc((size_t)cap * sizeof(int32_t)), *so = malloc((size_t)cap * sizeof(int32_t));
-    int32_t *task_first = malloc((size_t)T * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
-    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg) {
-        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
+    int32_t *task_first = malloc(((size_t)T + 1) * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
+    int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t));
+    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !ub) {
+        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
         return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots_all);
     }
     int64_t nseg = 0;
-    int task = 0;
-    int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
-    for (int64_t s = 0; s < nslots_all; s++) {
-        slot_ptr[s] = (int32_t)nseg;
-        int64_t want = 0;
-        if (s >= nstatic) want = (s - nstatic + 1) * chunk > Np ? Np - (s - nstatic) * chunk : chunk;
-        else if (s < slots) want = (s + 1) * Ns / slots - s * Ns / slots;
-        while (want > 0) {
-            while (in_task == task_tiles) { /* next task */
-                task++;
-                in_task = 0;
-                task_tiles = (seq_len[task / Hkv] + tile - 1) / tile;
+    if (order == DL_ORDER_HEADS) {
+        ub[0] = 0;
+        for (int b = 0; b < B; b++) ub[b + 1] = ub[b] + (seq_len[b] + tile - 1) / tile;
+        for (int64_t s = 0; s < nslots_all; s++) {
+            slot_ptr[s] = (int32_t)nseg;
+            const int64_t r = s / Hkv;
+            if (r < runs) walk_heads(ub, B, Hkv, (int)(s % Hkv), r * U / runs, (r + 1) * U / runs, st, s0, s1, &nseg);
+        }
+    } else {
+        int task = 0;
+        int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
+        for (int64_t s = 0; s < nslots_all; s++) {
+            slot_ptr[s] = (int32_t)nseg;
+            int64_t want = 0;
+            if (s >= nstatic) want = (s - nstatic + 1) * chunk > Np ? Np - (s - nstatic) * chunk : chunk;
+            else if (s < slots) want = (s + 1) * Ns / slots - s * Ns / slots;
+            while (want > 0) {
+                while (in_task == task_tiles) { /* next task */
+                    task++;
+                    in_task = 0;
+                    task_tiles = (seq_len[task / Hkv] + tile - 1) / tile;
+                }
+                int64_t take = task_tiles - in_task < want ? task_tiles - in_task : want;
+                st[nseg] = task;
+                s0[nseg] = (int32_t)in_task;
+                s1[nseg] = (int32_t)(in_task + take);
+                nseg++;
+                in_task += take;
+                want -= take;
             }
-            int64_t take = task_tiles - in_task < want ? task_tiles - in_task : want;
-            if (task_nseg[task] == 0) task_first[task] = (int32_t)nseg;
-            task_nseg[task]++;
-            st[nseg] = task;
-            s0[nseg] = (int32_t)in_task;
-            s1[nseg] = (int32_t)(in_task + take);
-            nseg++;
-            in_task += take;
-            want -= take;
         }
     }
     slot_ptr[nslots_all] = (int32_t)nseg;
 
-    /* workspace slots for the partials of split tasks, in segment order */
+    /* each task's segments in token order (either walk meets a task's segments in token order), then the
+     * workspace rows of the partials of split tasks, task by task */
+    for (int64_t k = 0; k < nseg; k++) task_nseg[st[k]]++;
+    task_first[0] = 0;
+    for (int t = 0; t < T; t++) task_first[t + 1] = task_first[t] + task_nseg[t];
+    int32_t *fill = calloc((size_t)T, sizeof(int32_t)), *by_task = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int32_t));
+    if (!fill || !by_task) {
+        free(fill); free(by_task);
+        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
+        return dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
+    }
+    for (int64_t k = 0; k < nseg; k++) by_task[task_first[st[k]] + fill[st[k]]++] = (int32_t)k;
     int npart = 0;
-    for (int64_t k = 0; k < nseg; k++) so[k] = task_nseg[st[k]] > 1 ? npart++ : -1;
+    for (int t = 0; t < T; t++)
+        for (int i = task_first[t]; i < task_first[t + 1]; i++) so[by_task[i]] = task_nseg[t] > 1 ? npart++ : -1;
 
     p->tile = tile;
     p->warps = warps;
@@ -98,6 +153,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     p->num_segs = (int)nseg;
     p->num_partials = npart;
     p->num_tiles = N;
+    p->order = order;
     p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T + 2;
     p->buf = malloc(p->buf_len * sizeof(int32_t));
     p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
@@ -118,18 +174,20 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         o += nseg;
         memcpy(o, so, (size_t)nseg * sizeof(int32_t));
         o += nseg;
-        /* segments of a task are consecutive in the slot walk */
-        int64_t k = 0;
+        /* task_ptr: the task's partial rows (none for a task in one segment); the schedule in tokens */
+        int rows = 0;
         for (int t = 0; t < T; t++) {
-            o[t] = (int32_t)k;
-            p->sched_indptr[t] = k;
-            for (int i = 0; i < task_nseg[t]; i++, k++) p->sched_begin[k] = (int64_t)s0[task_first[t] + i] * tile;
+            o[t] = rows;
+            rows += task_nseg[t] > 1 ? task_nseg[t] : 0;
+            p->sched_indptr[t] = task_first[t];
+            for (int i = task_first[t]; i < task_first[t + 1]; i++) p->sched_begin[i] = (int64_t)s0[by_task[i]] * tile;
         }
-        o[T] = (int32_t)k;
-        p->sched_indptr[T] = k;
+        o[T] = rows;
+        p->sched_indptr[T] = task_first[T];
         memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
-    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
+    free(fill); free(by_task);
+    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
     return rc;
 }
 
@@ -185,12 +243,12 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 }
 
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, int pool_pct, int chunk, dl_plan *p)
+                        int min_tiles, int waves, int pool_pct, int chunk, int order, dl_plan *p)
 {
-    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, p)) return -1;
+    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, p)) return -1;
     if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
     const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
     if (c == 0 || c == p->ctas) return 0;
     dl_plan_free(p);
-    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, p);
 }

@@ -1,7 +1,8 @@
 /* test_plan.c - the balanced plan of the streaming family (gpu/plan.c): every
  * tile of every (request, KV head) task in exactly one segment, segments of a
- * task contiguous and in token order, slots balanced to one tile, partials
- * numbered for split tasks only, the schedule view (what the CPU model follows)
+ * task in token order, slots balanced to one tile, partials' workspace
+ * rows numbered task by task for split tasks only, the heads order's runs shared by the Hkv slots of a
+ * group, the schedule view (what the CPU model follows)
  * equal to the device buffer, the tickets zero, and bad arguments refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,10 @@ static views view_of(const dl_plan *p)
     return v;
 }
 
-/* Checks every invariant of a plan for these lengths; returns the largest slot size. */
-static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas, int min_tiles)
+/* Checks every invariant of plan p for these lengths; returns the largest slot size. */
+static int64_t check_built(const dl_plan *pp, int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas)
 {
-    dl_plan p;
-    ck_assert_int_eq(dl_plan_build(B, Hkv, len, tile, warps, max_ctas, min_tiles, &p), 0);
+    const dl_plan p = *pp;
     const views v = view_of(&p);
     ck_assert_uint_eq(p.buf_len, (size_t)(p.num_slots + 1) + 4 * (size_t)p.num_segs + 2 * (size_t)p.num_tasks + 1 + 2);
     ck_assert_int_eq(p.num_tasks, B * Hkv);
@@ -63,33 +63,70 @@ static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warp
     }
     ck_assert_int_eq(v.slot_ptr[p.num_slots], p.num_segs);
     for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
-    /* balanced: the used slots differ by at most one tile; empty slots only when N < slots */
+    /* balanced: the used slots differ by at most one tile (the heads order: by at most one tile a head);
+     * empty slots only when N < slots (the heads order: past the last whole group of Hkv) */
     ck_assert_int_le(smax - smin, 1);
-    if (N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
+    if (p.order == DL_ORDER_TASKS && N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
+    if (p.order == DL_ORDER_HEADS) {
+        const int64_t U = N / Hkv, runs = p.num_slots / Hkv < U ? p.num_slots / Hkv : U;
+        ck_assert_int_eq(nonempty, runs * Hkv);
+        /* the Hkv slots of a run cover the same tiles of the same requests, one head each */
+        for (int64_t r = 0; r < runs; r++)
+            for (int h = 1; h < Hkv; h++) {
+                const int s = (int)(r * Hkv + h), s0 = (int)(r * Hkv);
+                ck_assert_int_eq(v.slot_ptr[s + 1] - v.slot_ptr[s], v.slot_ptr[s0 + 1] - v.slot_ptr[s0]);
+                for (int i = 0; i < v.slot_ptr[s + 1] - v.slot_ptr[s]; i++) {
+                    const int k = v.slot_ptr[s] + i, k0 = v.slot_ptr[s0] + i;
+                    ck_assert_int_eq(v.seg_task[k], v.seg_task[k0] + h);
+                    ck_assert_int_eq(v.seg_t0[k], v.seg_t0[k0]);
+                    ck_assert_int_eq(v.seg_t1[k], v.seg_t1[k0]);
+                }
+            }
+    }
 
-    /* segments of a task: contiguous ids, token order, from tile 0 to the last; the
-     * schedule view starts each at seg_t0 * tile; partials numbered 0.. for split tasks */
+    /* each task's segments (in id order) run in token order from tile 0 to the last; the schedule view
+     * lists them so, each starting at seg_t0 * tile; a split task's partials are the workspace rows
+     * task_ptr[t].. in token order, rows numbered 0.. task by task; an unsplit task has none */
     int next_part = 0;
+    int64_t sk = 0;
     ck_assert_int_eq(v.task_ptr[0], 0);
     for (int t = 0; t < p.num_tasks; t++) {
-        const int k0 = v.task_ptr[t], k1 = v.task_ptr[t + 1];
-        ck_assert_int_lt(k0, k1);
-        ck_assert_int_eq(p.sched_indptr[t], k0);
-        ck_assert_int_eq(v.seg_t0[k0], 0);
-        ck_assert_int_eq(v.seg_t1[k1 - 1], (len[t / Hkv] + tile - 1) / tile);
-        for (int k = k0; k < k1; k++) {
-            ck_assert_int_eq(v.seg_task[k], t);
-            if (k > k0) ck_assert_int_eq(v.seg_t0[k], v.seg_t1[k - 1]);
-            ck_assert_int_eq(p.sched_begin[k], (int64_t)v.seg_t0[k] * tile);
-            if (k1 - k0 == 1) ck_assert_int_eq(v.seg_out[k], -1);
-            else ck_assert_int_eq(v.seg_out[k], next_part++);
+        int n = 0, tl = 0;
+        ck_assert_int_eq(p.sched_indptr[t], sk);
+        for (int k = 0; k < p.num_segs; k++)
+            if (v.seg_task[k] == t) n++;
+        ck_assert_int_ge(n, 1);
+        ck_assert_int_eq(v.task_ptr[t], next_part);
+        ck_assert_int_eq(v.task_ptr[t + 1] - v.task_ptr[t], n > 1 ? n : 0);
+        for (int k = 0, i = 0; k < p.num_segs; k++) {
+            if (v.seg_task[k] != t) continue;
+            ck_assert_int_eq(v.seg_t0[k], tl);
+            tl = v.seg_t1[k];
+            ck_assert_int_eq(p.sched_begin[sk++], (int64_t)v.seg_t0[k] * tile);
+            if (n == 1) ck_assert_int_eq(v.seg_out[k], -1);
+            else ck_assert_int_eq(v.seg_out[k], v.task_ptr[t] + i++);
         }
+        if (n > 1) next_part += n;
+        ck_assert_int_eq(tl, (len[t / Hkv] + tile - 1) / tile);
         ck_assert_int_eq(v.tickets[t], 0);
     }
     ck_assert_int_eq(p.sched_indptr[p.num_tasks], p.num_segs);
     ck_assert_int_eq(next_part, p.num_partials);
     free(first);
     free(hit);
+    return smax;
+}
+
+/* check_built of dl_plan_build's plan (the tasks order) and of the heads order's. */
+static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas, int min_tiles)
+{
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build(B, Hkv, len, tile, warps, max_ctas, min_tiles, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
+    const int64_t smax = check_built(&p, B, Hkv, len, tile, warps, max_ctas);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(B, Hkv, len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_HEADS, &p), 0);
+    check_built(&p, B, Hkv, len, tile, warps, max_ctas);
     dl_plan_free(&p);
     return smax;
 }
@@ -256,16 +293,16 @@ START_TEST(test_wave_ctas)
     check_plan(1, 8, len, 64, 3, 264, 1);
     /* dl_plan_build_waves: a split plan is rounded, a plan of whole tasks kept (B64 L1024, 16 tiles a
      * task, 2 warpgroups, min_tiles 16: 256 CTAs of whole tasks), and waves 0 keeps either */
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, DL_ORDER_TASKS, &p), 0);
     ck_assert_int_eq(p.ctas, 264);
     ck_assert_int_gt(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, DL_ORDER_TASKS, &p), 0);
     ck_assert_int_eq(p.ctas, 228);
     dl_plan_free(&p);
     int32_t len64[64];
     for (int b = 0; b < 64; b++) len64[b] = 1024;
-    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, DL_ORDER_TASKS, &p), 0);
     ck_assert_int_eq(p.ctas, 256);
     ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
@@ -285,7 +322,7 @@ START_TEST(test_pool)
         const int32_t *L = c ? ragged : len;
         const int B = c ? 5 : 4, Hkv = c ? 2 : 8;
         dl_plan p;
-        ck_assert_int_eq(dl_plan_build_pool(B, Hkv, L, 64, 3, 264, 1, 10, 2, &p), 0);
+        ck_assert_int_eq(dl_plan_build_pool(B, Hkv, L, 64, 3, 264, 1, 10, 2, DL_ORDER_TASKS, &p), 0);
         const views v = view_of(&p);
         int64_t N = 0;
         for (int b = 0; b < B; b++) N += (int64_t)Hkv * ((L[b] + 63) / 64);
@@ -316,11 +353,12 @@ START_TEST(test_pool)
         ck_assert_int_eq(p.buf[p.buf_len - 1], 0);
         ck_assert_int_le(smax - smin, 1);
         for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
-        for (int t = 0; t < p.num_tasks; t++) {
-            const int k0 = v.task_ptr[t], k1 = v.task_ptr[t + 1];
-            ck_assert_int_eq(v.seg_t0[k0], 0);
-            ck_assert_int_eq(v.seg_t1[k1 - 1], (L[t / Hkv] + 63) / 64);
-            for (int k = k0 + 1; k < k1; k++) ck_assert_int_eq(v.seg_t0[k], v.seg_t1[k - 1]);
+        for (int t = 0; t < p.num_tasks; t++) { /* the schedule: from token 0, in token order */
+            const int64_t k0 = p.sched_indptr[t], k1 = p.sched_indptr[t + 1];
+            ck_assert_int_lt(k0, k1);
+            ck_assert_int_eq(p.sched_begin[k0], 0);
+            for (int64_t k = k0 + 1; k < k1; k++) ck_assert_int_gt(p.sched_begin[k], p.sched_begin[k - 1]);
+            ck_assert_int_lt(p.sched_begin[k1 - 1], L[t / Hkv]);
         }
         free(first);
         free(hit);
@@ -329,17 +367,53 @@ START_TEST(test_pool)
     /* pool 0 is dl_plan_build's plan; bad pool arguments are refused */
     dl_plan a, b;
     ck_assert_int_eq(dl_plan_build(4, 8, len, 64, 3, 264, 6, &a), 0);
-    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, &b), 0);
+    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, DL_ORDER_TASKS, &b), 0);
     ck_assert_uint_eq(a.buf_len, b.buf_len);
     ck_assert_int_eq(memcmp(a.buf, b.buf, a.buf_len * sizeof(int32_t)), 0);
     ck_assert_int_eq(b.num_static, b.num_slots);
     dl_plan_free(&a);
     dl_plan_free(&b);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 51, 1, &a), 0);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 51, 1, DL_ORDER_TASKS, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, DL_ORDER_TASKS, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 2, DL_ORDER_HEADS, &a), 0); /* no pool */
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, 2, &a), 0);
+}
+END_TEST
+
+/* The heads order (attempt #24): llama3-8B B128 L4096 on 264 CTAs x 3 warps is 99 runs of 82-83 tiles
+ * per head, every slot used; llama-13B's 40 KV heads take 19 runs of 40 slots (760 of 792 used); fewer
+ * slots than heads fall back to the tasks order; the knob's values parse, others are refused. */
+START_TEST(test_heads_order)
+{
+    static int32_t len[128];
+    for (int b = 0; b < 128; b++) len[b] = 4096;
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_HEADS);
+    ck_assert_int_eq(p.num_slots, 792);
+    ck_assert_int_eq(check_built(&p, 128, 8, len, 64, 3, 264), 83); /* 8192 tiles a head / 99 runs */
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    const views v = view_of(&p);
+    ck_assert_int_eq(v.slot_ptr[760], p.num_segs); /* slots 760.. empty */
+    ck_assert_int_lt(v.slot_ptr[759], p.num_segs);
+    check_built(&p, 64, 40, len, 64, 3, 264);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(2, 8, len, 64, 3, 1, 1, 0, 1, DL_ORDER_HEADS, &p), 0); /* 3 slots */
+    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
+    check_built(&p, 2, 8, len, 64, 3, 1);
+    dl_plan_free(&p);
+    int order = -1;
+    ck_assert_int_eq(dl_plan_order_of(NULL, &order), 0);
+    ck_assert_int_eq(order, DL_ORDER_TASKS);
+    ck_assert_int_eq(dl_plan_order_of("heads", &order), 0);
+    ck_assert_int_eq(order, DL_ORDER_HEADS);
+    ck_assert_int_eq(dl_plan_order_of("tasks", &order), 0);
+    ck_assert_int_eq(order, DL_ORDER_TASKS);
+    ck_assert_int_ne(dl_plan_order_of("head", &order), 0);
 }
 END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool)
+              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order)
