@@ -136,12 +136,6 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
-/* A bulk prefetch of bytes (a multiple of 16) at p (16-byte aligned) into L2. */
-__device__ __forceinline__ void l2_prefetch(const void *p, uint32_t bytes)
-{
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
 __device__ __forceinline__ uint32_t movmatrix_t(uint32_t x)
 {
     uint32_t y;
@@ -261,10 +255,6 @@ struct stream_params {
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds; 3 = the normal work, timed per CTA (timeline below:
                            * right outputs) */
-    int pf;               /* DL_STREAM_PREFETCH (NHD, one producer per consumer; attempt #24): 0 off, else the
-                           * producer of KV head 0 prefetches into L2 the whole token rows (all heads) of tile
-                           * + pf - 1 before its copy of each tile, for the other heads' warps (heads order) */
-    int row_bytes;        /* one token's row of every KV head (NHD): Hkv x D x bytes per element */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -571,14 +561,6 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
-            if (sp.pf && kvh == 0) { /* DL_STREAM_PREFETCH (NHD): whole token rows, every head's, into L2 */
-                const int tokp = (tile + sp.pf - 1) * kTile + lane * rows;
-                if (lane < kTile / rows && tokp < len) {
-                    const size_t at = ((size_t)pages[tokp / ps] * ps + tokp % ps) * sp.row_bytes;
-                    l2_prefetch((const uint8_t *)a.k_cache + at, (uint32_t)(rows * sp.row_bytes));
-                    l2_prefetch((const uint8_t *)a.v_cache + at, (uint32_t)(rows * sp.row_bytes));
-                }
-            }
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -1591,8 +1573,6 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
-    int pf;       /* DL_STREAM_PREFETCH (stream_params::pf; 0 unless the layout is NHD) */
-    int row_bytes; /* stream_params::row_bytes */
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
 };
 
@@ -1702,8 +1682,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     const stream_maps *m = (const stream_maps *)pl->host;
     const int32_t *dev = (const int32_t *)pl->dev;
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
-                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry,
-                        m->pf, m->row_bytes};
+                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry};
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -1887,10 +1866,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
-    /* attempt #24 (dl_plan.h, stream_params::pf): the heads order, and the L2 prefetch of whole token rows */
-    int order, prefetch;
+    /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order for the warp-consumer kernels where
+     * it leaves no slot empty; the wgmma kernels keep the tasks order (the heads order is unmeasured there) */
+    int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
-    DL_TRY(knob("DL_STREAM_PREFETCH", 0, 4, 0, &prefetch));
+    if (order == DL_ORDER_AUTO && !sh.pool) order = DL_ORDER_TASKS;
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
@@ -1912,8 +1892,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
-    maps->pf = a->kv_layout == DL_NHD && sh.pool ? prefetch : 0; /* the one-producer-per-consumer kernels alone */
-    maps->row_bytes = a->num_kv_heads * sh.R;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
         free(maps);

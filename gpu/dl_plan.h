@@ -11,7 +11,8 @@
  * warp that finishes the task's last segment merges them in token order. A task
  * in one segment writes o/lse directly.
  *
- * The heads order (DL_ORDER_HEADS, DL_STREAM_ORDER=heads; issue 10, attempt #24) walks the requests' tiles
+ * The heads order (DL_ORDER_HEADS, DL_STREAM_ORDER=heads, the default where it fits: DL_ORDER_AUTO below;
+ * issue 10, attempt #24) walks the requests' tiles
  * once, without heads, cuts them into floor(slots / Hkv) runs, and gives run r to slots r * Hkv + h, one per
  * KV head h: the Hkv warps that read a page's rows (NHD: 128-byte pieces of the same 1 KB token rows) run
  * side by side instead of a fraction of the launch apart. Slots past the last run stay empty.
@@ -43,7 +44,8 @@ typedef struct {
     int num_tasks, num_slots, num_segs, num_partials;
     int num_static;        /* slots [0, num_static): one per consumer warp; [num_static, num_slots): the pool */
     int64_t num_tiles;
-    int order;             /* the walk: DL_ORDER_TASKS or DL_ORDER_HEADS (tasks when fewer slots than heads) */
+    int order;             /* the walk taken: DL_ORDER_TASKS or DL_ORDER_HEADS (AUTO resolved; tasks when fewer
+                            * slots than heads) */
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
     /* the schedule in tokens for the CPU model (owned): segments of task t are
@@ -65,8 +67,8 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * (the last may be shorter), slot ids num_static.. in the walk's order, for warps that
  * finish early to claim at run time. Segments, partials and the schedule are built as
  * for any slot, so the model's schedule does not depend on who claims what.
- * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1; order: DL_ORDER_TASKS, or DL_ORDER_HEADS with
- * pool_pct 0. */
+ * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1; order: DL_ORDER_AUTO, DL_ORDER_TASKS, or
+ * DL_ORDER_HEADS with pool_pct 0. */
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                        int pool_pct, int chunk, int order, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
@@ -93,8 +95,12 @@ int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
                         int min_tiles, int waves, int pool_pct, int chunk, int order, dl_plan *p);
 /* The walks of the plan (see the top). */
-enum { DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
-/* The order named by the DL_STREAM_ORDER value s (NULL or "tasks": TASKS; "heads"). Returns 0, or
+/* AUTO (the default since attempt #24) takes HEADS where every slot gets a run (the slots a multiple of
+ * Hkv, at least Hkv, no more runs than tiles a head, no pool), else TASKS: measured on the H200 (2026-12-03,
+ * results/h200_2026-12-03h/, bf16-hw-stream, llama3-8B e4m3) heads against tasks: B128 L4096 277.58 vs 282.45
+ * and 280.93 us, B256 L4096 530.24 vs 533.63, B64 L1024 59.55 vs 60.77, HND B128 269.79 vs 271.74. */
+enum { DL_ORDER_AUTO = -1, DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
+/* The order named by the DL_STREAM_ORDER value s (NULL or "auto": AUTO; "tasks"; "heads"). Returns 0, or
  * dl_fail() naming the variable and the value. */
 int dl_plan_order_of(const char *s, int *order);
 /* The most segments any one task was cut into (1: no task is split). */

@@ -24,12 +24,14 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
 
 int dl_plan_order_of(const char *s, int *order)
 {
-    if (!s || !strcmp(s, "tasks")) *order = DL_ORDER_TASKS;
+    if (!s || !strcmp(s, "auto")) *order = DL_ORDER_AUTO;
+    else if (!strcmp(s, "tasks")) *order = DL_ORDER_TASKS;
     else if (!strcmp(s, "heads")) *order = DL_ORDER_HEADS;
     else
-        return dl_fail("DL_STREAM_ORDER: '%s' is not 'tasks' (the default: the tiles of every (request, KV head) "
-                       "task end to end, cut into equal runs) or 'heads' (the tiles of the requests cut once, each "
-                       "run given to one slot per KV head, so that the heads of a page are read together)", s);
+        return dl_fail("DL_STREAM_ORDER: '%s' is not 'auto' (the default: 'heads' where it leaves no slot empty, "
+                       "else 'tasks'), 'tasks' (the tiles of every (request, KV head) task end to end, cut into "
+                       "equal runs) or 'heads' (the tiles of the requests cut once, each run given to one slot per "
+                       "KV head, so that the heads of a page are read together)", s);
     return 0;
 }
 
@@ -55,7 +57,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
 {
     memset(p, 0, sizeof *p);
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
-        pool_pct > 50 || chunk < 1 || (order != DL_ORDER_TASKS && order != DL_ORDER_HEADS) ||
+        pool_pct > 50 || chunk < 1 || order < DL_ORDER_AUTO || order > DL_ORDER_HEADS ||
         (order == DL_ORDER_HEADS && pool_pct > 0))
         return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
                        "pool_pct=%d chunk=%d order=%d; the heads order takes no pool)", B, Hkv, tile, warps, max_ctas,
@@ -77,6 +79,8 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     /* the heads order: runs of the head-less walk (N / Hkv tiles), each to Hkv consecutive slots; fewer
      * slots than heads: the tasks order */
     const int64_t U = N / Hkv, runs = slots / Hkv < U ? slots / Hkv : U;
+    if (order == DL_ORDER_AUTO) /* heads where every slot gets a run, and no pool */
+        order = runs >= 1 && runs * Hkv == slots && slots == nstatic && pool_pct == 0 ? DL_ORDER_HEADS : DL_ORDER_TASKS;
     if (runs < 1) order = DL_ORDER_TASKS;
     /* the pool: the last pool_pct % of the tiles (in the walk's order) as slots of `chunk` tiles */
     const int64_t Np = N * pool_pct / 100, Ns = N - Np, npool = (Np + chunk - 1) / chunk;

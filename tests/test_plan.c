@@ -377,12 +377,14 @@ START_TEST(test_pool)
     ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, DL_ORDER_TASKS, &a), 0);
     ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 2, DL_ORDER_HEADS, &a), 0); /* no pool */
     ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, 2, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, -2, &a), 0);
 }
 END_TEST
 
 /* The heads order (attempt #24): llama3-8B B128 L4096 on 264 CTAs x 3 warps is 99 runs of 82-83 tiles
  * per head, every slot used; llama-13B's 40 KV heads take 19 runs of 40 slots (760 of 792 used); fewer
- * slots than heads fall back to the tasks order; the knob's values parse, others are refused. */
+ * slots than heads fall back to the tasks order; auto picks heads only where no slot is left empty; the
+ * knob's values parse, others are refused. */
 START_TEST(test_heads_order)
 {
     static int32_t len[128];
@@ -403,9 +405,23 @@ START_TEST(test_heads_order)
     ck_assert_int_eq(p.order, DL_ORDER_TASKS);
     check_built(&p, 2, 8, len, 64, 3, 1);
     dl_plan_free(&p);
-    int order = -1;
+    /* auto: heads where every slot gets a run (B128: 792 slots = 99 x 8), else tasks (13B: 792 = 19 x 40 +
+     * 32; any pool) */
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_HEADS);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
+    check_built(&p, 64, 40, len, 64, 3, 264);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 10, 2, DL_ORDER_AUTO, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
+    dl_plan_free(&p);
+    int order = -2;
     ck_assert_int_eq(dl_plan_order_of(NULL, &order), 0);
-    ck_assert_int_eq(order, DL_ORDER_TASKS);
+    ck_assert_int_eq(order, DL_ORDER_AUTO);
+    ck_assert_int_eq(dl_plan_order_of("auto", &order), 0);
+    ck_assert_int_eq(order, DL_ORDER_AUTO);
     ck_assert_int_eq(dl_plan_order_of("heads", &order), 0);
     ck_assert_int_eq(order, DL_ORDER_HEADS);
     ck_assert_int_eq(dl_plan_order_of("tasks", &order), 0);
