@@ -25,7 +25,9 @@
  *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
  *    skipped when no running max of the warp rose;
  *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
- *    cut into equal runs, one per consumer warp, over one wave of resident CTAs;
+ *    cut into equal runs, one per consumer warp, over one wave of resident CTAs (by
+ *    default where it fits, the heads order: the Hkv warps of a run read the same
+ *    pages' tokens, one KV head each: dl_plan.h, issue 10 attempt #24);
  *    the warp that finishes the last segment of a split task merges its partials
  *    (a ticket per task, no second launch).
  * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)
@@ -1914,6 +1916,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                        "DL_STREAM_POOL_CHUNK)", n, kMergeThreads);
     }
     out->merge_kernel = merge;
+    out->order = p.order;
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;
