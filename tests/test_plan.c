@@ -401,22 +401,22 @@ START_TEST(test_heads_order)
     ck_assert_int_lt(v.slot_ptr[759], p.num_segs);
     check_built(&p, 64, 40, len, 64, 3, 264);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(2, 8, len, 64, 3, 1, 1, 0, 1, DL_ORDER_HEADS, &p), 0); /* 3 slots */
-    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
-    check_built(&p, 2, 8, len, 64, 3, 1);
-    dl_plan_free(&p);
-    /* auto: heads where every slot gets a run (B128: 792 slots = 99 x 8), else tasks (13B: 792 = 19 x 40 +
-     * 32; any pool) */
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, &p), 0);
-    ck_assert_int_eq(p.order, DL_ORDER_HEADS);
-    dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, &p), 0);
-    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
-    check_built(&p, 64, 40, len, 64, 3, 264);
-    dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 10, 2, DL_ORDER_AUTO, &p), 0);
-    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
-    dl_plan_free(&p);
+    /* the walk taken for (B, Hkv, CTAs, pool %, order asked): fewer slots than heads fall back to tasks;
+     * auto takes heads where every slot gets a run (B128: 792 slots = 99 x 8), else tasks (13B: 792 = 19 x 40
+     * + 32; any pool) */
+    const struct { int B, Hkv, ctas, pool, ask, want; } cases[] = {
+        {2, 8, 1, 0, DL_ORDER_HEADS, DL_ORDER_TASKS}, /* 3 slots */
+        {128, 8, 264, 0, DL_ORDER_AUTO, DL_ORDER_HEADS},
+        {64, 40, 264, 0, DL_ORDER_AUTO, DL_ORDER_TASKS},
+        {128, 8, 264, 10, DL_ORDER_AUTO, DL_ORDER_TASKS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(dl_plan_build_pool(cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas, 4, cases[i].pool, 2,
+                                            cases[i].ask, &p), 0);
+        ck_assert_int_eq(p.order, cases[i].want);
+        if (!cases[i].pool) check_built(&p, cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas);
+        dl_plan_free(&p);
+    }
     int order = -2;
     ck_assert_int_eq(dl_plan_order_of(NULL, &order), 0);
     ck_assert_int_eq(order, DL_ORDER_AUTO);
