@@ -4,11 +4,11 @@
 # session). Three readings, one step each:
 #  1. layout: NHD boxes are 16 rows of 128 B at a 1 KB stride, HND boxes contiguous; the real kernel and both
 #     DRY rows on NHD, HND and HND with 64-token pages (memfloor.sh, main and the diagnosis build);
-#  2. clocks: the SM clock, memory clock and power sampled by nvidia-smi (every 20 ms) while the real kernel,
+#  2. clocks: the SM clock, memory clock, power and clock-event reasons sampled by nvidia-smi (every 20 ms) while the real kernel,
 #     DRY=1 and DRY=2 run back to back (`run --hot-l2`: the 1 GB cache is far larger than L2, so every launch
 #     still reads DRAM) for ~2 s each; if the real kernel's SM clock sits below DRY=1's, power binds;
 #  3. Nsight Compute with `--clock-control none` (the clocks as they run, not locked at base) on the real kernel,
-#     DRY=1 and the contiguous read of the same bytes: duration, SM and DRAM cycles per second, DRAM and L2
+#     DRY=1 and the contiguous read of the same bytes: duration, SM, GPC, L2 and DRAM cycles per second, DRAM and L2
 #     throughput, shared-memory wavefronts and bank conflicts (TMA writes and consumer reads share the ports).
 # Expects .carry/decodelab.gz (main) and .carry/decodelab-diag.gz (make static BUILD=build-diag DIAG=1), unpacked
 # by tests/gpu/unpack_carry.sh first. Environment: OUT (required); STEPS (default "layout clocks ncu").
@@ -46,9 +46,12 @@ clocks() { # name, binary, knob: nvidia-smi samples while `run --hot-l2` times t
     nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu \
         --format=csv,noheader,nounits -lms 20 > "$csv" 2> /dev/null &
     local smi=$!
+    nvidia-smi --query-gpu=utilization.gpu,clocks_event_reasons.active --format=csv,noheader,nounits -lms 20 \
+        > "$T/reasons-$1.csv" 2> /dev/null & # a separate process: an unknown field must not cost the clocks
+    local why=$!
     env "$3" "$2" run "$G" --variants bf16-hw-stream --hot-l2 --time-failed --max-time-s 2 --min-samples 7000 \
         > "$T/clocks-$1.log" 2>&1 || true
-    kill $smi 2> /dev/null; wait $smi 2> /dev/null
+    kill $smi $why 2> /dev/null; wait $smi $why 2> /dev/null
 }
 case " $STEPS " in *" clocks "*)
     echo "== clocks from $SECONDS s"
@@ -58,7 +61,8 @@ esac
 
 NCU_M='gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__cycles_elapsed.avg.per_second,'\
 'dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed,'\
-'l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum'
+'l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,'\
+'lts__cycles_elapsed.avg.per_second,gpc__cycles_elapsed.avg.per_second'
 ncu_one() { # name, binary, knob, kernel regex, extra run flags
     echo "== ncu $1 from $SECONDS s"
     env "$3" timeout 60 ncu --clock-control none --metrics "$NCU_M" -k "regex:$4" -s 3 -c 1 \
@@ -91,12 +95,22 @@ for name in ("real", "dry1", "dry2"):
         continue
     med = [statistics.median(r[i] for r in busy) for i in range(1, 5)]
     print("clocks %-5s %4d busy samples: SM %.0f MHz, mem %.0f MHz, power %.0f W, %.0f C" % (name, len(busy), *med))
+    p = os.path.join(T, "reasons-%s.csv" % name) # clock-event reasons (a bit mask) of the busy samples, counted
+    seen = {}
+    for r in csv.reader(open(p)) if os.path.exists(p) else []:
+        try:
+            if float(r[0]) >= 90:
+                seen[r[1].strip()] = seen.get(r[1].strip(), 0) + 1
+        except (ValueError, IndexError):
+            pass
+    print("reasons %-5s %s" % (name, ", ".join("%s x%d" % kv for kv in sorted(seen.items())) or "none read"))
 for p in sorted(glob.glob(os.path.join(T, "ncu-*.txt"))):
     name = os.path.basename(p)[4:-4]
     for line in open(p, errors="replace"):
         f = line.split()
         if len(f) >= 3 and f[0].split(".")[0] in ("gpu__time_duration", "sm__cycles_elapsed", "dram__cycles_elapsed",
                 "dram__bytes_read", "dram__throughput", "lts__throughput", "l1tex__data_pipe_lsu_wavefronts_mem_shared",
-                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared", "smsp__inst_executed"):
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared", "smsp__inst_executed", "lts__cycles_elapsed",
+                "gpc__cycles_elapsed"):
             print("ncu %-5s %-58s %s %s" % (name, f[0], f[-2], f[-1]))
 PY
