@@ -92,9 +92,11 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
     int32_t *s1 = malloc((size_t)cap * sizeof(int32_t)), *so = malloc((size_t)cap * sizeof(int32_t));
     int32_t *task_first = malloc(((size_t)T + 1) * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
+    int32_t *row0 = malloc(((size_t)T + 1) * sizeof(int32_t)), *fill = calloc((size_t)T, sizeof(int32_t));
     int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t));
-    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !ub) {
-        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
+    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !row0 || !fill || !ub) {
+        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
+        free(fill); free(ub);
         return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots_all);
     }
     int64_t nseg = 0;
@@ -132,21 +134,16 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     }
     slot_ptr[nslots_all] = (int32_t)nseg;
 
-    /* each task's segments in token order (either walk meets a task's segments in token order), then the
-     * workspace rows of the partials of split tasks, task by task */
+    /* per task: where its segments begin in the schedule (task_first), and the first of its partials'
+     * workspace rows (row0, the device's task_ptr: rows numbered task by task, split tasks only); either walk
+     * meets a task's segments in token order, so the i-th one met is the i-th in each list */
     for (int64_t k = 0; k < nseg; k++) task_nseg[st[k]]++;
-    task_first[0] = 0;
-    for (int t = 0; t < T; t++) task_first[t + 1] = task_first[t] + task_nseg[t];
-    int32_t *fill = calloc((size_t)T, sizeof(int32_t)), *by_task = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int32_t));
-    if (!fill || !by_task) {
-        free(fill); free(by_task);
-        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
-        return dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
+    task_first[0] = row0[0] = 0;
+    for (int t = 0; t < T; t++) {
+        task_first[t + 1] = task_first[t] + task_nseg[t];
+        row0[t + 1] = row0[t] + (task_nseg[t] > 1 ? task_nseg[t] : 0);
     }
-    for (int64_t k = 0; k < nseg; k++) by_task[task_first[st[k]] + fill[st[k]]++] = (int32_t)k;
-    int npart = 0;
-    for (int t = 0; t < T; t++)
-        for (int i = task_first[t]; i < task_first[t + 1]; i++) so[by_task[i]] = task_nseg[t] > 1 ? npart++ : -1;
+    const int npart = row0[T];
 
     p->tile = tile;
     p->warps = warps;
@@ -167,6 +164,11 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         dl_plan_free(p);
         rc = dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
     } else {
+        for (int64_t k = 0; k < nseg; k++) {
+            const int t = st[k], i = fill[t]++;
+            so[k] = task_nseg[t] > 1 ? row0[t] + i : -1;
+            p->sched_begin[task_first[t] + i] = (int64_t)s0[k] * tile;
+        }
         int32_t *o = p->buf;
         memcpy(o, slot_ptr, ((size_t)nslots_all + 1) * sizeof(int32_t));
         o += nslots_all + 1;
@@ -178,20 +180,12 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         o += nseg;
         memcpy(o, so, (size_t)nseg * sizeof(int32_t));
         o += nseg;
-        /* task_ptr: the task's partial rows (none for a task in one segment); the schedule in tokens */
-        int rows = 0;
-        for (int t = 0; t < T; t++) {
-            o[t] = rows;
-            rows += task_nseg[t] > 1 ? task_nseg[t] : 0;
-            p->sched_indptr[t] = task_first[t];
-            for (int i = task_first[t]; i < task_first[t + 1]; i++) p->sched_begin[i] = (int64_t)s0[by_task[i]] * tile;
-        }
-        o[T] = rows;
-        p->sched_indptr[T] = task_first[T];
+        memcpy(o, row0, ((size_t)T + 1) * sizeof(int32_t)); /* task_ptr */
+        for (int t = 0; t <= T; t++) p->sched_indptr[t] = task_first[t];
         memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
-    free(fill); free(by_task);
-    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(ub);
+    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
+    free(fill); free(ub);
     return rc;
 }
 
