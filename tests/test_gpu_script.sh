@@ -5,6 +5,8 @@
 #     a fixture here, in the format of tests/gpu/known_failures.txt, given by DL_KNOWN_FAILURES);
 #   - with DL_STRICT=1 the same FAIL fails the run;
 #   - a FAIL of any other variant fails the run, a MISSING row too;
+#   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
+#     log without its summary line;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n).
 # `make test-gpu-script` (part of `make test`).
 set -u
@@ -37,7 +39,7 @@ N=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY=
 fails=0
 check() { # name, expected exit, expected text in the output, then env settings
     local name=$1 want=$2 text=$3; shift 3
-    env "$@" DECODELAB="$T/decodelab" DL_KNOWN_FAILURES="$T/known_failures.txt" DL_SEED=1 DL_WORKDIR="$T/w_$name" DL_SKIP_SANITIZER=1 DL_SPLITS=1 \
+    env DECODELAB="$T/decodelab" DL_KNOWN_FAILURES="$T/known_failures.txt" DL_SEED=1 DL_WORKDIR="$T/w_$name" DL_SKIP_SANITIZER=1 DL_SPLITS=1 "$@" \
         bash "$ROOT/tests/gpu/nasty_matrix.sh" > "$T/$name.log" 2>&1
     local rc=$?
     if [ $rc -ne "$want" ] || ! grep -q -- "$text" "$T/$name.log"; then
@@ -51,6 +53,23 @@ check known_fail_strict 1 "$N FAIL, 0 XFAIL" STUB_FAIL="$KNOWN" DL_STRICT=1
 check other_fail 1 "$N FAIL, 0 XFAIL" STUB_FAIL=bf16-fast-mma
 check both_fail 1 "$N FAIL, $N XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
 check missing 1 "$N MISSING" STUB_DROP=bf16-fast-mma
+# the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
+# the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
+mkdir -p "$T/bin"
+cat > "$T/bin/compute-sanitizer" <<'SAN'
+#!/usr/bin/env bash
+shift 6 # --tool memcheck --error-exitcode 99 --print-limit 20
+"$@"; rc=$?
+case "${STUB_SAN:-clean}" in
+  clean) echo "========= ERROR SUMMARY: 0 errors"; exit $rc ;;
+  error) echo "========= ERROR SUMMARY: 3 errors"; exit 99 ;;
+  none) exit $rc ;;
+esac
+SAN
+chmod +x "$T/bin/compute-sanitizer"
+check memcheck_clean 0 "memcheck: ok" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH"
+check memcheck_error 1 "memcheck: FAILED" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH" STUB_SAN=error
+check memcheck_no_summary 1 "memcheck: FAILED (no ERROR SUMMARY" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH" STUB_SAN=none
 # the device job scripts run only on the GPU machine: here at least each must parse
 for f in "$ROOT"/tests/gpu/*.sh; do
     if bash -n "$f" 2> "$T/syntax.log"; then :; else

@@ -22,6 +22,7 @@
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
+#   DL_SAN_JOBS=N         memcheck runs at once in that step (default 8)
 #   DL_STRICT=1           ignore tests/gpu/known_failures.txt (every FAIL fails the run)
 #   DL_KNOWN_FAILURES=F   read the known failures from F instead (tests/test_gpu_script.sh uses it)
 #   DL_GENERATE_ONLY=1    only generate the golden files (no GPU needed; used by
@@ -173,20 +174,30 @@ else
         SAN_STATUS="ok"
         # one case per KV dtype; together: both layouts, both page sizes, groups 1/4/5/8,
         # D 64/128/256 and both Q dtypes (case 3: f16 D128 HND p1 g8; 6: bf16 D64 NHD p16 g4;
-        # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1)
+        # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1). The runs go DL_SAN_JOBS at a time
+        # (default 8: each is CPU-bound under the tool; the GPU has room for all), then are judged in order.
+        SAN_JOBS=${DL_SAN_JOBS:-8}
+        SAN_RUNS=()   # "log|label|splits"
         for idx in 3 6 17 20 25; do
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
             for sp in 1 4 kmerge; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
                 kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
-                env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
-                    --splits "${sp/kmerge/4}" > "$log" 2>&1
-                rc=$?
-                summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
-                echo "memcheck  $label splits=$sp: exit $rc; ${summary:-no ERROR SUMMARY line}"
-                # 99: a memcheck error; 1: a FAIL verdict (judged in step 2)
-                if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then SAN_STATUS="FAILED (see $WORK/memcheck_*.log)"; status=1; fi
+                while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
+                ( env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
+                      --splits "${sp/kmerge/4}" > "$log" 2>&1; echo $? > "$log.rc" ) &
+                SAN_RUNS+=("$log|$label|$sp")
             done
+        done
+        wait
+        for r in "${SAN_RUNS[@]}"; do
+            log=${r%%|*}; rest=${r#*|}; label=${rest%|*}; sp=${rest##*|}
+            rc=$(cat "$log.rc" 2>/dev/null || echo "none")
+            summary=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
+            echo "memcheck  $label splits=$sp: exit $rc; ${summary:-no ERROR SUMMARY line}"
+            # 99: a memcheck error; 1: a FAIL verdict (judged in step 2); none: the run did not finish
+            if [ "$rc" != 0 ] && [ "$rc" != 1 ]; then SAN_STATUS="FAILED (see $WORK/memcheck_*.log)"; status=1; fi
+            if [ -z "$summary" ]; then SAN_STATUS="FAILED (no ERROR SUMMARY line; see $WORK/memcheck_*.log)"; status=1; fi
         done
     fi
 fi

@@ -8,6 +8,7 @@
 # exit of a run (a variant FAIL included) or a missing summary line.
 # Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
 #              DL_TOOLS (default "memcheck racecheck synccheck"),
+#              DL_SAN_JOBS (runs at once, default 8),
 #              DL_VARIANTS (shell patterns, space-separated, e.g. '*-stream *-wgmma'; default: all).
 set -u
 set -o pipefail # a failing command before a pipe (cmd | tee) fails the job
@@ -54,15 +55,30 @@ for c in "${CASES[@]}"; do
 done
 status=0
 declare -A ERR
+# The runs go DL_SAN_JOBS at a time (default 8; each is CPU-bound under the tool), then are judged in order.
+JOBS=${DL_SAN_JOBS:-8}
+for v in $VARIANTS; do
+    for tool in $TOOLS; do
+        for f in "${FILES[@]}"; do
+            for sp in 1 4; do
+                log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
+                extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
+                while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+                ( "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
+                      --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
+            done
+        done
+    done
+    echo "  $v: queued"
+done
+wait
 for v in $VARIANTS; do
     for tool in $TOOLS; do
         n=0
         for f in "${FILES[@]}"; do
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
-                extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
-                "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" --splits "$sp" > "$log" 2>&1
-                rc=$?
+                rc=$(cat "$log.rc" 2>/dev/null || echo none)
                 # memcheck and synccheck end with "ERROR SUMMARY: N errors". On the H200
                 # (2026-11-30) racecheck printed no such line; its summary is expected as
                 # "RACECHECK SUMMARY: N hazards displayed (...)" (not yet seen in a log here: a log
@@ -72,7 +88,7 @@ for v in $VARIANTS; do
                 if [ -z "$e" ] && [ -n "$h" ]; then e=0; fi
                 if [ -z "$e" ]; then echo "  $tool $v $(basename "$f") splits=$sp: no ERROR/RACECHECK SUMMARY line (exit $rc, see $log)"; status=1; e=1; fi
                 e=$((e + ${h:-0}))
-                if [ $rc -ne 0 ]; then echo "  $tool $v $(basename "$f") splits=$sp: exit $rc (see $log)"; status=1; fi
+                if [ "$rc" != 0 ]; then echo "  $tool $v $(basename "$f") splits=$sp: exit $rc (see $log)"; status=1; fi
                 n=$((n + e))
             done
         done

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# verify_job.sh - one GPU-machine call: issue 10's "done when" on a prebuilt binary. Steps (STEPS, default
+# 'matrix sanitize'), each under its own time limit, results packed after each (a call cut short returns
+# what ran):
+#   matrix    `make test-gpu`'s script whole (DL_STRICT=1, its memcheck step included)
+#   sanitize  tests/gpu/sanitize.sh, memcheck and racecheck over the streaming and wgmma variants
+#   heads     the same with DL_STREAM_ORDER=heads over the streaming variants (the plan's heads order and
+#             the merge rows it numbers, on cases where 'auto' might keep the tasks order)
+# Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
+# (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s).
+# PARALLEL=1 runs the steps at the same time (the GPU is shared; these check, they do not time).
+# Writes $OUT/verify-STEP.tgz (its log and work folder, no golden files); prints each step's summary last.
+set -uo pipefail
+: "${OUT:?set OUT}"
+T=/tmp/verify; mkdir -p "$T" "$OUT"
+[ -f .carry/decodelab.gz ] || { echo "verify_job: .carry/decodelab.gz missing" >&2; exit 2; }
+gunzip -c .carry/decodelab.gz > "$T/dl" && chmod +x "$T/dl"
+pack() { # step: its log and work folder, no golden files
+    tar czf "$OUT/verify-$1.tgz.part" --exclude='*.h5' -C "$T" "$1.log" "$1" && mv "$OUT/verify-$1.tgz.part" "$OUT/verify-$1.tgz"
+}
+one() { # step
+    echo "== $1 from $SECONDS s"
+    case $1 in
+      matrix) DECODELAB=$T/dl DL_STRICT=1 DL_WORKDIR=$T/matrix timeout "${MATRIX_S:-330}" bash tests/gpu/nasty_matrix.sh \
+                  > "$T/matrix.log" 2>&1 ;;
+      sanitize) DECODELAB=$T/dl DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream *-wgmma' DL_WORKDIR=$T/sanitize \
+                  timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/sanitize.log" 2>&1 ;;
+      heads) DECODELAB=$T/dl DL_STREAM_ORDER=heads DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream' DL_WORKDIR=$T/heads \
+                  timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/heads.log" 2>&1 ;;
+    esac
+    echo "   exit $? (124: its time limit)" | tee -a "$T/$1.log"
+    echo "== $1 done at $SECONDS s"
+    pack "$1"
+}
+for s in ${STEPS:-matrix sanitize}; do
+    case $s in matrix|sanitize|heads) ;; *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads)" >&2; exit 2 ;; esac
+done
+for s in ${STEPS:-matrix sanitize}; do
+    if [ "${PARALLEL:-0}" = 1 ]; then one "$s" & else one "$s"; fi
+done
+wait
+echo "== summaries"
+for s in ${STEPS:-matrix sanitize}; do
+    echo "-- $s"
+    case $s in
+      matrix) grep -E '^test-gpu: decodelab|^verdicts:|^memcheck .*exit [^01]|FAILED|exit [0-9]+$' "$T/matrix.log" | tail -8 ;;
+      *) tail -22 "$T/$s.log" ;;
+    esac
+done
