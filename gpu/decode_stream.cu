@@ -1868,11 +1868,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
-    /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order for the warp-consumer kernels where
-     * it leaves no slot empty; the wgmma kernels keep the tasks order (the heads order is unmeasured there) */
+    /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
+     * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers (fp8-none-wgmma B128 L4096
+     * 312.0-313.2 -> 307.3-307.7 us, B64 L1024 unchanged; gpu/NOTES.md #25) */
     int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
-    if (order == DL_ORDER_AUTO && !sh.pool) order = DL_ORDER_TASKS;
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);

@@ -4,7 +4,7 @@
 # what ran):
 #   matrix    `make test-gpu`'s script whole (DL_STRICT=1, its memcheck step included)
 #   sanitize  tests/gpu/sanitize.sh, memcheck and racecheck over the streaming and wgmma variants
-#   heads     the same with DL_STREAM_ORDER=heads over the streaming variants (the plan's heads order and
+#   heads     the same with DL_STREAM_ORDER=heads forced (the plan's heads order and
 #             the merge rows it numbers, on cases where 'auto' might keep the tasks order)
 # Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
 # (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s).
@@ -25,7 +25,7 @@ one() { # step
                   > "$T/matrix.log" 2>&1 ;;
       sanitize) DECODELAB=$T/dl DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream *-wgmma' DL_WORKDIR=$T/sanitize \
                   timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/sanitize.log" 2>&1 ;;
-      heads) DECODELAB=$T/dl DL_STREAM_ORDER=heads DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream' DL_WORKDIR=$T/heads \
+      heads) DECODELAB=$T/dl DL_STREAM_ORDER=heads DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream *-wgmma' DL_WORKDIR=$T/heads \
                   timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/heads.log" 2>&1 ;;
     esac
     echo "   exit $? (124: its time limit)" | tee -a "$T/$1.log"
