@@ -1869,8 +1869,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!sh.pool) pool_pct = 0;
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
-     * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers (fp8-none-wgmma B128 L4096
-     * 312.0-313.2 -> 307.3-307.7 us, B64 L1024 unchanged; gpu/NOTES.md #25) */
+     * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers where no task needs the merge
+     * kernel (below; fp8-none-wgmma B128 L4096 312.0-313.2 -> 307.3-307.7 us; gpu/NOTES.md #25) */
     int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
     if (order == DL_ORDER_HEADS && pool_pct > 0)
@@ -1906,7 +1906,20 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     }
-    merge = dl_plan_pick_merge(merge, &p);
+    const int merge_asked = merge;
+    merge = dl_plan_pick_merge(merge_asked, &p);
+    /* the wgmma consumers with auto: the tasks order where the plan needs the merge kernel (fp8-none-wgmma B4
+     * L32768 e4m3: heads 97.7 us, tasks 94.9; B1 even; heads faster with the ticket: B128 L4096 -1.6 %, 70B
+     * -1.0 %; gpu/NOTES.md #25) */
+    if (!sh.pool && order == DL_ORDER_AUTO && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
+        dl_plan_free(&p);
+        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
+                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, &p)) {
+            dl_gpu_plan_free(out);
+            return -1;
+        }
+        merge = dl_plan_pick_merge(merge_asked, &p);
+    }
     if (merge == DL_MERGE_KERNEL && dl_plan_max_task_segs(&p) > kMergeThreads) {
         const int n = dl_plan_max_task_segs(&p);
         dl_plan_free(&p);
