@@ -79,7 +79,8 @@ constexpr int kTile = 64;
 #ifndef DL_STREAM_SETMAXNREG
 #define DL_STREAM_SETMAXNREG 0
 #endif
-constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
+constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208;
+constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */ /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
@@ -256,7 +257,7 @@ struct stream_params {
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds; 3 = the normal work, timed per CTA (timeline below:
-                           * right outputs) */
+                           * right outputs); 4 = the copy probe (stream_copy_probe) instead of the kernel */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -611,6 +612,40 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         mbar_arrive(&full[st]);
     }
 }
+
+#if DL_STREAM_DIAG
+/* The copy-shape probe (DL_STREAM_DRY=4, DIAG=1 builds; issue 10, before a whole-page stage is built): the
+ * case's pages copied by TMA into a ring of shared memory and nothing else, each copy a box of
+ * DL_STREAM_BOXHEADS consecutive KV heads x the page's rows (NHD: pieces of boxheads x row bytes at the token
+ * row's stride; boxheads = Hkv: the whole page in one box). CTA c takes a contiguous run of the page list
+ * (kv_indices in the page table's order) and walks it once per head group, the head groups outermost, so that
+ * with boxheads < Hkv the pieces of a token row are read a whole run apart in time (as by warps of different
+ * tasks). Thread 0 issues; a stage is reused once its previous copy has landed (ns stages in flight per CTA).
+ * Outputs are not written: time it with run --time-failed, beside the read and DL_STREAM_DRY=1. */
+__global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
+                                                         int ns, uint32_t box_bytes,
+                                                         const __grid_constant__ CUtensorMap kmap,
+                                                         const __grid_constant__ CUtensorMap vmap)
+{
+    extern __shared__ __align__(1024) uint8_t probe_smem[];
+    __shared__ uint64_t full[kProbeMaxStages];
+    const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
+    if (threadIdx.x != 0 || j0 >= j1) return;
+    for (int st = 0; st < ns; st++) mbar_init(&full[st], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    int n = 0;
+    for (int hg = 0; hg < Hkv; hg += boxheads)
+        for (int j = j0; j < j1; j++, n++) {
+            const int st = n % ns, page = kv_indices[j];
+            if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
+            uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
+            mbar_expect_tx(&full[st], 2 * box_bytes);
+            tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
+            tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
+        }
+    for (int m = n > ns ? n - ns : 0; m < n; m++) mbar_wait(&full[m % ns], (m / ns) & 1); /* the last ones land */
+}
+#endif
 
 template <int D, dl_dtype KV, int DQ, int NT>
 #if DL_STREAM_SETMAXNREG /* a minimum CTAs-per-SM argument, even 1, changes ptxas's allocation: only here */
@@ -1316,8 +1351,9 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
  *  - O^T += V^T P per 64 dims and 16 tokens: A = V^T from registers (a lane's rows g, g+8 are the
  *    adjacent dims d0, d0+1 of one 16-bit load per token; tokens past the end load as 0);
  *  - o = acc / sum * (v_scale * 2^(BIAS - BIAS/2)), lse = m + logf(sum), per segment.
- * HGMMA's accumulator is not yet measured (the bf16 model assumes FP32 accumulation); built
- * 2026-12-01, not yet run on a GPU. Group <= 8, page_size >= 8, FP8 caches. */
+ * HGMMA's accumulator (measured 2026-12-02, `decodelab probe --hgmma-acc`) truncates products aligned to the
+ * largest exponent to 25 fraction bits; the bf16 model's limits absorb the difference (README). Built 2026-12-01,
+ * first run on the H200 2026-12-02 (PASS). Group <= 8, page_size >= 8, FP8 caches. */
 __device__ __forceinline__ void wg_mma_bf16_rs(float *d, const uint32_t *a, uint64_t db, int accumulate)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
@@ -1575,13 +1611,16 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
+    int boxheads, probe_ns, probe_ctas, probe_pages;
+    uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
- * (SW bytes, min(page_size, 64) slots, 1, 1), swizzle by mode. */
+ * (SW bytes, min(page_size, 64) slots, 1, 1), swizzle by mode (the copy probe: box_heads heads, box_rows slots). */
 static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, int R, int SW, int swz,
-                    CUtensorMapL2promotion promo)
+                    CUtensorMapL2promotion promo, int box_heads = 1, int box_rows = 0)
 {
     encode_fn enc = nullptr;
     DL_TRY(get_encode(&enc));
@@ -1597,7 +1636,8 @@ static int make_map(CUtensorMap *map, const void *base, const dl_gpu_args *a, in
         stride[1] = ps * R;
         stride[2] = H * ps * R;
     }
-    cuuint32_t box[4] = {(cuuint32_t)SW, (cuuint32_t)(ps < kTile ? ps : kTile), 1, 1};
+    cuuint32_t box[4] = {(cuuint32_t)SW, (cuuint32_t)(box_rows ? box_rows : ps < kTile ? ps : kTile),
+                         (cuuint32_t)box_heads, 1};
     cuuint32_t estr[4] = {1, 1, 1, 1};
     CUtensorMapSwizzle sw = swz == 2 ? CU_TENSOR_MAP_SWIZZLE_128B
                                      : (swz == 1 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -1691,6 +1731,15 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         DL_CUDA_CHECK(cudaMemcpyToSymbolAsync(g_tl_merge, init, sizeof init, 0, cudaMemcpyHostToDevice,
                                               (cudaStream_t)a->stream));
         DL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)a->stream)); /* init lives on the stack */
+    }
+#endif
+#if DL_STREAM_DIAG
+    if (m->dry == 4) { /* the copy probe instead of the decode kernel */
+        const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
+        stream_copy_probe<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
+            a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv);
+        DL_CUDA_CHECK_LAUNCH();
+        return 0;
     }
 #endif
     KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
@@ -1876,7 +1925,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
-    DL_TRY(knob("DL_STREAM_DRY", 0, 3, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 4, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -1900,6 +1949,43 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     out->host = maps;
+#if DL_STREAM_DIAG
+    if (dry == 4) { /* the copy probe (stream_copy_probe): its maps, stages and grid */
+        const int R = a->head_dim * (int)dl_dtype_size(a->kv_dtype);
+        DL_TRY(knob("DL_STREAM_BOXHEADS", 1, a->num_kv_heads, a->num_kv_heads, &maps->boxheads));
+        if (a->num_kv_heads % maps->boxheads || R > 256 || R % 16 || a->page_size > 256 ||
+            (R * a->page_size * maps->boxheads) % 128) {
+            dl_gpu_plan_free(out);
+            return dl_fail("DL_STREAM_DRY=4: DL_STREAM_BOXHEADS=%d must divide the %d KV heads, rows of %d bytes must "
+                           "be a multiple of 16 and at most 256, page_size %d at most 256, a box a multiple of 128 bytes",
+                           maps->boxheads, a->num_kv_heads, R, a->page_size);
+        }
+        maps->probe_box = (uint32_t)(R * a->page_size * maps->boxheads);
+        maps->probe_ns = kProbeSmem / (int)(2 * maps->probe_box);
+        if (maps->probe_ns > kProbeMaxStages) maps->probe_ns = kProbeMaxStages;
+        if (maps->probe_ns < 2) maps->probe_ns = 2;
+        const int smem = maps->probe_ns * 2 * (int)maps->probe_box;
+        int per_sm = 0;
+        DL_CUDA_CHECK(cudaFuncSetAttribute(stream_copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stream_copy_probe, 32, smem));
+        if (per_sm < 1) {
+            dl_gpu_plan_free(out);
+            return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
+        }
+        maps->probe_ctas = per_sm * sms;
+        int64_t pages = 0;
+        for (int b = 0; b < a->batch_size; b++) pages += (h_seq_len[b] + a->page_size - 1) / a->page_size;
+        maps->probe_pages = (int)pages;
+        if (make_map(&maps->pk, a->k_cache, a, R, R, 0, promo, maps->boxheads, a->page_size) ||
+            make_map(&maps->pv, a->v_cache, a, R, R, 0, promo, maps->boxheads, a->page_size)) {
+            dl_gpu_plan_free(out);
+            return -1;
+        }
+        fprintf(stderr, "DL_STREAM_DRY=4: copy probe, boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
+                        "%d CTAs, %d pages\n", maps->boxheads, a->page_size, maps->probe_box, maps->probe_ns,
+                maps->probe_ctas, maps->probe_pages);
+    }
+#endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
                             waves, pool_pct, pool_chunk, order, &p)) {
