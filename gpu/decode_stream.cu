@@ -79,8 +79,8 @@ constexpr int kTile = 64;
 #ifndef DL_STREAM_SETMAXNREG
 #define DL_STREAM_SETMAXNREG 0
 #endif
-constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208;
-constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */ /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
+constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
+constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
@@ -1952,12 +1952,17 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
 #if DL_STREAM_DIAG
     if (dry == 4) { /* the copy probe (stream_copy_probe): its maps, stages and grid */
         const int R = a->head_dim * (int)dl_dtype_size(a->kv_dtype);
-        DL_TRY(knob("DL_STREAM_BOXHEADS", 1, a->num_kv_heads, a->num_kv_heads, &maps->boxheads));
-        if (a->num_kv_heads % maps->boxheads || R > 256 || R % 16 || a->page_size > 256 ||
-            (R * a->page_size * maps->boxheads) % 128) {
+        if (knob("DL_STREAM_BOXHEADS", 1, a->num_kv_heads, a->num_kv_heads, &maps->boxheads)) {
+            dl_gpu_plan_free(out);
+            return -1;
+        }
+        const int64_t box = (int64_t)R * a->page_size * maps->boxheads;
+        if (a->num_kv_heads % maps->boxheads || R > 256 || R % 16 || a->page_size > 256 || box % 128 ||
+            2 * 2 * box > 200 * 1024) {
             dl_gpu_plan_free(out);
             return dl_fail("DL_STREAM_DRY=4: DL_STREAM_BOXHEADS=%d must divide the %d KV heads, rows of %d bytes must "
-                           "be a multiple of 16 and at most 256, page_size %d at most 256, a box a multiple of 128 bytes",
+                           "be a multiple of 16 and at most 256, page_size %d at most 256, a box a multiple of 128 "
+                           "bytes and two stages (K and V boxes) within 200 KB",
                            maps->boxheads, a->num_kv_heads, R, a->page_size);
         }
         maps->probe_box = (uint32_t)(R * a->page_size * maps->boxheads);
