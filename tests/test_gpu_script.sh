@@ -53,6 +53,7 @@ check known_fail_strict 1 "$N FAIL, 0 XFAIL" STUB_FAIL="$KNOWN" DL_STRICT=1
 check other_fail 1 "$N FAIL, 0 XFAIL" STUB_FAIL=bf16-fast-mma
 check both_fail 1 "$N FAIL, $N XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
 check missing 1 "$N MISSING" STUB_DROP=bf16-fast-mma
+check san_jobs_bad 2 "DL_SAN_JOBS='x' is not a positive whole number" DL_SAN_JOBS=x
 # the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
 # the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
 mkdir -p "$T/bin"

@@ -38,6 +38,8 @@ fi
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SPLITS=${DL_SPLITS:-"1 4 auto kmerge"}
 LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
+SAN_JOBS=${DL_SAN_JOBS:-8}
+case $SAN_JOBS in ''|*[!0-9]*|0*) echo "test-gpu: DL_SAN_JOBS='$SAN_JOBS' is not a positive whole number" >&2; exit 2 ;; esac
 WORK=${DL_WORKDIR:-$(mktemp -d /tmp/dl_test_gpu.XXXXXX)}
 mkdir -p "$WORK"
 echo "test-gpu: decodelab=$DECODELAB seed=$SEED (rerun with DL_SEED=$SEED) workdir=$WORK"
@@ -176,7 +178,6 @@ else
         # D 64/128/256 and both Q dtypes (case 3: f16 D128 HND p1 g8; 6: bf16 D64 NHD p16 g4;
         # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1). The runs go DL_SAN_JOBS at a time
         # (default 8: each is CPU-bound under the tool; the GPU has room for all), then are judged in order.
-        SAN_JOBS=${DL_SAN_JOBS:-8}
         SAN_RUNS=()   # "log|label|splits"
         for idx in 3 6 17 20 25; do
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}

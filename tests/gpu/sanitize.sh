@@ -17,6 +17,8 @@ DECODELAB=${DECODELAB:-build/decodelab}
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$CS" ] || { echo "test-gpu-sanitize: compute-sanitizer not found" >&2; exit 2; }
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+SAN_JOBS=${DL_SAN_JOBS:-8}
+case $SAN_JOBS in ''|*[!0-9]*|0*) echo "test-gpu-sanitize: DL_SAN_JOBS='$SAN_JOBS' is not a positive whole number" >&2; exit 2 ;; esac
 WORK=${DL_WORKDIR:-$(mktemp -d /tmp/dl_gpu_sanitize.XXXXXX)}
 TOOLS=${DL_TOOLS:-"memcheck racecheck synccheck"}
 mkdir -p "$WORK"
@@ -56,14 +58,13 @@ done
 status=0
 declare -A ERR
 # The runs go DL_SAN_JOBS at a time (default 8; each is CPU-bound under the tool), then are judged in order.
-JOBS=${DL_SAN_JOBS:-8}
 for v in $VARIANTS; do
     for tool in $TOOLS; do
         for f in "${FILES[@]}"; do
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
-                while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+                while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
                 ( "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
                       --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
             done
