@@ -80,7 +80,6 @@ constexpr int kTile = 64;
 #define DL_STREAM_SETMAXNREG 0
 #endif
 constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 208) x 2 CTAs <= 65536 */
-constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */
 
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
@@ -614,6 +613,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 }
 
 #if DL_STREAM_DIAG
+constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */
 /* The copy-shape probe (DL_STREAM_DRY=4, DIAG=1 builds; issue 10, before a whole-page stage is built): the
  * case's pages copied by TMA into a ring of shared memory and nothing else, each copy a box of
  * DL_STREAM_BOXHEADS consecutive KV heads x the page's rows (NHD: pieces of boxheads x row bytes at the token
@@ -1732,8 +1732,6 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                                               (cudaStream_t)a->stream));
         DL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)a->stream)); /* init lives on the stack */
     }
-#endif
-#if DL_STREAM_DIAG
     if (m->dry == 4) { /* the copy probe instead of the decode kernel */
         const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
         stream_copy_probe<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
@@ -1888,6 +1886,41 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
     return all;
 }
 
+#if DL_STREAM_DIAG
+/* DL_STREAM_DRY=4: the copy probe's maps, stages and grid (stream_copy_probe) into m; R = row bytes of a head. */
+static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, int sms, CUtensorMapL2promotion promo,
+                       stream_maps *m)
+{
+    DL_TRY(knob("DL_STREAM_BOXHEADS", 1, a->num_kv_heads, a->num_kv_heads, &m->boxheads));
+    const int64_t box = (int64_t)R * a->page_size * m->boxheads;
+    if (a->num_kv_heads % m->boxheads || R > 256 || R % 16 || a->page_size > 256 || box % 128 ||
+        2 * 2 * box > 200 * 1024)
+        return dl_fail("DL_STREAM_DRY=4: DL_STREAM_BOXHEADS=%d must divide the %d KV heads, rows of %d bytes must be a "
+                       "multiple of 16 and at most 256, page_size %d at most 256, a box a multiple of 128 bytes and "
+                       "two stages (K and V boxes) within 200 KB",
+                       m->boxheads, a->num_kv_heads, R, a->page_size);
+    m->probe_box = (uint32_t)box;
+    m->probe_ns = kProbeSmem / (int)(2 * box);
+    if (m->probe_ns > kProbeMaxStages) m->probe_ns = kProbeMaxStages;
+    if (m->probe_ns < 2) m->probe_ns = 2;
+    const int smem = m->probe_ns * 2 * (int)box;
+    int per_sm = 0;
+    DL_CUDA_CHECK(cudaFuncSetAttribute(stream_copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stream_copy_probe, 32, smem));
+    if (per_sm < 1) return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
+    m->probe_ctas = per_sm * sms;
+    int64_t pages = 0;
+    for (int b = 0; b < a->batch_size; b++) pages += (h_seq_len[b] + a->page_size - 1) / a->page_size;
+    m->probe_pages = (int)pages;
+    DL_TRY(make_map(&m->pk, a->k_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
+    DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
+    fprintf(stderr, "DL_STREAM_DRY=4: copy probe, boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
+                    "%d CTAs, %d pages\n",
+            m->boxheads, a->page_size, m->probe_box, m->probe_ns, m->probe_ctas, m->probe_pages);
+    return 0;
+}
+#endif
+
 /* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. */
 static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
 {
@@ -1950,45 +1983,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     out->host = maps;
 #if DL_STREAM_DIAG
-    if (dry == 4) { /* the copy probe (stream_copy_probe): its maps, stages and grid */
-        const int R = a->head_dim * (int)dl_dtype_size(a->kv_dtype);
-        if (knob("DL_STREAM_BOXHEADS", 1, a->num_kv_heads, a->num_kv_heads, &maps->boxheads)) {
-            dl_gpu_plan_free(out);
-            return -1;
-        }
-        const int64_t box = (int64_t)R * a->page_size * maps->boxheads;
-        if (a->num_kv_heads % maps->boxheads || R > 256 || R % 16 || a->page_size > 256 || box % 128 ||
-            2 * 2 * box > 200 * 1024) {
-            dl_gpu_plan_free(out);
-            return dl_fail("DL_STREAM_DRY=4: DL_STREAM_BOXHEADS=%d must divide the %d KV heads, rows of %d bytes must "
-                           "be a multiple of 16 and at most 256, page_size %d at most 256, a box a multiple of 128 "
-                           "bytes and two stages (K and V boxes) within 200 KB",
-                           maps->boxheads, a->num_kv_heads, R, a->page_size);
-        }
-        maps->probe_box = (uint32_t)(R * a->page_size * maps->boxheads);
-        maps->probe_ns = kProbeSmem / (int)(2 * maps->probe_box);
-        if (maps->probe_ns > kProbeMaxStages) maps->probe_ns = kProbeMaxStages;
-        if (maps->probe_ns < 2) maps->probe_ns = 2;
-        const int smem = maps->probe_ns * 2 * (int)maps->probe_box;
-        int per_sm = 0;
-        DL_CUDA_CHECK(cudaFuncSetAttribute(stream_copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stream_copy_probe, 32, smem));
-        if (per_sm < 1) {
-            dl_gpu_plan_free(out);
-            return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
-        }
-        maps->probe_ctas = per_sm * sms;
-        int64_t pages = 0;
-        for (int b = 0; b < a->batch_size; b++) pages += (h_seq_len[b] + a->page_size - 1) / a->page_size;
-        maps->probe_pages = (int)pages;
-        if (make_map(&maps->pk, a->k_cache, a, R, R, 0, promo, maps->boxheads, a->page_size) ||
-            make_map(&maps->pv, a->v_cache, a, R, R, 0, promo, maps->boxheads, a->page_size)) {
-            dl_gpu_plan_free(out);
-            return -1;
-        }
-        fprintf(stderr, "DL_STREAM_DRY=4: copy probe, boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
-                        "%d CTAs, %d pages\n", maps->boxheads, a->page_size, maps->probe_box, maps->probe_ns,
-                maps->probe_ctas, maps->probe_pages);
+    if (dry == 4 && probe_setup(a, h_seq_len, sh.R, sms, promo, maps)) {
+        dl_gpu_plan_free(out);
+        return -1;
     }
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */

@@ -98,7 +98,9 @@ int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int wa
 /* AUTO (the default since attempt #24) takes HEADS where every slot gets a run (the slots a multiple of
  * Hkv, at least Hkv, no more runs than tiles a head, no pool), else TASKS: measured on the H200 (2026-12-03,
  * results/h200_2026-12-03h/, bf16-hw-stream, llama3-8B e4m3) heads against tasks: B128 L4096 277.58 vs 282.45
- * and 280.93 us, B256 L4096 530.24 vs 533.63, B64 L1024 59.55 vs 60.77, HND B128 269.79 vs 271.74. */
+ * and 280.93 us, B256 L4096 530.24 vs 533.63, B64 L1024 59.55 vs 60.77, HND B128 269.79 vs 271.74. The wgmma
+ * kernels take AUTO's heads plan only where it needs no merge kernel (attempt #25: gpu/decode_stream.cu make_plan
+ * rebuilds it in the tasks order otherwise). */
 enum { DL_ORDER_AUTO = -1, DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
 /* The order named by the DL_STREAM_ORDER value s (NULL or "auto": AUTO; "tasks"; "heads"). Returns 0, or
  * dl_fail() naming the variable and the value. */
