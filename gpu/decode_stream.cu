@@ -44,6 +44,7 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
@@ -99,6 +100,31 @@ template <int D, int ES> struct stream_shape {
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
 };
+
+/* The whole-page stage (issue 10, attempt #26; DL_STREAM_STAGE, the stage policy the dispatch picks where it
+ * fits): one ring of S stages shared by the CTA's W = 8 consumer warps, one per KV head (the plan's heads order
+ * with runs of Hkv = 8 slots: the 8 warps of a CTA walk the same tiles). A stage is the K or the V of 16 token
+ * rows of all 8 heads, one TMA copy of a box (128 B, 16 rows, 8 heads) that lands as [head][row][128 B]: head h's
+ * 16 rows are the 2 KB at h x 2 KB, 1 KB-aligned, so the 128-byte swizzle is that of the tile stages. A 64-token
+ * tile is 8 stages, K0..K3 then V0..V3 (16 rows each); a consumer holds one stage at a time and releases it
+ * after its MMAs (empty barriers count every lane of the 8 warps). One producer warp, lanes 0-7 one stage each.
+ * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
+ * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
+ * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
+struct page_shape {
+    static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = 8;
+    static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB */
+    static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
+    static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
+    static constexpr int W = HEADS, S = 12, NP = 1;
+    static constexpr int THREADS = 32 * (W + NP);
+    static constexpr bool SMR = false;
+    static constexpr int SMEM = S * STAGE + 1024 + 2 * S * 8;
+};
+template <int D, dl_dtype KV, bool PAGE>
+using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value>>;
+/* The instantiations with a page-stage kernel. */
+template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
 
 /* ------------------------------------------------------------ PTX wrappers */
 
@@ -203,6 +229,31 @@ __device__ __forceinline__ void zero_tail_rows(const uint8_t *tile, int nvalid, 
     for (int i = tid; i < (kTile - nvalid) * CH; i += n)
         *(uint4 *)(const_cast<uint8_t *>(tile) + tile_off<SW>(nvalid + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
     fence_async_smem();
+}
+/* The page stage's form (page_shape): rows from..15 of one head's 16 rows of a stage (SW = R: one slab). */
+template <int R>
+__device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, int swz, int tid, int n)
+{
+    constexpr int CH = R / 16;
+    for (int i = tid; i < (page_shape::ROWS - from) * CH; i += n)
+        *(uint4 *)(const_cast<uint8_t *>(rows) + tile_off<R>(from + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
+}
+/* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
+ * the ring's 8j + i; its head's rows, its wait, and its release (the proxy fence: see the tile rings' release). */
+template <int S> __device__ __forceinline__ int page_idx(int j, int i) { return (8 * j + i) % S; }
+template <int S> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
+{
+    return ring + page_idx<S>(j, i) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
+}
+template <int S> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int i)
+{
+    mbar_wait(&full[page_idx<S>(j, i)], ((8 * j + i) / S) & 1);
+}
+template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int i)
+{
+    fence_async_smem();
+    __syncwarp();
+    mbar_arrive(&empty[page_idx<S>(j, i)]);
 }
 
 /* Merge the partials of one split task (workspace rows k0..k1 in token order, each
@@ -612,6 +663,43 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     }
 }
 
+/* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
+ * the CTA's other slots hold the same tiles for the other heads: make_plan checks it), each tile 8 stages of the
+ * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
+ * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the sequence end,
+ * arrives with no bytes (the consumers mask those scores and zero those V rows). Warp-uniform loop. */
+template <int W, int S, int STAGE>
+__device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
+                                                     const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
+                                                     uint64_t *full, uint64_t *empty, int lane)
+{
+    const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
+    const CUtensorMap *map = lane < 4 ? kmap : vmap;
+    const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
+    int n = 0; /* stages issued */
+    for (int k = e0.y; k < e0.z; k++) {
+        const int4 r = k == e0.y ? r0 : sp.grec[2 * k];
+        const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x;
+        const int32_t *pages = a.kv_indices + r.w;
+        for (int tile = r.y; tile < r.z; tile++, n += 8) {
+            const int tok = tile * kTile + piece * page_shape::ROWS;
+            if (lane < 8) {
+                const int i = n + lane, st = i % S;
+                const bool copy = tok < len && !(DL_STREAM_DIAG && sp.dry == 2);
+                const int page = copy ? pages[tok / ps] : 0;
+                mbar_wait(&empty[st], ((i / S) & 1) ^ 1);
+                if (copy) {
+                    mbar_expect_tx(&full[st], (uint32_t)STAGE);
+                    tma_load(ring + st * STAGE, map, &full[st], 0, tok % ps, 0, page);
+                } else {
+                    mbar_arrive(&full[st]);
+                }
+            }
+            __syncwarp();
+        }
+    }
+}
+
 #if DL_STREAM_DIAG
 constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: stages and bytes per CTA */
 /* The copy-shape probe (DL_STREAM_DRY=4, DIAG=1 builds; issue 10, before a whole-page stage is built): the
@@ -647,19 +735,21 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
 }
 #endif
 
-template <int D, dl_dtype KV, int DQ, int NT>
+/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape). */
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false>
 #if DL_STREAM_SETMAXNREG /* a minimum CTAs-per-SM argument, even 1, changes ptxas's allocation: only here */
-__global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS,
-                                  stream_shape<D, dl_kv_size<KV>::value>::SMR ? 2 : 1)
+__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, stream_shape_of<D, KV, PAGE>::SMR ? 2 : 1)
 #else
-__global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREADS)
+__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
 #endif
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
     constexpr int ES = dl_kv_size<KV>::value;
-    using SH = stream_shape<D, ES>;
+    using SH = stream_shape_of<D, KV, PAGE>;
+    static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
+    constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
     constexpr bool FP8 = ES == 1;
     using POL = dl_fp8_dq<FP8 ? KV : DL_E4M3, DQ>;
     constexpr bool F16 = FP8 ? POL::F16 : false;
@@ -672,12 +762,12 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
     /* 1024-byte alignment for the 128-byte swizzle, by offset so the compiler
      * keeps shared-memory loads (LDS), not generic ones */
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-    uint64_t *full = (uint64_t *)(smem + W * S * SH::STAGE), *empty = full + W * S;
-    volatile int *hdr = (volatile int *)(empty + W * S); /* the segment of each stage (pool: attempt #19) */
+    uint64_t *full = (uint64_t *)(smem + RING * SH::STAGE), *empty = full + RING;
+    volatile int *hdr = (volatile int *)(empty + RING); /* the segment of each stage (pool: attempt #19) */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    ring_barriers_init(full, empty, W * S, 32);
+    ring_barriers_init(full, empty, RING, PAGE ? 32 * W : 32);
 
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
@@ -687,7 +777,9 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
         /* setmaxnreg (attempt #22): each role's first instruction, so that ptxas compiles the code it heads
          * for that count (warp-uniform: a whole warpgroup takes each branch) */
         if constexpr (SH::SMR) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kSmrProducerRegs));
-        if constexpr (SH::NP != W)
+        if constexpr (PAGE)
+            stream_produce_pages<W, S, SH::STAGE>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+        else if constexpr (SH::NP != W)
             stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         else
             stream_produce_one<S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(
@@ -713,7 +805,8 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 #pragma unroll
             for (int h = 0; h < 2; h++)
 #pragma unroll
-                for (int q = 0; q < KCH; q++) koff[mt][h][q] = tile_off<SW>(mt * 16 + g + 8 * h, c * KCH + q, sp.swz);
+                for (int q = 0; q < KCH; q++) /* the page stage: each m-tile is a stage of its own */
+                    koff[mt][h][q] = tile_off<SW>((PAGE ? 0 : mt * 16) + g + 8 * h, c * KCH + q, sp.swz);
     }
 
     /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
@@ -776,14 +869,23 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             const bool partial = nvalid < kTile;
-            mbar_wait(&full[warp * S + st], (j / S) & 1);
+            if constexpr (PAGE) page_wait<S>(full, j, 0);
+            else mbar_wait(&full[warp * S + st], (j / S) & 1);
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
-                __syncwarp();
-                mbar_arrive(&empty[warp * S + st]);
+                if constexpr (PAGE) {
+                    for (int i = 0; i < 8; i++) {
+                        if (i) page_wait<S>(full, j, i);
+                        __syncwarp();
+                        mbar_arrive(&empty[page_idx<S>(j, i)]);
+                    }
+                } else {
+                    __syncwarp();
+                    mbar_arrive(&empty[warp * S + st]);
+                }
                 continue;
             }
-            if (partial) { /* V rows past the end to 0 (the scores there are masked to -inf below) */
+            if (!PAGE && partial) { /* V rows past the end to 0 (the scores there are masked to -inf below) */
                 zero_tail_rows<SW, SH::R>(tv, nvalid, sp.swz, lane, 32);
                 __syncwarp();
             }
@@ -795,10 +897,15 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
 #pragma unroll
                 for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
                 if constexpr (FP8) {
+                    const uint8_t *kb = tk;
+                    if constexpr (PAGE) {
+                        if (mt) page_wait<S>(full, j, mt);
+                        kb = page_rows<S>(smem, j, mt, kvh);
+                    }
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
-                        const uint4 r0 = *(const uint4 *)(tk + koff[mt][0][q]);
-                        const uint4 r1 = *(const uint4 *)(tk + koff[mt][1][q]);
+                        const uint4 r0 = *(const uint4 *)(kb + koff[mt][0][q]);
+                        const uint4 r1 = *(const uint4 *)(kb + koff[mt][1][q]);
                         const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
 #pragma unroll
                         for (int wi = 0; wi < 4; wi++) {
@@ -810,6 +917,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                                 dl_mma16816<F16>(s[mt][nt], af, qf[nt][q * 4 + wi][0], qf[nt][q * 4 + wi][1]);
                         }
                     }
+                    if constexpr (PAGE) page_release<S>(empty, j, mt);
                 } else {
                     const int row = mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
 #pragma unroll
@@ -904,19 +1012,28 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                     /* tokens 2c, 2c+1, 2c+8, 2c+9 of the k-step, the lane's VB bytes;
                      * m-tile 2j+u row g = dim g*VB + 4j + 2u, row g+8 = that + 1 */
                     constexpr int VW = VB / 4;
+                    const uint8_t *vb = tv;
+                    if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
+                        page_wait<S>(full, j, 4 + kk);
+                        vb = page_rows<S>(smem, j, 4 + kk, kvh);
+                        if (nvalid < 16 * kk + 16) {
+                            zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
+                            __syncwarp();
+                        }
+                    }
                     uint32_t w[4][VW];
 #pragma unroll
                     for (int r = 0; r < 4; r++) {
-                        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1);
+                        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
 #pragma unroll
                         for (int q = 0; q < VW; q += 4) {
                             if constexpr (VW >= 4) {
-                                const uint4 x = *(const uint4 *)(tv + tile_off<SW>(tok, g * (VB / 16) + q / 4, sp.swz));
+                                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
                                 w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
                             }
                         }
                         if constexpr (VW == 2) {
-                            const uint2 x = *(const uint2 *)(tv + tile_off<SW>(tok, g / 2, sp.swz) + (g & 1) * 8);
+                            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
                             w[r][0] = x.x; w[r][1] = x.y;
                         }
                     }
@@ -933,6 +1050,7 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
                             dl_mma16816<F16>(acc[2 * q + 1][nt], a1, pb[kk][nt][0], pb[kk][nt][1]);
                         }
                     }
+                    if constexpr (PAGE) page_release<S>(empty, j, 4 + kk);
                 } else {
                     const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
 #pragma unroll
@@ -955,9 +1073,11 @@ __global__ void __launch_bounds__(stream_shape<D, dl_kv_size<KV>::value>::THREAD
              * first; the copy overwrote them (attempt #14 without this fence: bf16-cast-stream and
              * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
              * H200 2026-12-03, results/h200_2026-12-03b/). */
-            fence_async_smem();
-            __syncwarp();
-            mbar_arrive(&empty[warp * S + st]);
+            if constexpr (!PAGE) {
+                fence_async_smem();
+                __syncwarp();
+                mbar_arrive(&empty[warp * S + st]);
+            }
         }
 
         if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
@@ -1611,6 +1731,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    int page;     /* the whole-page stage (page_shape): the maps' box is 16 rows of all 8 heads */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages;
     uint32_t probe_box;
@@ -1762,6 +1883,14 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
 }
 template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
 {
+    const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
+    if (pl && pl->page_stage) { /* the plan function chose the whole-page stage (dl_stream_make_plan) */
+        if constexpr (kPageFits<D, KV, NT>)
+            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, true>, page_shape>(a);
+        else
+            return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
+                           "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
+    }
     return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value>>(a);
 }
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
@@ -1779,6 +1908,7 @@ struct shape_rt {
     int occ;       /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
     int min_tiles; /* the plan's fewest tiles per consumer before it uses fewer consumers (DL_STREAM_MIN_TILES) */
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
+    bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -1786,9 +1916,9 @@ struct shape_rt {
  * configuration by more than 0.6 %, while the warp consumers lost with it (bf16-hw-stream 67.3 vs
  * 64.2 us; H200, 2026-12-02, results/h200_2026-12-02b/memfloor_all). */
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
-template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false)
+template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page};
 }
 template <int D, int ES> static shape_rt stream_shape_rt()
 {
@@ -1921,7 +2051,31 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
 }
 #endif
 
-/* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. */
+/* Whether plan p gives the page stage what it needs (page_shape): slots [c W, c W + W) of every CTA c walk the
+ * same tiles of the same requests, slot c W + h for KV head h (the heads order with W = Hkv), no pool. */
+static bool page_plan_fits(const dl_plan *p, int Hkv)
+{
+    if (p->order != DL_ORDER_HEADS || p->warps != Hkv || p->num_static != p->num_slots ||
+        p->num_slots != p->ctas * p->warps)
+        return false;
+    const int32_t *slot_ptr = p->buf, *task = slot_ptr + p->num_slots + 1, *t0 = task + p->num_segs,
+                  *t1 = t0 + p->num_segs;
+    for (int c = 0; c < p->ctas; c++) {
+        const int s0 = c * Hkv, n = slot_ptr[s0 + 1] - slot_ptr[s0];
+        for (int h = 0; h < Hkv; h++) {
+            const int s = s0 + h;
+            if (slot_ptr[s + 1] - slot_ptr[s] != n) return false;
+            for (int i = 0; i < n; i++) {
+                const int k = slot_ptr[s] + i, k0 = slot_ptr[s0] + i;
+                if (task[k] != task[k0] + h || task[k0] % Hkv != 0 || t0[k] != t0[k0] || t1[k] != t1[k0]) return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. Returns 0, -1
+ * after dl_fail(), or 1 (nothing built, no error) where sh is the page stage's and the plan does not fit it. */
 static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
 {
     memset(out, 0, sizeof *out);
@@ -1955,6 +2109,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * kernel (below; fp8-none-wgmma B128 L4096 312.0-313.2 -> 307.3-307.7 us; gpu/NOTES.md #25) */
     int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
+    if (sh.page) order = DL_ORDER_HEADS; /* the page stage's caller checked that the knob does not ask for tasks */
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
@@ -1976,8 +2131,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
-    if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo) ||
-        make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo)) {
+    maps->page = sh.page;
+    const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
+    if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
+        make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
         free(maps);
         return -1;
     }
@@ -2008,6 +2165,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         }
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
+    if (sh.page && !page_plan_fits(&p, a->num_kv_heads)) { /* e.g. fewer tiles a head than CTAs: the tile rings */
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return 1;
+    }
     if (merge == DL_MERGE_KERNEL && dl_plan_max_task_segs(&p) > kMergeThreads) {
         const int n = dl_plan_max_task_segs(&p);
         dl_plan_free(&p);
@@ -2018,6 +2180,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     out->merge_kernel = merge;
     out->order = p.order;
+    out->page_stage = sh.page;
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;
@@ -2061,8 +2224,66 @@ template <auto KERN, class SH> static int occupancy_min(int *occ)
     return 0;
 }
 
+/* Why the whole-page stage does not take case a (page_shape), or NULL where it does. */
+static const char *page_misfit(const dl_gpu_args *a)
+{
+    if (a->kv_dtype != DL_E4M3 && a->kv_dtype != DL_E5M2) return "the cache is not 8-bit (e4m3, e5m2)";
+    if (a->head_dim != 128) return "head_dim is not 128";
+    if (a->num_kv_heads != page_shape::HEADS) return "the KV heads are not 8";
+    if (a->num_qo_heads / a->num_kv_heads > 8) return "the group is over 8 query heads a KV head";
+    if (a->page_size % page_shape::ROWS) return "page_size is not a multiple of 16";
+    const char *o = getenv("DL_STREAM_ORDER"), *pool = getenv("DL_STREAM_POOL");
+    if (o && !strcmp(o, "tasks")) return "DL_STREAM_ORDER=tasks (the page stage takes the heads order)";
+    if (pool && strcmp(pool, "0")) return "DL_STREAM_POOL is set (the page stage takes no pool)";
+    return NULL;
+}
+
+/* The stage policy named by DL_STREAM_STAGE (NULL or "auto": -1, "tile": 0, "page": 1), or dl_fail(). */
+static int stage_of(const char *s, int *stage)
+{
+    if (!s || !strcmp(s, "auto")) *stage = -1;
+    else if (!strcmp(s, "tile")) *stage = 0;
+    else if (!strcmp(s, "page")) *stage = 1;
+    else
+        return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: 'page' where the case and plan take it), "
+                       "'tile' (a ring of 64-token tiles per consumer warp) or 'page' (one ring shared by the 8 "
+                       "warps of a CTA, stages of 16 rows of all 8 KV heads)", s);
+    return 0;
+}
+
+/* The page stage's plan (page_shape) where the knob and the case allow it: 0 and a plan in out, 1 (nothing
+ * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page where it cannot run). */
+static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    int stage;
+    DL_TRY(stage_of(getenv("DL_STREAM_STAGE"), &stage));
+    if (stage == 0) return 1;
+    const char *why = page_misfit(a);
+    if (why) return stage == 1 ? dl_fail("DL_STREAM_STAGE=page: %s", why) : 1;
+    shape_rt sh = shape_rt_of<page_shape>(kWarpMinTiles, false, true);
+    sh.occ = 1 << 20;
+    DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, page plan", [&](auto s) {
+        constexpr int D = decltype(s)::D;
+        constexpr dl_dtype KV = decltype(s)::KV;
+        if constexpr (kPageFits<D, KV, 1>) {
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, 1, true>, page_shape>(&sh.occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, 1, true>, page_shape>(&sh.occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, 1, true>, page_shape>(&sh.occ)));
+        }
+        return 0;
+    }));
+    if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
+    const int rc = make_plan(a, h_seq_len, sh, out);
+    if (rc == 1 && stage == 1)
+        return dl_fail("DL_STREAM_STAGE=page: the plan does not give the 8 warps of every CTA the same tiles (fewer "
+                       "tiles a KV head than CTAs?)");
+    return rc;
+}
+
 extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
+    const int pr = page_stage_plan(a, h_seq_len, out);
+    if (pr <= 0) return pr;
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
     shape_rt sh = shape_of(a->head_dim, es);
     /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy

@@ -47,6 +47,7 @@ typedef struct {
     int num_static;                   /* slots [num_static, num_slots): the pool, claimed at run time (DL_STREAM_POOL) */
     int merge_kernel;                 /* 1: split tasks merged by a second kernel (DL_STREAM_MERGE), 0: by a warp */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
+    int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t *sched_indptr, *sched_begin;
     void *dev;                        /* device copy of the work list */

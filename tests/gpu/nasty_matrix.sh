@@ -2,7 +2,7 @@
 # nasty_matrix.sh - `make test-gpu`: every GPU variant on a matrix of small,
 # nasty cases generated fresh, then compute-sanitizer memcheck on a subset.
 #
-# Cases (24 + 12 golden files; each KV dtype x head_dim x layout, with page size,
+# Cases (24 + 15 golden files; each KV dtype x head_dim x layout, with page size,
 # group size and Q dtype rotated so that every pair of values of any two axes
 # meets at least once):
 #   KV dtype f16 bf16 e4m3 e5m2 | D 64 128 256 | NHD HND | page 1 16 |
@@ -83,7 +83,11 @@ done; done; done > "$WORK/generate.txt"
 # (built for 2). The last (2026-12-03): two long requests, 16385 and 32768 tokens, llama3-8B's group of
 # 4: tasks cut into tens of segments (the merge kernel), and float sums long enough that the o limits
 # grow (harness/compare.c: the split CUDA-core kernels FAILed the unscaled bf16simt limit at 32768).
-while read -r kv d layout page group qd dist share lens promote; do
+# Optional 11th field: the KV heads (default 2). The last three cases (2026-12-04) have 8, so that the
+# streaming variants take the whole-page stage (gpu/decode_stream.cu page_shape: 8-bit cache, D 128,
+# 8 KV heads, page a multiple of 16): NHD page 16 with the ragged lengths, HND page 32 (two 16-row
+# boxes a page), and two long requests (the merge kernel, tasks of many segments).
+while read -r kv d layout page group qd dist share lens promote hkv; do
     seed=$(( SEED + i ))
     label="kv=$kv D=$d $layout page=$page group=$group q=$qd $dist"
     extra=""
@@ -92,13 +96,16 @@ while read -r kv d layout page group qd dist share lens promote; do
         extra="--share-prefix $share"
     fi
     [ "${lens:-}" = "-" ] && lens=""
+    [ "${promote:-}" = "-" ] && promote=""
+    hkv=${hkv:-2}
+    [ "$hkv" != 2 ] && label="$label hkv=$hkv"
     if [ -n "${promote:-}" ]; then
         label="$label promote=$promote"
         extra="$extra --acc-promote-blocks $promote"
     fi
     file="$WORK/case$(printf %02d $i).h5"
     CASES+=("$file|$label")
-    echo "$DECODELAB golden --seq-len ${lens:-$LENS} --num-kv-heads 2 --num-qo-heads $(( 2 * group )) --head-dim $d" \
+    echo "$DECODELAB golden --seq-len ${lens:-$LENS} --num-kv-heads $hkv --num-qo-heads $(( hkv * group )) --head-dim $d" \
          "--page-size $page --kv-layout $layout --q-dtype $qd --kv-dtype $kv --distribution $dist --seed $seed" \
          "$extra --out $file --force"
     i=$(( i + 1 ))
@@ -115,6 +122,9 @@ e4m3 128 HND 16 4 bf16 normal 2 33,34,47,48,49,63,64,65,132,289,1032
 e4m3 128 HND 16 4 bf16 normal 0 - 1
 e5m2 64 NHD 16 8 f16 outlier 0 - 4
 e4m3 128 NHD 16 4 bf16 normal 0 16385,32768
+e4m3 128 NHD 16 4 bf16 normal 0 - - 8
+e5m2 128 HND 32 8 f16 outlier 0 - - 8
+e4m3 128 NHD 16 1 bf16 normal 0 8193,16385 - 8
 EOC
 NPROC=$(nproc 2>/dev/null || echo 4)
 t0=$(date +%s)
@@ -176,10 +186,11 @@ else
         SAN_STATUS="ok"
         # one case per KV dtype; together: both layouts, both page sizes, groups 1/4/5/8,
         # D 64/128/256 and both Q dtypes (case 3: f16 D128 HND p1 g8; 6: bf16 D64 NHD p16 g4;
-        # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1). The runs go DL_SAN_JOBS at a time
+        # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1), and 36 (e4m3 D128 NHD p16 g4, 8 KV heads: the
+        # streaming variants' whole-page stage). The runs go DL_SAN_JOBS at a time
         # (default 8: each is CPU-bound under the tool; the GPU has room for all), then are judged in order.
         SAN_RUNS=()   # "log|label|splits"
-        for idx in 3 6 17 20 25; do
+        for idx in 3 6 17 20 25 36; do
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
             for sp in 1 4 kmerge; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
