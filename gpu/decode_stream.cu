@@ -106,8 +106,9 @@ template <int D, int ES> struct stream_shape {
  * with runs of Hkv = 8 slots: the 8 warps of a CTA walk the same tiles). A stage is the K or the V of 16 token
  * rows of all 8 heads, one TMA copy of a box (128 B, 16 rows, 8 heads) that lands as [head][row][128 B]: head h's
  * 16 rows are the 2 KB at h x 2 KB, 1 KB-aligned, so the 128-byte swizzle is that of the tile stages. A 64-token
- * tile is 8 stages, K0..K3 then V0..V3 (16 rows each); a consumer holds one stage at a time and releases it
- * after its MMAs (empty barriers count every lane of the 8 warps). One producer warp, lanes 0-7 one stage each.
+ * tile is 8 stages, K0..K3 then V0..V3 (16 rows each); a consumer waits for each before its MMAs and releases
+ * the K four after S, the V four after P*V (empty barriers count every lane of the 8 warps). One producer warp,
+ * lanes 0-7 one stage each.
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
  * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
@@ -125,6 +126,9 @@ template <int D, dl_dtype KV, bool PAGE>
 using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value>>;
 /* The instantiations with a page-stage kernel. */
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
+/* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
+ * (page_stage_plan) */
+constexpr int kPageHwMinRun = 12;
 
 /* ------------------------------------------------------------ PTX wrappers */
 
@@ -239,7 +243,11 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
         *(uint4 *)(const_cast<uint8_t *>(rows) + tile_off<R>(from + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
 }
 /* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
- * the ring's 8j + i; its head's rows, its wait, and its release (the proxy fence: see the tile rings' release). */
+ * the ring's 8j + i; its head's rows, its wait, and the release of n stages from i (one proxy fence: see the tile
+ * rings' release). A consumer releases its tile's four K stages together after S and its four V stages after
+ * P*V: each stage released after its own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream
+ * 70B B64 L4096 e4m3 176.10 us against 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and
+ * bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04, call 5). */
 template <int S> __device__ __forceinline__ int page_idx(int j, int i) { return (8 * j + i) % S; }
 template <int S> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
@@ -249,11 +257,11 @@ template <int S> __device__ __forceinline__ void page_wait(uint64_t *full, int j
 {
     mbar_wait(&full[page_idx<S>(j, i)], ((8 * j + i) / S) & 1);
 }
-template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int i)
+template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int i, int n = 1)
 {
     fence_async_smem();
     __syncwarp();
-    mbar_arrive(&empty[page_idx<S>(j, i)]);
+    for (int u = 0; u < n; u++) mbar_arrive(&empty[page_idx<S>(j, i + u)]);
 }
 
 /* Merge the partials of one split task (workspace rows k0..k1 in token order, each
@@ -917,7 +925,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                                 dl_mma16816<F16>(s[mt][nt], af, qf[nt][q * 4 + wi][0], qf[nt][q * 4 + wi][1]);
                         }
                     }
-                    if constexpr (PAGE) page_release<S>(empty, j, mt);
                 } else {
                     const int row = mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
 #pragma unroll
@@ -934,6 +941,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 }
             }
 
+            if constexpr (PAGE) page_release<S>(empty, j, 0, 4); /* K0..K3 */
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1050,7 +1058,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                             dl_mma16816<F16>(acc[2 * q + 1][nt], a1, pb[kk][nt][0], pb[kk][nt][1]);
                         }
                     }
-                    if constexpr (PAGE) page_release<S>(empty, j, 4 + kk);
                 } else {
                     const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
 #pragma unroll
@@ -1073,6 +1080,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
              * first; the copy overwrote them (attempt #14 without this fence: bf16-cast-stream and
              * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
              * H200 2026-12-03, results/h200_2026-12-03b/). */
+            if constexpr (PAGE) page_release<S>(empty, j, 4, 4); /* V0..V3 */
             if constexpr (!PAGE) {
                 fence_async_smem();
                 __syncwarp();
@@ -1884,7 +1892,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
 template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
 {
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
-    if (pl && pl->page_stage) { /* the plan function chose the whole-page stage (dl_stream_make_plan) */
+    if (pl && pl->page_stage) { /* the plan function chose the whole-page stage (stream_make_plan) */
         if constexpr (kPageFits<D, KV, NT>)
             return launch_planned<stream_decode_kernel<D, KV, DQ, NT, true>, page_shape>(a);
         else
@@ -2252,8 +2260,14 @@ static int stage_of(const char *s, int *stage)
 }
 
 /* The page stage's plan (page_shape) where the knob and the case allow it: 0 and a plan in out, 1 (nothing
- * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page where it cannot run). */
-static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+ * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page where it cannot run).
+ * auto, by dequant policy dq, measured on the H200 (2026-12-04, llama3-8B / the 70B shape, e4m3, median us,
+ * page vs tile): the cast and fast policies gain everywhere it fits (bf16-cast-stream B128 L4096 369.5 vs 582.6,
+ * 70B B64 L4096 214.5 vs 314.8, B64 L1024 76.3 vs 104.0, B1 L32768 44.5 vs 58.1; the 8 warps an SM compute more
+ * than 2 CTAs of 3); the hw policy gains only on NHD with long runs (B128 L4096 272.4 vs 276.4 and 279.2 vs
+ * 285.6, B4 L32768 88.4 vs 93.3) and loses on short runs (B64 L1024 64.9 vs 59.5, B1 L32768 40.3 vs 37.2) and
+ * HND (B128 278.8 vs 273.2): it takes the page stage on NHD where a CTA's run has 12 tiles or more. */
+static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage;
     DL_TRY(stage_of(getenv("DL_STREAM_STAGE"), &stage));
@@ -2273,16 +2287,27 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gp
         return 0;
     }));
     if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
+    if (stage == -1 && dq == DL_DQ_HW && a->kv_layout != DL_NHD) return 1;
     const int rc = make_plan(a, h_seq_len, sh, out);
     if (rc == 1 && stage == 1)
         return dl_fail("DL_STREAM_STAGE=page: the plan does not give the 8 warps of every CTA the same tiles (fewer "
                        "tiles a KV head than CTAs?)");
+    if (rc == 0 && stage == -1 && dq == DL_DQ_HW) { /* the hw policy: runs of 12 tiles or more */
+        int64_t tiles = 0; /* a KV head's */
+        for (int b = 0; b < a->batch_size; b++) tiles += (h_seq_len[b] + kTile - 1) / kTile;
+        if (tiles < (int64_t)kPageHwMinRun * out->ctas) {
+            dl_gpu_plan_free(out);
+            return 1;
+        }
+    }
     return rc;
 }
 
-extern "C" int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+/* The streaming variants' plan, by dequant policy (bf16-cast-stream, bf16-fast-stream, bf16-hw-stream): the page
+ * stage's where it fits and DL_STREAM_STAGE allows (page_stage_plan), else the tile rings'. */
+static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
-    const int pr = page_stage_plan(a, h_seq_len, out);
+    const int pr = page_stage_plan(a, h_seq_len, dq, out);
     if (pr <= 0) return pr;
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
     shape_rt sh = shape_of(a->head_dim, es);
@@ -2355,6 +2380,19 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
         return 0;
     }));
     return make_plan(a, h_seq_len, sh, out);
+}
+
+extern "C" int dl_stream_cast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    return stream_make_plan(a, h_seq_len, DL_DQ_CAST, out);
+}
+extern "C" int dl_stream_fast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    return stream_make_plan(a, h_seq_len, DL_DQ_FAST, out);
+}
+extern "C" int dl_stream_hw_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
+{
+    return stream_make_plan(a, h_seq_len, DL_DQ_HW, out);
 }
 
 extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)

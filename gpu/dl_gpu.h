@@ -93,7 +93,10 @@ int dl_gpu_choose_splits(const dl_gpu_args *a, int num_sms);
 
 /* gpu/decode_stream.cu: the plan functions of the streaming family (warp consumers) and of its
  * warpgroup (wgmma) consumers */
-int dl_stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+/* the streaming variants', one per dequant policy (the page stage's rule differs: gpu/decode_stream.cu) */
+int dl_stream_cast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+int dl_stream_fast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
+int dl_stream_hw_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 int dl_wgmma_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out);
 int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out); /* bf16-fast-wgmma */
 

@@ -2,7 +2,8 @@
 # sanitize.sh - `make test-gpu-sanitize` (GPU machine): compute-sanitizer memcheck,
 # racecheck and synccheck over every variant of `decodelab list`, each on a handful
 # of small nasty cases generated fresh (ragged lengths 1, page boundaries +-1 and one of 300,
-# page size 1 and 16, NHD and HND, group sizes 1/4/5, every KV dtype, D 64/128/256),
+# page size 1 and 16, NHD and HND, group sizes 1/2/4/5, every KV dtype, D 64/128/256, 2 KV heads and, in
+# one case, 8: the streaming variants' whole-page stage),
 # with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
 # exit of a run (a variant FAIL included) or a missing summary line.
@@ -37,18 +38,20 @@ if [ -n "${DL_VARIANTS:-}" ]; then
 fi
 echo "test-gpu-sanitize: variants:" $VARIANTS
 LENS=1,2,15,16,17,33,300 # 300: five tiles, so that --splits 4 splits (and the stream family merges by kernel)
-#        kv    D   layout page group q
+#        kv    D   layout page group q  [KV heads, default 2: the last case's 8 take the streaming
+#                                         variants' whole-page stage, gpu/decode_stream.cu page_shape]
 CASES=("e4m3 128 NHD 16 4 bf16"
        "e5m2 64  HND 1  5 f16"
        "bf16 256 NHD 1  1 bf16"
        "f16  128 HND 16 4 f16"
-       "e4m3 64  HND 16 1 bf16")
+       "e4m3 64  HND 16 1 bf16"
+       "e4m3 128 NHD 16 2 bf16 8")
 FILES=()
 i=0
 for c in "${CASES[@]}"; do
     set -- $c
     f="$WORK/case$i.h5"
-    if ! "$DECODELAB" golden --seq-len $LENS --num-kv-heads 2 --num-qo-heads $((2 * $5)) --head-dim $2 \
+    if ! "$DECODELAB" golden --seq-len $LENS --num-kv-heads "${7:-2}" --num-qo-heads $((${7:-2} * $5)) --head-dim $2 \
             --kv-layout $3 --page-size $4 --kv-dtype $1 --q-dtype $6 --seed $((SEED + i)) --out "$f" --force > /dev/null; then
         echo "test-gpu-sanitize: generating case $i ($c) failed" >&2; exit 2
     fi
