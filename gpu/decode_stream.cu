@@ -127,7 +127,7 @@ using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_
 /* The instantiations with a page-stage kernel. */
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
 /* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
- * (page_stage_plan) */
+ * (and NHD, group <= 4: page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
 
 /* ------------------------------------------------------------ PTX wrappers */
@@ -2266,7 +2266,8 @@ static int stage_of(const char *s, int *stage)
  * 70B B64 L4096 214.5 vs 314.8, B64 L1024 76.3 vs 104.0, B1 L32768 44.5 vs 58.1; the 8 warps an SM compute more
  * than 2 CTAs of 3); the hw policy gains only on NHD with long runs (B128 L4096 272.4 vs 276.4 and 279.2 vs
  * 285.6, B4 L32768 88.4 vs 93.3) and loses on short runs (B64 L1024 64.9 vs 59.5, B1 L32768 40.3 vs 37.2) and
- * HND (B128 278.8 vs 273.2): it takes the page stage on NHD where a CTA's run has 12 tiles or more. */
+ * HND (B128 278.8 vs 273.2) and at group 8 (the 70B shape B64 L4096, 31 tiles a run: 171.7-177.9 in four runs
+ * vs 170.3): it takes the page stage on NHD, groups up to 4, where a CTA's run has 12 tiles or more. */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage;
@@ -2287,7 +2288,7 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
         return 0;
     }));
     if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
-    if (stage == -1 && dq == DL_DQ_HW && a->kv_layout != DL_NHD) return 1;
+    if (stage == -1 && dq == DL_DQ_HW && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;
     const int rc = make_plan(a, h_seq_len, sh, out);
     if (rc == 1 && stage == 1)
         return dl_fail("DL_STREAM_STAGE=page: the plan does not give the 8 warps of every CTA the same tiles (fewer "

@@ -11,7 +11,8 @@
 #   (16385 and 32768 tokens: many segments per task, and the limits for long sequences).
 # Each file is run with --splits 1, --splits 4 and --splits auto, and once more with --splits auto and
 # DL_STREAM_MERGE=kernel ("kmerge": the planned variants' split tasks merged by the merge kernel, which
-# the default 'auto' picks only when some task has 4 or more segments).
+# the default 'auto' picks only when some task has 4 or more segments); the 8-KV-head cases also with
+# DL_STREAM_STAGE=page ("page").
 # Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
 # tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
 #
@@ -152,10 +153,15 @@ SUMMARY="$WORK/summary.txt"
 : > "$SUMMARY"
 for c in "${CASES[@]}"; do
     file=${c%%|*}; label=${c#*|}
-    for sp in $SPLITS; do
+    # the 8-KV-head cases once more with DL_STREAM_STAGE=page ("page": --splits auto, every streaming variant on
+    # the whole-page stage; 'auto' keeps bf16-hw-stream on the tile rings for short runs and HND)
+    sps=$SPLITS; case $label in *hkv=8*) sps="$SPLITS page" ;; esac
+    for sp in $sps; do
         log="$WORK/$(basename "$file" .h5)_splits$sp.log"
         kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge: --splits auto with the merge kernel
-        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "${sp/kmerge/auto}" --out "$WORK/results.h5" > "$log" 2>&1
+        [ "$sp" = page ] && kenv=(DL_STREAM_STAGE=page)
+        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$(case $sp in kmerge|page) echo auto ;; *) echo "$sp" ;; esac)" \
+            --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
         line=$(printf '%-46s %-6s' "$label" "$sp")
@@ -187,7 +193,7 @@ else
         # one case per KV dtype; together: both layouts, both page sizes, groups 1/4/5/8,
         # D 64/128/256 and both Q dtypes (case 3: f16 D128 HND p1 g8; 6: bf16 D64 NHD p16 g4;
         # 17: e4m3 D256 HND p16 g5; 20: e5m2 D128 NHD p1 g1), and 36 (e4m3 D128 NHD p16 g4, 8 KV heads: the
-        # streaming variants' whole-page stage). The runs go DL_SAN_JOBS at a time
+        # streaming variants' whole-page stage, forced with DL_STREAM_STAGE=page). The runs go DL_SAN_JOBS at a time
         # (default 8: each is CPU-bound under the tool; the GPU has room for all), then are judged in order.
         SAN_RUNS=()   # "log|label|splits"
         for idx in 3 6 17 20 25 36; do
@@ -195,6 +201,7 @@ else
             for sp in 1 4 kmerge; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
                 kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
+                [ "$idx" = 36 ] && kenv+=(DL_STREAM_STAGE=page)
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
                 ( env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
                       --splits "${sp/kmerge/4}" > "$log" 2>&1; echo $? > "$log.rc" ) &

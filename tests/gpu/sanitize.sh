@@ -68,7 +68,9 @@ for v in $VARIANTS; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
-                ( "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
+                # the 8-KV-head case (case5) with the page stage forced for every streaming policy
+                stage=auto; [ "$(basename "$f")" = case5.h5 ] && stage=page
+                ( DL_STREAM_STAGE=$stage "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
                       --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
             done
         done
