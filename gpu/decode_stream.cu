@@ -11,7 +11,9 @@
  *    cp.async.bulk.tensor, one copy per page and 128-byte column slab, an
  *    mbarrier per stage) while consumer warps compute: no address arithmetic or
  *    copy issue per byte in the consumers;
- *  - each consumer warp owns whole 64-token tiles (a ring of S stages of its own);
+ *  - each consumer warp owns whole 64-token tiles (a ring of S stages of its own), or, where the case
+ *    takes it (the whole-page stage, page_shape, DL_STREAM_STAGE), the 8 consumer warps of a CTA share
+ *    one ring whose stages hold 16 rows of all 8 KV heads, one TMA box each;
  *    tokens are the MMA M dimension and the group's query heads N
  *    (S^T = K Q^T with K as the A operand, Q as B held in registers; groups <= 8
  *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
@@ -315,7 +317,10 @@ struct stream_params {
                            * consumers release each stage unread and write nothing; 2 = the producer copies
                            * nothing (it arrives on the full barrier alone), every consumer computes on
                            * whatever the stage holds; 3 = the normal work, timed per CTA (timeline below:
-                           * right outputs); 4 = the copy probe (stream_copy_probe) instead of the kernel */
+                           * right outputs); 4 = the copy probe (stream_copy_probe) instead of the kernel;
+                           * 5 (the page stage only) = copies and compute side by side, unsynchronized: the
+                           * producer reuses a stage once its previous copy landed, the consumers never wait
+                           * nor release and compute on whatever the ring holds */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -672,7 +677,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 }
 
 /* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
- * the CTA's other slots hold the same tiles for the other heads: make_plan checks it), each tile 8 stages of the
+ * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles), each tile 8 stages of the
  * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
  * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the sequence end,
  * arrives with no bytes (the consumers mask those scores and zero those V rows). Warp-uniform loop. */
@@ -695,7 +700,11 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 const int i = n + lane, st = i % S;
                 const bool copy = tok < len && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = copy ? pages[tok / ps] : 0;
-                mbar_wait(&empty[st], ((i / S) & 1) ^ 1);
+                if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
+                    if (i >= S) mbar_wait(&full[st], ((i / S) - 1) & 1);
+                } else {
+                    mbar_wait(&empty[st], ((i / S) & 1) ^ 1);
+                }
                 if (copy) {
                     mbar_expect_tx(&full[st], (uint32_t)STAGE);
                     tma_load(ring + st * STAGE, map, &full[st], 0, tok % ps, 0, page);
@@ -706,6 +715,8 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
             __syncwarp();
         }
     }
+    if (DL_STREAM_DIAG && sp.dry == 5 && lane == 0) /* no copy in flight when the CTA exits */
+        for (int m = n > S ? n - S : 0; m < n; m++) mbar_wait(&full[m % S], (m / S) & 1);
 }
 
 #if DL_STREAM_DIAG
@@ -877,8 +888,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
             const bool partial = nvalid < kTile;
-            if constexpr (PAGE) page_wait<S>(full, j, 0);
-            else mbar_wait(&full[warp * S + st], (j / S) & 1);
+            const bool sync = !(DL_STREAM_DIAG && sp.dry == 5); /* DL_STREAM_DRY=5: the page ring unsynchronized */
+            if constexpr (PAGE) {
+                if (sync) page_wait<S>(full, j, 0);
+            } else {
+                mbar_wait(&full[warp * S + st], (j / S) & 1);
+            }
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 if constexpr (PAGE) {
@@ -907,7 +922,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 if constexpr (FP8) {
                     const uint8_t *kb = tk;
                     if constexpr (PAGE) {
-                        if (mt) page_wait<S>(full, j, mt);
+                        if (mt && sync) page_wait<S>(full, j, mt);
                         kb = page_rows<S>(smem, j, mt, kvh);
                     }
 #pragma unroll
@@ -941,7 +956,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 }
             }
 
-            if constexpr (PAGE) page_release<S>(empty, j, 0, 4); /* K0..K3 */
+            if constexpr (PAGE) {
+                if (sync) page_release<S>(empty, j, 0, 4); /* K0..K3 */
+            }
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1022,7 +1039,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     constexpr int VW = VB / 4;
                     const uint8_t *vb = tv;
                     if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
-                        page_wait<S>(full, j, 4 + kk);
+                        if (sync) page_wait<S>(full, j, 4 + kk);
                         vb = page_rows<S>(smem, j, 4 + kk, kvh);
                         if (nvalid < 16 * kk + 16) {
                             zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
@@ -1080,7 +1097,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
              * first; the copy overwrote them (attempt #14 without this fence: bf16-cast-stream and
              * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
              * H200 2026-12-03, results/h200_2026-12-03b/). */
-            if constexpr (PAGE) page_release<S>(empty, j, 4, 4); /* V0..V3 */
+            if constexpr (PAGE) {
+                if (sync) page_release<S>(empty, j, 4, 4); /* V0..V3 */
+            }
             if constexpr (!PAGE) {
                 fence_async_smem();
                 __syncwarp();
@@ -2059,29 +2078,6 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
 }
 #endif
 
-/* Whether plan p gives the page stage what it needs (page_shape): slots [c W, c W + W) of every CTA c walk the
- * same tiles of the same requests, slot c W + h for KV head h (the heads order with W = Hkv), no pool. */
-static bool page_plan_fits(const dl_plan *p, int Hkv)
-{
-    if (p->order != DL_ORDER_HEADS || p->warps != Hkv || p->num_static != p->num_slots ||
-        p->num_slots != p->ctas * p->warps)
-        return false;
-    const int32_t *slot_ptr = p->buf, *task = slot_ptr + p->num_slots + 1, *t0 = task + p->num_segs,
-                  *t1 = t0 + p->num_segs;
-    for (int c = 0; c < p->ctas; c++) {
-        const int s0 = c * Hkv, n = slot_ptr[s0 + 1] - slot_ptr[s0];
-        for (int h = 0; h < Hkv; h++) {
-            const int s = s0 + h;
-            if (slot_ptr[s + 1] - slot_ptr[s] != n) return false;
-            for (int i = 0; i < n; i++) {
-                const int k = slot_ptr[s] + i, k0 = slot_ptr[s0] + i;
-                if (task[k] != task[k0] + h || task[k0] % Hkv != 0 || t0[k] != t0[k0] || t1[k] != t1[k0]) return false;
-            }
-        }
-    }
-    return true;
-}
-
 /* The plan of a launch (gpu/plan.c) for consumers of shape sh (W per CTA), and its tensor maps. Returns 0, -1
  * after dl_fail(), or 1 (nothing built, no error) where sh is the page stage's and the plan does not fit it. */
 static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape_rt sh, dl_gpu_plan *out)
@@ -2121,10 +2117,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
-    DL_TRY(knob("DL_STREAM_DRY", 0, 4, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 5, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
+    if (dry == 5 && !sh.page)
+        return dl_fail("DL_STREAM_DRY=5 runs the page stage's ring unsynchronized: this plan is for %s (set "
+                       "DL_STREAM_STAGE=page on a case it takes)", sh.pool ? "the tile rings" : "a wgmma kernel");
     if (promo_bytes != 0 && promo_bytes != 64 && promo_bytes != 128 && promo_bytes != 256)
         return dl_fail("DL_STREAM_L2PROMO: '%d' is not 0, 64, 128 or 256", promo_bytes);
     const CUtensorMapL2promotion promo = promo_bytes == 0    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
@@ -2173,7 +2172,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         }
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
-    if (sh.page && !page_plan_fits(&p, a->num_kv_heads)) { /* e.g. fewer tiles a head than CTAs: the tile rings */
+    if (sh.page && !dl_plan_ctas_share_tiles(&p, a->num_kv_heads)) { /* e.g. fewer tiles a head than CTAs: the tile rings */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;

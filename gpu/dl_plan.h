@@ -105,6 +105,10 @@ enum { DL_ORDER_AUTO = -1, DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
 /* The order named by the DL_STREAM_ORDER value s (NULL or "auto": AUTO; "tasks"; "heads"). Returns 0, or
  * dl_fail() naming the variable and the value. */
 int dl_plan_order_of(const char *s, int *order);
+/* 1 where the Hkv slots of every CTA of plan p walk the same tiles of the same requests, slot c * Hkv + h for
+ * KV head h (the heads order with warps = Hkv, no pool), else 0: what the streaming kernels' whole-page stage
+ * needs (gpu/decode_stream.cu page_shape: one ring of 16-row pieces of all heads, shared by a CTA's warps). */
+int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

@@ -229,7 +229,7 @@ static int same_but_dequant(const char *a, const char *b)
     const int na = split_args(la + 1, ea, arg_a);
     const int nb = split_args(lb + 1, eb, arg_b);
     if (na != nb || na < 2) return 0;
-    const int dq = strstr(a, "stream_decode_kernel<") ? na - 2 : na - 1;
+    const int dq = strstr(a, "stream_decode_kernel<") ? 2 : na - 1; /* <D, KV, DQ, NT, PAGE>; elsewhere the last */
     for (int i = 0; i < na; i++) {
         const char *enda = i + 1 < na ? arg_a[i + 1] : ea, *endb = i + 1 < nb ? arg_b[i + 1] : eb;
         if (i == dq) continue;

@@ -430,6 +430,44 @@ START_TEST(test_heads_order)
 }
 END_TEST
 
+/* The whole-page stage's condition (dl_plan_ctas_share_tiles): a heads plan with 8 warps a CTA for 8 KV heads
+ * holds (llama3-8B B128 L4096 on 132 CTAs; ragged lengths 1..1000; one request of one tile), the same requests in
+ * the tasks order, with 3 warps a CTA, or with a pool do not, and one segment moved by a tile breaks it. */
+START_TEST(test_ctas_share_tiles)
+{
+    static int32_t len[128];
+    for (int b = 0; b < 128; b++) len[b] = 4096;
+    const int32_t ragged[11] = {1, 2, 15, 16, 17, 31, 32, 33, 100, 257, 1000}, one[1] = {10};
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(p.ctas, 132);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 4), 0); /* 8 warps a CTA, not 4 */
+    const views v = view_of(&p);
+    int32_t *t1 = (int32_t *)v.seg_t1;
+    t1[v.slot_ptr[5]] -= 1; /* slot 5 (CTA 0, head 5) ends its first segment a tile early */
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(11, 8, ragged, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+    check_built(&p, 11, 8, ragged, 64, 8, 132);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(1, 8, one, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(p.ctas, 1);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_TASKS, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0); /* 3 warps a CTA */
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 10, 2, DL_ORDER_AUTO, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0); /* a pool */
+    dl_plan_free(&p);
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order)
+              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles)
