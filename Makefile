@@ -123,6 +123,13 @@ ifeq ($(STREAM_PRODUCERS),one)
 endif
 STREAM_SETMAXNREG ?= 0
 $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
+STREAM_PAGE_S ?=
+ifneq ($(STREAM_PAGE_S),)
+  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '[89]|1[0-3]'),)
+    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8-13, not '$(STREAM_PAGE_S)')
+  endif
+  NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
+endif
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)
   ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)

@@ -114,12 +114,17 @@ template <int D, int ES> struct stream_shape {
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
  * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
+/* The page ring's stages, from make STREAM_PAGE_S=N (8..13; an experiment: 12 is the default and the measured). */
+#ifndef DL_STREAM_PAGE_S
+#define DL_STREAM_PAGE_S 12
+#endif
+static_assert(DL_STREAM_PAGE_S >= 8 && DL_STREAM_PAGE_S <= 13, "STREAM_PAGE_S: 8..13 stages of 16 KB");
 struct page_shape {
     static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = 8;
     static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB */
     static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
     static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
-    static constexpr int W = HEADS, S = 12, NP = 1;
+    static constexpr int W = HEADS, S = DL_STREAM_PAGE_S, NP = 1;
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = false;
     static constexpr int SMEM = S * STAGE + 1024 + 2 * S * 8;
