@@ -1104,8 +1104,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
              * H200 2026-12-03, results/h200_2026-12-03b/). */
             if constexpr (PAGE) {
                 if (sync) page_release<S>(empty, j, 4, 4); /* V0..V3 */
-            }
-            if constexpr (!PAGE) {
+            } else {
                 fence_async_smem();
                 __syncwarp();
                 mbar_arrive(&empty[warp * S + st]);
@@ -1763,7 +1762,6 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
-    int page;     /* the whole-page stage (page_shape): the maps' box is 16 rows of all 8 heads */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages;
     uint32_t probe_box;
@@ -1941,6 +1939,7 @@ struct shape_rt {
     int min_tiles; /* the plan's fewest tiles per consumer before it uses fewer consumers (DL_STREAM_MIN_TILES) */
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
     bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
+    int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -1950,7 +1949,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0};
 }
 template <int D, int ES> static shape_rt stream_shape_rt()
 {
@@ -2143,7 +2142,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
-    maps->page = sh.page;
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
@@ -2177,7 +2175,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         }
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
-    if (sh.page && !dl_plan_ctas_share_tiles(&p, a->num_kv_heads)) { /* e.g. fewer tiles a head than CTAs: the tile rings */
+    if (sh.page && (!dl_plan_ctas_share_tiles(&p, a->num_kv_heads) ||
+                    p.num_tiles < (int64_t)sh.page_min_run * a->num_kv_heads * p.ctas)) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;
@@ -2236,17 +2235,16 @@ template <auto KERN, class SH> static int occupancy_min(int *occ)
     return 0;
 }
 
-/* Why the whole-page stage does not take case a (page_shape), or NULL where it does. */
-static const char *page_misfit(const dl_gpu_args *a)
+/* Why the whole-page stage does not take case a (page_shape) with the plan knobs' order and pool, or NULL. */
+static const char *page_misfit(const dl_gpu_args *a, int order, int pool_pct)
 {
     if (a->kv_dtype != DL_E4M3 && a->kv_dtype != DL_E5M2) return "the cache is not 8-bit (e4m3, e5m2)";
     if (a->head_dim != 128) return "head_dim is not 128";
     if (a->num_kv_heads != page_shape::HEADS) return "the KV heads are not 8";
     if (a->num_qo_heads / a->num_kv_heads > 8) return "the group is over 8 query heads a KV head";
     if (a->page_size % page_shape::ROWS) return "page_size is not a multiple of 16";
-    const char *o = getenv("DL_STREAM_ORDER"), *pool = getenv("DL_STREAM_POOL");
-    if (o && !strcmp(o, "tasks")) return "DL_STREAM_ORDER=tasks (the page stage takes the heads order)";
-    if (pool && strcmp(pool, "0")) return "DL_STREAM_POOL is set (the page stage takes no pool)";
+    if (order == DL_ORDER_TASKS) return "DL_STREAM_ORDER=tasks (the page stage takes the heads order)";
+    if (pool_pct > 0) return "DL_STREAM_POOL is set (the page stage takes no pool)";
     return NULL;
 }
 
@@ -2274,12 +2272,17 @@ static int stage_of(const char *s, int *stage)
  * vs 170.3): it takes the page stage on NHD, groups up to 4, where a CTA's run has 12 tiles or more. */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
-    int stage;
+    int stage, order, pool_pct;
     DL_TRY(stage_of(getenv("DL_STREAM_STAGE"), &stage));
     if (stage == 0) return 1;
-    const char *why = page_misfit(a);
+    DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
+    DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
+    const char *why = page_misfit(a, order, pool_pct);
     if (why) return stage == 1 ? dl_fail("DL_STREAM_STAGE=page: %s", why) : 1;
+    const bool hw_auto = stage == -1 && dq == DL_DQ_HW; /* the hw policy's rule (above) */
+    if (hw_auto && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;
     shape_rt sh = shape_rt_of<page_shape>(kWarpMinTiles, false, true);
+    sh.page_min_run = hw_auto ? kPageHwMinRun : 0;
     sh.occ = 1 << 20;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, page plan", [&](auto s) {
         constexpr int D = decltype(s)::D;
@@ -2292,19 +2295,10 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
         return 0;
     }));
     if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
-    if (stage == -1 && dq == DL_DQ_HW && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;
     const int rc = make_plan(a, h_seq_len, sh, out);
     if (rc == 1 && stage == 1)
         return dl_fail("DL_STREAM_STAGE=page: the plan does not give the 8 warps of every CTA the same tiles (fewer "
                        "tiles a KV head than CTAs?)");
-    if (rc == 0 && stage == -1 && dq == DL_DQ_HW) { /* the hw policy: runs of 12 tiles or more */
-        int64_t tiles = 0; /* a KV head's */
-        for (int b = 0; b < a->batch_size; b++) tiles += (h_seq_len[b] + kTile - 1) / kTile;
-        if (tiles < (int64_t)kPageHwMinRun * out->ctas) {
-            dl_gpu_plan_free(out);
-            return 1;
-        }
-    }
     return rc;
 }
 

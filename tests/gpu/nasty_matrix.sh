@@ -201,7 +201,7 @@ else
             for sp in 1 4 kmerge; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
                 kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
-                [ "$idx" = 36 ] && kenv+=(DL_STREAM_STAGE=page)
+                case $label in *hkv=8*) kenv+=(DL_STREAM_STAGE=page) ;; esac # every streaming policy paged
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
                 ( env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
                       --splits "${sp/kmerge/4}" > "$log" 2>&1; echo $? > "$log.rc" ) &

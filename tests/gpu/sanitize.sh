@@ -46,7 +46,7 @@ CASES=("e4m3 128 NHD 16 4 bf16"
        "f16  128 HND 16 4 f16"
        "e4m3 64  HND 16 1 bf16"
        "e4m3 128 NHD 16 2 bf16 8")
-FILES=()
+FILES=(); STAGES=() # STAGES: each file's DL_STREAM_STAGE (page for 8 KV heads: every streaming policy paged)
 i=0
 for c in "${CASES[@]}"; do
     set -- $c
@@ -55,7 +55,7 @@ for c in "${CASES[@]}"; do
             --kv-layout $3 --page-size $4 --kv-dtype $1 --q-dtype $6 --seed $((SEED + i)) --out "$f" --force > /dev/null; then
         echo "test-gpu-sanitize: generating case $i ($c) failed" >&2; exit 2
     fi
-    FILES+=("$f")
+    FILES+=("$f"); if [ "${7:-2}" = 8 ]; then STAGES+=(page); else STAGES+=(auto); fi
     i=$((i + 1))
 done
 status=0
@@ -63,14 +63,13 @@ declare -A ERR
 # The runs go DL_SAN_JOBS at a time (default 8; each is CPU-bound under the tool), then are judged in order.
 for v in $VARIANTS; do
     for tool in $TOOLS; do
-        for f in "${FILES[@]}"; do
+        for fi in "${!FILES[@]}"; do
+            f=${FILES[$fi]}
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
-                # the 8-KV-head case (case5) with the page stage forced for every streaming policy
-                stage=auto; [ "$(basename "$f")" = case5.h5 ] && stage=page
-                ( DL_STREAM_STAGE=$stage "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
+                ( DL_STREAM_STAGE=${STAGES[$fi]} "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
                       --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
             done
         done
