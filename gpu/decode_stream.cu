@@ -918,6 +918,14 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 __syncwarp();
             }
 
+            /* the page stage: all four K stages waited for before the first MMA, so that ptxas interleaves the four
+             * m-tiles' chains of 8 dependent MMAs (a wait between m-tiles is a code-motion barrier: one chain at a
+             * time, issue 10 attempt #27) */
+            if constexpr (PAGE) {
+                if (sync)
+#pragma unroll
+                    for (int i = 1; i < 4; i++) page_wait<S>(full, j, i);
+            }
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
 #pragma unroll
@@ -926,10 +934,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
                 if constexpr (FP8) {
                     const uint8_t *kb = tk;
-                    if constexpr (PAGE) {
-                        if (mt && sync) page_wait<S>(full, j, mt);
-                        kb = page_rows<S>(smem, j, mt, kvh);
-                    }
+                    if constexpr (PAGE) kb = page_rows<S>(smem, j, mt, kvh);
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
                         const uint4 r0 = *(const uint4 *)(kb + koff[mt][0][q]);
@@ -1035,7 +1040,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     pb[mt][nt][1] = movmatrix_t(hi);
                 }
 
-            /* O^T += V^T P: k-steps of 16 tokens */
+            /* O^T += V^T P: k-steps of 16 tokens (the page stage: the four V stages waited for first, as K) */
+            if constexpr (PAGE) {
+                if (sync)
+#pragma unroll
+                    for (int kk = 0; kk < 4; kk++) page_wait<S>(full, j, 4 + kk);
+            }
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
                 if constexpr (FP8) {
@@ -1044,7 +1054,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     constexpr int VW = VB / 4;
                     const uint8_t *vb = tv;
                     if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
-                        if (sync) page_wait<S>(full, j, 4 + kk);
                         vb = page_rows<S>(smem, j, 4 + kk, kvh);
                         if (nvalid < 16 * kk + 16) {
                             zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
