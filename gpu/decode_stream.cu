@@ -43,7 +43,9 @@
  * is whole pages or part of one page), else SKIP.
  * Run: decodelab run FILE.h5 --variants '*-stream' --time */
 #include <cuda.h>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <type_traits>
@@ -340,6 +342,7 @@ struct stream_params {
 #if DL_STREAM_DIAG
 constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
+__device__ unsigned int g_tl_sm[kTlMax]; /* the SM each CTA ran on (the per-CTA dump, DL_STREAM_TL_CTAS) */
 __device__ __forceinline__ unsigned long long tl_now()
 {
     unsigned long long t;
@@ -352,6 +355,9 @@ __device__ __forceinline__ unsigned long long tl_now()
         if ((sp).dry == 3 && threadIdx.x == 0 && blockIdx.x < kTlMax) {                                       \
             const unsigned long long t_ = tl_now();                                                           \
             g_tl[3 * blockIdx.x] = t_, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t_;       \
+            unsigned int sm_;                                                                                 \
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                                  \
+            g_tl_sm[blockIdx.x] = sm_;                                                                        \
         }                                                                                                     \
     } while (0)
 #define TL_FIRST(sp, j)                                                                                       \
@@ -1820,7 +1826,44 @@ static int tl_cmp(const void *x, const void *y)
 /* DL_STREAM_DRY=3: after each of the first 12 launches of the process, one line on stderr: the
  * launch's CTAs on the %globaltimer clock, in us from the first CTA's entry: the last entry, the
  * first tile held (earliest, median, last), the exits (10th, 50th, 90th percentile, last), the merge
- * kernel's first entry and last exit, the mean CTA life over the span, and the clock's step. */
+ * kernel's first entry and last exit, the mean CTA life over the span, and the clock's step.
+ * With DL_STREAM_TL_CTAS=PREFIX, also PREFIX.<launch>.tsv: one row per CTA (cta, sm, entry, first tile,
+ * exit, in us from the first entry; first tile -1 if it held none), written whole then renamed, so that a
+ * slow CTA can be traced to its SM or its place in the plan across launches. */
+static int tl_dump(const char *prefix, int launch, const unsigned long long *h, int n, unsigned long long t0)
+{
+    unsigned int *sm = (unsigned int *)malloc(sizeof(unsigned int) * (size_t)n);
+    if (!sm) return dl_fail("timeline: out of host memory");
+    const cudaError_t e = cudaMemcpyFromSymbol(sm, g_tl_sm, sizeof(unsigned int) * (size_t)n);
+    if (e != cudaSuccess) {
+        free(sm);
+        return dl_fail("timeline: copy back of the SM ids failed: %s", cudaGetErrorString(e));
+    }
+    char path[4096], part[4200];
+    if (snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch) >= (int)sizeof path) {
+        free(sm);
+        return dl_fail("DL_STREAM_TL_CTAS: the prefix '%s' is too long", prefix);
+    }
+    snprintf(part, sizeof part, "%s.part", path);
+    FILE *f = fopen(part, "w");
+    if (!f) {
+        free(sm);
+        return dl_fail("DL_STREAM_TL_CTAS: cannot write %s: %s", part, strerror(errno));
+    }
+    fprintf(f, "cta\tsm\tentry_us\tfirst_tile_us\texit_us\n");
+    for (int i = 0; i < n; i++) {
+        const unsigned long long fi = h[3 * i + 1];
+        fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\n", i, sm[i], (double)(h[3 * i] - t0) * 1e-3,
+                fi == ~0ull ? -1.0 : (double)(fi - t0) * 1e-3, (double)(h[3 * i + 2] - t0) * 1e-3);
+    }
+    free(sm);
+    if (fclose(f) != 0 || rename(part, path) != 0) {
+        remove(part);
+        return dl_fail("DL_STREAM_TL_CTAS: cannot write %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
 static int tl_report(int ctas, cudaStream_t stream, bool merged)
 {
     static int launches = 0;
@@ -1846,6 +1889,12 @@ static int tl_report(int ctas, cudaStream_t stream, bool merged)
         beg[i] = h[3 * i], first[i] = h[3 * i + 1], end[i] = h[3 * i + 2];
         if (beg[i] < t0) t0 = beg[i];
         life += (double)(end[i] - beg[i]);
+    }
+    const char *dump = getenv("DL_STREAM_TL_CTAS");
+    if (dump && *dump && tl_dump(dump, launches, h, n, t0)) {
+        free(beg);
+        free(h);
+        return 1;
     }
     qsort(beg, (size_t)n, sizeof *beg, tl_cmp);
     qsort(first, (size_t)n, sizeof *first, tl_cmp); /* a CTA with no tile keeps ~0: sorted last */

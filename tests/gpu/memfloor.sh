@@ -30,7 +30,7 @@ for cfg in $CONFIGS; do
   [ -f "$g" ] || "$DECODELAB" golden ${C[$cfg]} --kv-scale absmax-tensor --models $models --seed 1 --out "$g" > /dev/null
   for knob in $KNOBS; do
     envs=(); [ "$knob" != "-" ] && IFS=, read -ra envs <<< "$knob"
-    log="$OUT/${cfg}_${knob//[=,]/_}.log"
+    log="$OUT/${cfg}_${knob//[=,\/]/_}.log"
     echo "memfloor: $cfg ${knob}" >&2
     rc=0; env "${envs[@]}" "$DECODELAB" run "$g" --variants "$VARIANTS" --time --time-failed --max-time-s "$MAXT" --out "$OUT/memfloor.h5" > "$log" 2>&1 || rc=$?
     if [ $rc -eq 1 ]; then echo "memfloor: a variant FAILed (timed anyway; the table shows which): $log" >&2; failed=1
