@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""tl_ctas_summary.py - which CTAs of a streaming launch end late, and whether they are the same ones launch after
+launch (issue 10, after the exits' spread of 2026-12-04b). Reads the per-CTA rows that a DIAG build writes with
+DL_STREAM_DRY=3 and DL_STREAM_TL_CTAS=PREFIX (PREFIX.<launch>.tsv: cta, sm, entry_us, first_tile_us, exit_us) and
+prints, over the launches given:
+  - per launch: the exits' p10 / p50 / last;
+  - the rank correlation (Spearman) of the CTAs' exits between consecutive launches, by CTA and by SM: near 1, the
+    same CTAs (or SMs) are late every time, a static cause (the plan's work, or the SM's place); near 0, chance;
+  - the latest CTAs and SMs by mean exit rank, with their mean exit.
+Usage: tl_ctas_summary.py PREFIX [--skip N] (skip the first N launches: warm-up; default 5)."""
+import argparse
+import glob
+import os
+import re
+import statistics
+import sys
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        head = f.readline().split()
+        if head[:5] != ["cta", "sm", "entry_us", "first_tile_us", "exit_us"]:
+            sys.exit("tl_ctas_summary: %s: not a DL_STREAM_TL_CTAS file (header %r)" % (path, head))
+        for n, line in enumerate(f, 2):
+            f5 = line.split()
+            try:
+                rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4])))
+            except (ValueError, IndexError):
+                sys.exit("tl_ctas_summary: %s line %d: bad row %r" % (path, n, line.rstrip()))
+    return rows
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order): # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return num / den if den > 0 else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("prefix")
+    ap.add_argument("--skip", type=int, default=5)
+    o = ap.parse_args()
+    files = {}
+    for p in glob.glob(glob.escape(o.prefix) + ".*.tsv"):
+        m = re.match(r".*\.(\d+)\.tsv$", p)
+        if m:
+            files[int(m.group(1))] = p
+    launches = [k for k in sorted(files) if k > o.skip]
+    if len(launches) < 2:
+        sys.exit("tl_ctas_summary: fewer than two launches after --skip %d under %s.*.tsv (found %s)"
+                 % (o.skip, o.prefix, sorted(files) or "none"))
+    data = {k: load(files[k]) for k in launches}
+    n = len(data[launches[0]])
+    for k in launches:
+        if len(data[k]) != n:
+            sys.exit("tl_ctas_summary: launch %d has %d CTAs, launch %d %d: not the same grid"
+                     % (k, len(data[k]), launches[0], n))
+    print("%d CTAs, launches %s (%s.*.tsv)" % (n, launches, o.prefix))
+    for k in launches:
+        ex = sorted(r[4] for r in data[k])
+        print("launch %2d: exits p10 %.2f p50 %.2f last %.2f us" % (k, ex[n // 10], ex[n // 2], ex[-1]))
+    exit_by_cta = {k: [r[4] for r in sorted(data[k])] for k in launches}
+    by_cta = [spearman(exit_by_cta[a], exit_by_cta[b]) for a, b in zip(launches, launches[1:])]
+    print("rank correlation of exits, consecutive launches, by CTA: %s" % " ".join("%.2f" % x for x in by_cta))
+    def per_sm(k):
+        d = {}
+        for r in data[k]:
+            d.setdefault(r[1], []).append(r[4])
+        return {sm: max(v) for sm, v in d.items()}
+    sms = sorted(set.intersection(*(set(per_sm(k)) for k in launches)))
+    if len(sms) >= 3:
+        by_sm = []
+        for a, b in zip(launches, launches[1:]):
+            pa, pb = per_sm(a), per_sm(b)
+            by_sm.append(spearman([pa[s] for s in sms], [pb[s] for s in sms]))
+        print("rank correlation of exits, consecutive launches, by SM (an SM's last exit; %d SMs in every launch): %s"
+              % (len(sms), " ".join("%.2f" % x for x in by_sm)))
+    mean_rank = [0.0] * n
+    mean_exit = [0.0] * n
+    for k in launches:
+        for i, rk in enumerate(ranks(exit_by_cta[k])):
+            mean_rank[i] += rk / len(launches)
+            mean_exit[i] += exit_by_cta[k][i] / len(launches)
+    sm_of = {r[0]: r[1] for r in data[launches[-1]]}
+    late = sorted(range(n), key=lambda i: -mean_rank[i])[:10]
+    print("latest CTAs by mean exit rank (0 = first out): " +
+          ", ".join("cta %d (sm %d in the last launch) rank %.0f exit %.1f" % (i, sm_of[i], mean_rank[i], mean_exit[i])
+                    for i in late))
+
+
+if __name__ == "__main__":
+    main()
