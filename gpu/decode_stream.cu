@@ -1828,35 +1828,50 @@ static int tl_cmp(const void *x, const void *y)
  * first tile held (earliest, median, last), the exits (10th, 50th, 90th percentile, last), the merge
  * kernel's first entry and last exit, the mean CTA life over the span, and the clock's step.
  * With DL_STREAM_TL_CTAS=PREFIX, also PREFIX.<launch>.tsv: one row per CTA (cta, sm, entry, first tile,
- * exit, in us from the first entry; first tile -1 if it held none), written whole then renamed, so that a
- * slow CTA can be traced to its SM or its place in the plan across launches. */
-static int tl_dump(const char *prefix, int launch, const unsigned long long *h, int n, unsigned long long t0)
+ * exit, in us from the first entry, first tile -1 if it held none; the plan's segments and tiles in its slots),
+ * written whole then renamed, so that a slow CTA can be traced to its SM or its work across launches. */
+static int tl_dump(const char *prefix, int launch, const unsigned long long *h, int n, unsigned long long t0,
+                   const dl_gpu_plan *pl)
 {
+    /* the plan's work list head (gpu/dl_plan.h): slot_ptr[num_slots + 1], seg_task, seg_t0, seg_t1 [num_segs] */
+    const size_t nplan = (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs;
     unsigned int *sm = (unsigned int *)malloc(sizeof(unsigned int) * (size_t)n);
-    if (!sm) return dl_fail("timeline: out of host memory");
-    const cudaError_t e = cudaMemcpyFromSymbol(sm, g_tl_sm, sizeof(unsigned int) * (size_t)n);
-    if (e != cudaSuccess) {
-        free(sm);
-        return dl_fail("timeline: copy back of the SM ids failed: %s", cudaGetErrorString(e));
+    int32_t *plan = (int32_t *)malloc(sizeof(int32_t) * nplan);
+    if (!sm || !plan) {
+        free(sm), free(plan);
+        return dl_fail("timeline: out of host memory");
     }
+    cudaError_t e = cudaMemcpyFromSymbol(sm, g_tl_sm, sizeof(unsigned int) * (size_t)n);
+    if (e == cudaSuccess) e = cudaMemcpy(plan, pl->dev, sizeof(int32_t) * nplan, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(sm), free(plan);
+        return dl_fail("timeline: copy back of the SM ids or the plan failed: %s", cudaGetErrorString(e));
+    }
+    const int32_t *slot_ptr = plan, *seg_t0 = plan + pl->num_slots + 1 + pl->num_segs, *seg_t1 = seg_t0 + pl->num_segs;
     char path[4096], part[4200];
     if (snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch) >= (int)sizeof path) {
-        free(sm);
+        free(sm), free(plan);
         return dl_fail("DL_STREAM_TL_CTAS: the prefix '%s' is too long", prefix);
     }
     snprintf(part, sizeof part, "%s.part", path);
     FILE *f = fopen(part, "w");
     if (!f) {
-        free(sm);
+        free(sm), free(plan);
         return dl_fail("DL_STREAM_TL_CTAS: cannot write %s: %s", part, strerror(errno));
     }
-    fprintf(f, "cta\tsm\tentry_us\tfirst_tile_us\texit_us\n");
+    fprintf(f, "cta\tsm\tentry_us\tfirst_tile_us\texit_us\tsegments\ttiles\n");
     for (int i = 0; i < n; i++) {
         const unsigned long long fi = h[3 * i + 1];
-        fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\n", i, sm[i], (double)(h[3 * i] - t0) * 1e-3,
-                fi == ~0ull ? -1.0 : (double)(fi - t0) * 1e-3, (double)(h[3 * i + 2] - t0) * 1e-3);
+        int segs = 0, tiles = 0; /* the CTA's static slots (a pool's claims are not counted) */
+        for (int w = 0; w < pl->warps; w++) {
+            const int slot = i * pl->warps + w;
+            if (slot >= pl->num_static) break;
+            for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) segs++, tiles += seg_t1[k] - seg_t0[k];
+        }
+        fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\t%d\t%d\n", i, sm[i], (double)(h[3 * i] - t0) * 1e-3,
+                fi == ~0ull ? -1.0 : (double)(fi - t0) * 1e-3, (double)(h[3 * i + 2] - t0) * 1e-3, segs, tiles);
     }
-    free(sm);
+    free(sm), free(plan);
     if (fclose(f) != 0 || rename(part, path) != 0) {
         remove(part);
         return dl_fail("DL_STREAM_TL_CTAS: cannot write %s: %s", path, strerror(errno));
@@ -1864,8 +1879,10 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
     return 0;
 }
 
-static int tl_report(int ctas, cudaStream_t stream, bool merged)
+static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
 {
+    const int ctas = pl->ctas;
+    const bool merged = pl->merge_kernel;
     static int launches = 0;
     if (++launches > 12) return 0;
     const int n = ctas < kTlMax ? ctas : kTlMax;
@@ -1891,7 +1908,7 @@ static int tl_report(int ctas, cudaStream_t stream, bool merged)
         life += (double)(end[i] - beg[i]);
     }
     const char *dump = getenv("DL_STREAM_TL_CTAS");
-    if (dump && *dump && tl_dump(dump, launches, h, n, t0)) {
+    if (dump && *dump && tl_dump(dump, launches, h, n, t0, pl)) {
         free(beg);
         free(h);
         return 1;
@@ -1965,7 +1982,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                                          pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
-    if (m->dry == 3) DL_TRY(tl_report(pl->ctas, (cudaStream_t)a->stream, pl->merge_kernel));
+    if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream));
 #endif
     return 0;
 }

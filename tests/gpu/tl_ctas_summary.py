@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """tl_ctas_summary.py - which CTAs of a streaming launch end late, and whether they are the same ones launch after
 launch (issue 10, after the exits' spread of 2026-12-04b). Reads the per-CTA rows that a DIAG build writes with
-DL_STREAM_DRY=3 and DL_STREAM_TL_CTAS=PREFIX (PREFIX.<launch>.tsv: cta, sm, entry_us, first_tile_us, exit_us) and
-prints, over the launches given:
+DL_STREAM_DRY=3 and DL_STREAM_TL_CTAS=PREFIX (PREFIX.<launch>.tsv: cta, sm, entry_us, first_tile_us, exit_us,
+segments, tiles) and prints, over the launches given:
   - per launch: the exits' p10 / p50 / last;
   - the rank correlation (Spearman) of the CTAs' exits between consecutive launches, by CTA and by SM: near 1, the
     same CTAs (or SMs) are late every time, a static cause (the plan's work, or the SM's place); near 0, chance;
-  - the latest CTAs and SMs by mean exit rank, with their mean exit.
+  - the rank correlation of exits with the CTA's planned tiles and segments (is the late CTA the one with more work,
+    or with more segment starts and ends?);
+  - the latest CTAs by mean exit rank, with their mean exit, SM, segments and tiles.
 Usage: tl_ctas_summary.py PREFIX [--skip N] (skip the first N launches: warm-up; default 5)."""
 import argparse
 import glob
@@ -25,7 +27,8 @@ def load(path):
         for n, line in enumerate(f, 2):
             f5 = line.split()
             try:
-                rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4])))
+                rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4]),
+                             int(f5[5]) if len(f5) > 6 else -1, int(f5[6]) if len(f5) > 6 else -1))
             except (ValueError, IndexError):
                 sys.exit("tl_ctas_summary: %s line %d: bad row %r" % (path, n, line.rstrip()))
     return rows
@@ -99,11 +102,17 @@ def main():
         for i, rk in enumerate(ranks(exit_by_cta[k])):
             mean_rank[i] += rk / len(launches)
             mean_exit[i] += exit_by_cta[k][i] / len(launches)
-    sm_of = {r[0]: r[1] for r in data[launches[-1]]}
+    last = {r[0]: r for r in data[launches[-1]]}
+    if all(last[i][5] >= 0 for i in range(n)):
+        segs, tiles = [last[i][5] for i in range(n)], [last[i][6] for i in range(n)]
+        print("rank correlation of the mean exit with the planned tiles %.2f (tiles %d..%d), with the segments %.2f "
+              "(segments %d..%d)" % (spearman(mean_exit, tiles), min(tiles), max(tiles), spearman(mean_exit, segs),
+                                     min(segs), max(segs)))
     late = sorted(range(n), key=lambda i: -mean_rank[i])[:10]
-    print("latest CTAs by mean exit rank (0 = first out): " +
-          ", ".join("cta %d (sm %d in the last launch) rank %.0f exit %.1f" % (i, sm_of[i], mean_rank[i], mean_exit[i])
-                    for i in late))
+    print("latest CTAs by mean exit rank (0 = first out):")
+    for i in late:
+        print("  cta %4d  rank %5.1f  mean exit %7.2f us  sm %3d (last launch)  segments %d  tiles %d"
+              % (i, mean_rank[i], mean_exit[i], last[i][1], last[i][5], last[i][6]))
 
 
 if __name__ == "__main__":
