@@ -2180,6 +2180,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
+    /* more CTAs than fit at once (attempt #28, an experiment: default 1): the plan for oversub x the resident
+     * CTAs, each with 1/oversub of the tiles, so that the block scheduler hands the later waves to the SMs that
+     * finish first (the page stage's exits spread over a third of the span at the 70B shape, 2026-12-04b) */
+    int oversub;
+    DL_TRY(knob("DL_STREAM_OVERSUB", 1, 8, 1, &oversub));
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
      * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
      * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
@@ -2193,6 +2198,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
     if (sh.page) order = DL_ORDER_HEADS; /* the page stage's caller checked that the knob does not ask for tasks */
+    if (oversub > 1 && pool_pct > 0) /* the pool's claim words are reset by the last resident producer */
+        return dl_fail("DL_STREAM_OVERSUB=%d with DL_STREAM_POOL=%d: a pool needs every CTA resident at once (unset one)",
+                       oversub, pool_pct);
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
@@ -2231,8 +2239,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
-    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
-                            waves, pool_pct, pool_chunk, order, &p)) {
+    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm * oversub,
+                            min_tiles, waves, pool_pct, pool_chunk, order, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }
@@ -2243,7 +2251,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * -1.0 %; gpu/NOTES.md #25) */
     if (!sh.pool && order == DL_ORDER_AUTO && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
-        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
+        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm * oversub,
                                 min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, &p)) {
             dl_gpu_plan_free(out);
             return -1;

@@ -468,6 +468,26 @@ START_TEST(test_ctas_share_tiles)
 }
 END_TEST
 
+/* DL_STREAM_OVERSUB (attempt #28): the page stage's plan for 1, 2 and 4 times the resident CTAs at the llama3-70B
+ * shape (64 requests of 4096 tokens, 8 KV heads, 8 warps a CTA, 132 SMs): every CTA's warps still share their
+ * tiles, all k x 132 CTAs get work, and each gets 1/k of the tiles (within one). */
+START_TEST(test_oversubscribed_page_plan)
+{
+    static int32_t len[64];
+    for (int b = 0; b < 64; b++) len[b] = 4096;
+    for (int k = 1; k <= 4; k *= 2) {
+        dl_plan p;
+        ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132 * k, 4, 1, 0, 1, DL_ORDER_HEADS, &p), 0);
+        ck_assert_int_eq(p.ctas, 132 * k);
+        ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+        const int64_t smax = check_built(&p, 64, 8, len, 64, 8, 132 * k);
+        ck_assert_int_eq(smax, (64 * 64 + 132 * k - 1) / (132 * k)); /* 4096 tiles a head over 132k runs */
+        dl_plan_free(&p);
+    }
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles)
+              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
+              test_oversubscribed_page_plan)
