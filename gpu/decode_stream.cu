@@ -110,8 +110,9 @@ template <int D, int ES> struct stream_shape {
  * with runs of Hkv = 8 slots: the 8 warps of a CTA walk the same tiles). A stage is the K or the V of 16 token
  * rows of all 8 heads, one TMA copy of a box (128 B, 16 rows, 8 heads) that lands as [head][row][128 B]: head h's
  * 16 rows are the 2 KB at h x 2 KB, 1 KB-aligned, so the 128-byte swizzle is that of the tile stages. A 64-token
- * tile is 8 stages, K0..K3 then V0..V3 (16 rows each); a consumer waits for each before its MMAs and releases
- * the K four after S, the V four after P*V (empty barriers count every lane of the 8 warps). One producer warp,
+ * tile is 8 stages, K0..K3 then V0..V3 (16 rows each); a consumer waits for the four K stages before S's first MMA
+ * and the four V stages before P*V (attempt #27), and releases the K four after S, the V four after P*V (empty
+ * barriers count every lane of the 8 warps). One producer warp,
  * lanes 0-7 one stage each.
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
@@ -341,6 +342,7 @@ struct stream_params {
  * last exit; the host prints their spread after each of the first launches (tl_report). */
 #if DL_STREAM_DIAG
 constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
+constexpr size_t kTlPrefixMax = 4000; /* DL_STREAM_TL_CTAS: the longest path prefix */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
 __device__ unsigned int g_tl_sm[kTlMax]; /* the SM each CTA ran on (the per-CTA dump, DL_STREAM_TL_CTAS) */
 __device__ __forceinline__ unsigned long long tl_now()
@@ -1777,6 +1779,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages;
     uint32_t probe_box;
@@ -1848,11 +1851,8 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
         return dl_fail("timeline: copy back of the SM ids or the plan failed: %s", cudaGetErrorString(e));
     }
     const int32_t *slot_ptr = plan, *seg_t0 = plan + pl->num_slots + 1 + pl->num_segs, *seg_t1 = seg_t0 + pl->num_segs;
-    char path[4096], part[4200];
-    if (snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch) >= (int)sizeof path) {
-        free(sm), free(plan);
-        return dl_fail("DL_STREAM_TL_CTAS: the prefix '%s' is too long", prefix);
-    }
+    char path[kTlPrefixMax + 32], part[kTlPrefixMax + 40]; /* make_plan checked the prefix's length */
+    snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch);
     snprintf(part, sizeof part, "%s.part", path);
     FILE *f = fopen(part, "w");
     if (!f) {
@@ -1907,8 +1907,8 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
         if (beg[i] < t0) t0 = beg[i];
         life += (double)(end[i] - beg[i]);
     }
-    const char *dump = getenv("DL_STREAM_TL_CTAS");
-    if (dump && *dump && tl_dump(dump, launches, h, n, t0, pl)) {
+    const char *dump = ((const stream_maps *)pl->host)->tl_ctas;
+    if (dump && tl_dump(dump, launches, h, n, t0, pl)) {
         free(beg);
         free(h);
         return 1;
@@ -2208,6 +2208,16 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
+    const char *tl_ctas = getenv("DL_STREAM_TL_CTAS");
+    if (tl_ctas && !*tl_ctas) tl_ctas = NULL;
+    if (tl_ctas && dry != 3)
+        return dl_fail("DL_STREAM_TL_CTAS=%s: the per-CTA rows come with the timeline; set DL_STREAM_DRY=3 (a make "
+                       "DIAG=1 build)", tl_ctas);
+#if DL_STREAM_DIAG
+    if (tl_ctas && strlen(tl_ctas) > kTlPrefixMax)
+        return dl_fail("DL_STREAM_TL_CTAS: a path prefix of %zu characters (at most %zu)", strlen(tl_ctas),
+                       kTlPrefixMax);
+#endif
     if (dry == 5 && !sh.page)
         return dl_fail("DL_STREAM_DRY=5 runs the page stage's ring unsynchronized: this plan is for %s (set "
                        "DL_STREAM_STAGE=page on a case it takes)", sh.pool ? "the tile rings" : "a wgmma kernel");
@@ -2225,6 +2235,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
+    maps->tl_ctas = tl_ctas;
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
@@ -2321,7 +2332,7 @@ template <auto KERN, class SH> static int occupancy_min(int *occ)
 /* Why the whole-page stage does not take case a (page_shape) with the plan knobs' order and pool, or NULL. */
 static const char *page_misfit(const dl_gpu_args *a, int order, int pool_pct)
 {
-    if (a->kv_dtype != DL_E4M3 && a->kv_dtype != DL_E5M2) return "the cache is not 8-bit (e4m3, e5m2)";
+    if (dl_dtype_size(a->kv_dtype) != 1) return "the cache is not 8-bit (e4m3, e5m2)";
     if (a->head_dim != 128) return "head_dim is not 128";
     if (a->num_kv_heads != page_shape::HEADS) return "the KV heads are not 8";
     if (a->num_qo_heads / a->num_kv_heads > 8) return "the group is over 8 query heads a KV head";

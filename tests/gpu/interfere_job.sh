@@ -14,7 +14,8 @@
 # VAR=VALUE or '-'); CONFIG: a memfloor_configs.sh name (default 70b_b64_l4096_e4m3). Environment: OUT
 # (required). Writes $OUT/interfere.tgz after every row; prints a table last. Run it under `timeout 560`.
 set -uo pipefail
-: "${OUT:?set OUT}"; : "${ROWS:?set ROWS (see the header)}"
+[ -n "${OUT:-}" ] || { echo "interfere_job: set OUT (the folder for interfere.tgz)" >&2; exit 2; }
+[ -n "${ROWS:-}" ] || { echo "interfere_job: set ROWS (see the header)" >&2; exit 2; }
 CONFIG=${CONFIG:-70b_b64_l4096_e4m3}
 T=/tmp/interfere; rm -rf "$T"; mkdir -p "$T" "$OUT"
 # shellcheck source=tests/gpu/memfloor_configs.sh
@@ -24,7 +25,7 @@ pack() { tar czf "$OUT/interfere.tgz.part" --exclude='*.h5' --exclude='interfere
     mv "$OUT/interfere.tgz.part" "$OUT/interfere.tgz"; }
 G=$T/$CONFIG.h5
 first=${ROWS%%|*}; first=${ROWS#*|}; first=${first%%|*}
-[ -f ".carry/$first.gz" ] || { echo "interfere_job: .carry/$first.gz missing" >&2; exit 2; }
+[ -f ".carry/$first.gz" ] || { echo "interfere_job: .carry/$first.gz missing (tests/gpu/unpack_carry.sh first?)" >&2; exit 2; }
 gunzip -c ".carry/$first.gz" > "$T/bin-$first" && chmod +x "$T/bin-$first"
 echo "== golden $CONFIG from $SECONDS s"
 "$T/bin-$first" golden ${C[$CONFIG]} --kv-scale absmax-tensor --models exact,bf16 --seed 1 --out "$G" > "$T/golden.log" 2>&1 ||

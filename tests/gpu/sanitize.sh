@@ -63,13 +63,13 @@ declare -A ERR
 # The runs go DL_SAN_JOBS at a time (default 8; each is CPU-bound under the tool), then are judged in order.
 for v in $VARIANTS; do
     for tool in $TOOLS; do
-        for fi in "${!FILES[@]}"; do
-            f=${FILES[$fi]}
+        for ci in "${!FILES[@]}"; do
+            f=${FILES[$ci]}
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
-                ( DL_STREAM_STAGE=${STAGES[$fi]} "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
+                ( DL_STREAM_STAGE=${STAGES[$ci]} "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
                       --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
             done
         done

@@ -18,19 +18,25 @@ import statistics
 import sys
 
 
+def fail(msg):
+    """Bad input: one line on stderr, exit 2."""
+    print("tl_ctas_summary: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
 def load(path):
     rows = []
     with open(path) as f:
         head = f.readline().split()
         if head[:5] != ["cta", "sm", "entry_us", "first_tile_us", "exit_us"]:
-            sys.exit("tl_ctas_summary: %s: not a DL_STREAM_TL_CTAS file (header %r)" % (path, head))
+            fail("%s: not a DL_STREAM_TL_CTAS file (header %r)" % (path, head))
         for n, line in enumerate(f, 2):
             f5 = line.split()
             try:
                 rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4]),
                              int(f5[5]) if len(f5) > 6 else -1, int(f5[6]) if len(f5) > 6 else -1))
             except (ValueError, IndexError):
-                sys.exit("tl_ctas_summary: %s line %d: bad row %r" % (path, n, line.rstrip()))
+                fail("%s line %d: bad row %r" % (path, n, line.rstrip()))
     return rows
 
 
@@ -68,13 +74,15 @@ def main():
             files[int(m.group(1))] = p
     launches = [k for k in sorted(files) if k > o.skip]
     if len(launches) < 2:
-        sys.exit("tl_ctas_summary: fewer than two launches after --skip %d under %s.*.tsv (found %s)"
+        fail("fewer than two launches after --skip %d under %s.*.tsv (found %s)"
                  % (o.skip, o.prefix, sorted(files) or "none"))
     data = {k: load(files[k]) for k in launches}
     n = len(data[launches[0]])
+    if n == 0:
+        fail("%s: no CTA rows" % files[launches[0]])
     for k in launches:
         if len(data[k]) != n:
-            sys.exit("tl_ctas_summary: launch %d has %d CTAs, launch %d %d: not the same grid"
+            fail("launch %d has %d CTAs, launch %d %d: not the same grid"
                      % (k, len(data[k]), launches[0], n))
     print("%d CTAs, launches %s (%s.*.tsv)" % (n, launches, o.prefix))
     for k in launches:
