@@ -139,6 +139,8 @@ template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_
 /* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
  * (and NHD, group <= 4: page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
+/* The warp consumers' DL_STREAM_SEG_COST default: a request boundary inside a CTA's run counts as 4 tiles. */
+constexpr int kWarpSegCost = 4;
 
 /* ------------------------------------------------------------ PTX wrappers */
 
@@ -279,37 +281,61 @@ template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, i
  * o/lse, by one warp, lanes over (head, 4-float column) items:
  *   M = max lse_i, w_i = exp(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + log(sum w_i).
  * Partials written by other CTAs are read through L2 (ld.global.cg).
- * One item at a time, M and the sums updated segment by segment. (A batched form, two passes with
- * several segments' loads in flight, was slower everywhere: issue 10 attempt #13, gpu/NOTES.md.) */
+ * M and the sums updated segment by segment (online), NB items of a lane at once: no store
+ * comes between their loads, so the batch waits on one L2 round trip per few segments instead of one
+ * per item (the stores to o may alias the workspace for all the compiler knows: one item at a time,
+ * the next item's loads waited for the last one's stores; issue 10 attempt #29). NB = 4 costs the
+ * 8-bit D128 warp consumers no register (ptxas); elsewhere it raised counts or spills (D64 groups 9-16:
+ * 128 -> 170 registers; the wgmma kernels' spills), so those keep NB = 1. (A batched form
+ * in two passes, lse loaded twice and the indices by shuffles, was slower everywhere: attempt #13.) */
+template <int NB>
 __device__ __forceinline__ void merge_task(const dl_gpu_args &a, int k0, int k1, int G, size_t row0, int lane)
 {
-    const int D = a.head_dim, cols = D / 4;
+    const int D = a.head_dim, cols = D / 4, n = G * cols;
     const float *ws = (const float *)a.workspace;
-    for (int it = lane; it < G * cols; it += 32) {
-        const int head = it / cols, col = it % cols;
-        float M = -INFINITY, den = 0.0f;
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
+    for (int it0 = 0; it0 < n; it0 += 32 * NB) {
+        float M[NB], den[NB];
+        float4 acc[NB];
+#pragma unroll
+        for (int u = 0; u < NB; u++) M[u] = -INFINITY, den[u] = 0.0f, acc[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll(NB == 1 ? 4 : 2)
         for (int k = k0; k < k1; k++) {
-            const float *p = ws + ((size_t)k * G + head) * (D + 1);
-            const float l = __ldcg(p + D), Mn = fmaxf(M, l);
-            const float f = M == -INFINITY ? 0.0f : expf(M - Mn), w = expf(l - Mn);
-            const float4 o = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
-                                         __ldcg(p + 4 * col + 3));
-            acc.x = acc.x * f + w * o.x;
-            acc.y = acc.y * f + w * o.y;
-            acc.z = acc.z * f + w * o.z;
-            acc.w = acc.w * f + w * o.w;
-            den = den * f + w;
-            M = Mn;
+            float l[NB];
+            float4 o[NB];
+#pragma unroll
+            for (int u = 0; u < NB; u++) { /* a lane's item past n reloads item 0's row (never stored) */
+                const int it = it0 + lane + 32 * u < n ? it0 + lane + 32 * u : 0, head = it / cols, col = it % cols;
+                const float *p = ws + ((size_t)k * G + head) * (D + 1);
+                l[u] = __ldcg(p + D);
+                o[u] = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
+                                   __ldcg(p + 4 * col + 3));
+            }
+#pragma unroll
+            for (int u = 0; u < NB; u++) {
+                const float Mn = fmaxf(M[u], l[u]);
+                const float f = M[u] == -INFINITY ? 0.0f : expf(M[u] - Mn), w = expf(l[u] - Mn);
+                acc[u].x = acc[u].x * f + w * o[u].x;
+                acc[u].y = acc[u].y * f + w * o[u].y;
+                acc[u].z = acc[u].z * f + w * o[u].z;
+                acc[u].w = acc[u].w * f + w * o[u].w;
+                den[u] = den[u] * f + w;
+                M[u] = Mn;
+            }
         }
-        float *o = a.o + (row0 + head) * D + 4 * col;
-        o[0] = acc.x / den; o[1] = acc.y / den; o[2] = acc.z / den; o[3] = acc.w / den;
-        if (col == 0) a.lse[row0 + head] = M + logf(den);
+#pragma unroll
+        for (int u = 0; u < NB; u++) {
+            const int it = it0 + lane + 32 * u;
+            if (it >= n) continue;
+            const int head = it / cols, col = it % cols;
+            float *o = a.o + (row0 + head) * D + 4 * col;
+            o[0] = acc[u].x / den[u]; o[1] = acc[u].y / den[u]; o[2] = acc[u].z / den[u]; o[3] = acc[u].w / den[u];
+            if (col == 0) a.lse[row0 + head] = M[u] + logf(den[u]);
+        }
     }
 }
 
 struct stream_params;
+template <int NB = 1>
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
                                                    int t, int G, size_t row0, int lane);
 
@@ -404,7 +430,8 @@ __device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *emp
 
 /* A split task's segment is written (by this warp, or by the warpgroup before this warp): the
  * warp takes the task's ticket; the one that finishes the task's last segment merges them all
- * (merge_task) and resets the ticket for the next launch. Called by one whole warp. */
+ * (merge_task, NB items a lane at once) and resets the ticket for the next launch. Called by one whole warp. */
+template <int NB>
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
                                                    int t, int G, size_t row0, int lane)
 {
@@ -418,7 +445,7 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
     old = __shfl_sync(0xffffffffu, old, 0);
     if (old == k1 - k0 - 1) {
         __threadfence();
-        merge_task(a, k0, k1, G, row0, lane);
+        merge_task<NB>(a, k0, k1, G, row0, lane);
         if (lane == 0) tickets[t] = 0; /* ready for the next launch */
     }
 }
@@ -1164,7 +1191,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     else orow[D] = lse;
                 }
             }
-        if (part >= 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
+        if (part >= 0) split_ticket_merge<FP8 && D == 128 ? 4 : 1>(a, sp, seg_out, t, G, row0, lane);
     }
     TL_END(sp);
 }
@@ -2015,6 +2042,7 @@ struct shape_rt {
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
     bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
+    int seg_cost;     /* DL_STREAM_SEG_COST's default: kWarpSegCost (warp consumers), 0 (wgmma consumers) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2024,7 +2052,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, kWarpSegCost};
 }
 template <int D, int ES> static shape_rt stream_shape_rt()
 {
@@ -2180,11 +2208,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
-    /* more CTAs than fit at once (attempt #28, an experiment: default 1): the plan for oversub x the resident
-     * CTAs, each with 1/oversub of the tiles, so that the block scheduler hands the later waves to the SMs that
-     * finish first (the page stage's exits spread over a third of the span at the 70B shape, 2026-12-04b) */
-    int oversub;
-    DL_TRY(knob("DL_STREAM_OVERSUB", 1, 8, 1, &oversub));
+    /* the heads order's cost of a request boundary inside a run, in tiles (attempt #30, dl_plan.h): the CTAs whose
+     * run crossed one ended last at the 70B shape; 4 for the warp consumers (H200 2026-12-04c, bf16-hw-stream,
+     * 0 -> 4: 70B tile rings 161.4 -> 154.1 us, B128 L4096 page 269.5 -> 262.0, B64 L1024 57.7 -> 54.8), 0 for
+     * the wgmma consumers (not measured) */
+    int seg_cost;
+    DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, sh.seg_cost, &seg_cost));
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
      * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
      * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
@@ -2198,9 +2227,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int order;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
     if (sh.page) order = DL_ORDER_HEADS; /* the page stage's caller checked that the knob does not ask for tasks */
-    if (oversub > 1 && pool_pct > 0) /* the pool's claim words are reset by the last resident producer */
-        return dl_fail("DL_STREAM_OVERSUB=%d with DL_STREAM_POOL=%d: a pool needs every CTA resident at once (unset one)",
-                       oversub, pool_pct);
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
@@ -2250,8 +2276,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
-    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm * oversub,
-                            min_tiles, waves, pool_pct, pool_chunk, order, &p)) {
+    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
+                            min_tiles, waves, pool_pct, pool_chunk, order, seg_cost, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }
@@ -2262,8 +2288,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * -1.0 %; gpu/NOTES.md #25) */
     if (!sh.pool && order == DL_ORDER_AUTO && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
-        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm * oversub,
-                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, &p)) {
+        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
+                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, seg_cost, &p)) {
             dl_gpu_plan_free(out);
             return -1;
         }
@@ -2437,6 +2463,7 @@ template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
     constexpr auto kern = wgmma_decode_kernel<D, KV, PROMOTE>;
     DL_TRY(dl_smem_limit<kern>(SH::SMEM));
     *sh = shape_rt_of<SH>(kWgMinTiles);
+    sh->seg_cost = 0;
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
     if (sh->occ < 1) return dl_fail("decode_stream.cu: the wgmma kernel (D=%d) does not fit on an SM", D);
     return 0;
@@ -2467,6 +2494,7 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
         constexpr auto kern = wgmma_bf16_decode_kernel<D, decltype(s)::KV>;
         DL_TRY(dl_smem_limit<kern>(wg_shape<D, 2>::SMEM));
         sh = shape_rt_of<wg_shape<D, 2>>(kWgMinTiles);
+        sh.seg_cost = 0;
         DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh.occ, kern, wg_shape<D, 2>::THREADS,
                                                                     wg_shape<D, 2>::SMEM));
         if (sh.occ < 1) return dl_fail("decode_stream.cu: the bf16 wgmma kernel (D=%d) does not fit on an SM", D);

@@ -19,7 +19,7 @@ void dl_plan_free(dl_plan *p)
 int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                   dl_plan *p)
 {
-    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_TASKS, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_TASKS, 0, p);
 }
 
 int dl_plan_order_of(const char *s, int *order)
@@ -52,16 +52,92 @@ static void walk_heads(const int64_t *ub, int B, int Hkv, int h, int64_t u0, int
     }
 }
 
+/* The cost of the run of walk tiles [u0, u1) (request b's at ub[b]..ub[b + 1]): its tiles plus c for each
+ * request boundary inside it. */
+static int64_t run_cost(const int64_t *ub, int B, int64_t u0, int64_t u1, int c)
+{
+    int64_t cost = u1 - u0;
+    for (int b = 1; b < B; b++)
+        if (ub[b] > u0 && ub[b] < u1) cost += c;
+    return cost;
+}
+
+/* The runs that cutting greedily at cost <= T makes (each as long as T allows, at least one tile), their cuts into
+ * cut[1..] when cut is not NULL. */
+static int64_t greedy_cuts(const int64_t *ub, int B, int64_t U, int c, int64_t T, int64_t *cut)
+{
+    int64_t n = 0, u = 0;
+    int nb = 1; /* the first boundary past the run's start */
+    while (u < U) {
+        while (nb < B && ub[nb] <= u) nb++;
+        int64_t cost = 1;
+        int b = nb;
+        u++;
+        while (u < U) {
+            const int64_t add = 1 + (b < B && ub[b] == u ? c : 0);
+            if (cost + add > T) break;
+            if (b < B && ub[b] == u) b++;
+            cost += add;
+            u++;
+        }
+        n++;
+        if (cut) cut[n] = u;
+    }
+    return n;
+}
+
+/* The heads order's cuts of the head-less walk of U tiles (request b's at ub[b]..ub[b + 1]) into runs: cut[r]..
+ * cut[r + 1] for r < runs (runs <= U). seg_cost 0: equal runs, r * U / runs. Else a run costs its tiles plus
+ * seg_cost for each request boundary inside it (a segment past its first: an epilogue, a ticket and a new Q in
+ * the middle of the run; the CTAs whose run crossed one ended last at the 70B shape, gpu/NOTES.md #30): the least
+ * largest cost any cut reaches (greedy cuts at cost <= T need no more than runs runs; T by bisection), then the
+ * costliest run split in two where the larger half costs least, until there are runs runs. */
+static void heads_cuts(const int64_t *ub, int B, int64_t U, int64_t runs, int seg_cost, int64_t *cut)
+{
+    cut[0] = 0;
+    if (seg_cost == 0) {
+        for (int64_t r = 1; r <= runs; r++) cut[r] = r * U / runs;
+        return;
+    }
+    int64_t lo = (U + runs - 1) / runs, hi = U + (int64_t)seg_cost * B; /* greedy(hi) makes one run */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (greedy_cuts(ub, B, U, seg_cost, mid, NULL) <= runs) hi = mid;
+        else lo = mid + 1;
+    }
+    int64_t n = greedy_cuts(ub, B, U, seg_cost, lo, cut);
+    for (; n < runs; n++) {
+        int64_t best = -1, worst = -1;
+        for (int64_t r = 0; r < n; r++) { /* the costliest run of two tiles or more */
+            const int64_t cr = run_cost(ub, B, cut[r], cut[r + 1], seg_cost);
+            if (cut[r + 1] - cut[r] >= 2 && cr > worst) worst = cr, best = r;
+        }
+        /* its split: the middle tile, or a boundary inside it, whichever leaves the larger half cheapest */
+        const int64_t u0 = cut[best], u1 = cut[best + 1];
+        int64_t at = u0 + (u1 - u0) / 2;
+        int64_t at_cost = run_cost(ub, B, u0, at, seg_cost);
+        const int64_t right = run_cost(ub, B, at, u1, seg_cost);
+        if (right > at_cost) at_cost = right;
+        for (int b = 1; b < B; b++) {
+            if (ub[b] <= u0 || ub[b] >= u1) continue;
+            const int64_t l = run_cost(ub, B, u0, ub[b], seg_cost), r = run_cost(ub, B, ub[b], u1, seg_cost);
+            if ((l > r ? l : r) < at_cost) at_cost = l > r ? l : r, at = ub[b];
+        }
+        memmove(cut + best + 2, cut + best + 1, (size_t)(n - best) * sizeof(int64_t));
+        cut[best + 1] = at;
+    }
+}
+
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
-                       int pool_pct, int chunk, int order, dl_plan *p)
+                       int pool_pct, int chunk, int order, int seg_cost, dl_plan *p)
 {
     memset(p, 0, sizeof *p);
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
         pool_pct > 50 || chunk < 1 || order < DL_ORDER_AUTO || order > DL_ORDER_HEADS ||
-        (order == DL_ORDER_HEADS && pool_pct > 0))
+        (order == DL_ORDER_HEADS && pool_pct > 0) || seg_cost < 0 || seg_cost > DL_PLAN_MAX_SEG_COST)
         return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
-                       "pool_pct=%d chunk=%d order=%d; the heads order takes no pool)", B, Hkv, tile, warps, max_ctas,
-                       min_tiles, pool_pct, chunk, order);
+                       "pool_pct=%d chunk=%d order=%d seg_cost=%d; the heads order takes no pool; seg_cost 0..%d)", B,
+                       Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, seg_cost, DL_PLAN_MAX_SEG_COST);
     const int T = B * Hkv;
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
@@ -103,11 +179,19 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     if (order == DL_ORDER_HEADS) {
         ub[0] = 0;
         for (int b = 0; b < B; b++) ub[b + 1] = ub[b] + (seq_len[b] + tile - 1) / tile;
+        int64_t *cut = malloc(((size_t)runs + 1) * sizeof(int64_t));
+        if (!cut) {
+            free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
+            free(fill); free(ub);
+            return dl_fail("dl_plan_build: out of memory for %lld runs", (long long)runs);
+        }
+        heads_cuts(ub, B, U, runs, seg_cost, cut);
         for (int64_t s = 0; s < nslots_all; s++) {
             slot_ptr[s] = (int32_t)nseg;
             const int64_t r = s / Hkv;
-            if (r < runs) walk_heads(ub, B, Hkv, (int)(s % Hkv), r * U / runs, (r + 1) * U / runs, st, s0, s1, &nseg);
+            if (r < runs) walk_heads(ub, B, Hkv, (int)(s % Hkv), cut[r], cut[r + 1], st, s0, s1, &nseg);
         }
+        free(cut);
     } else {
         int task = 0;
         int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
@@ -241,14 +325,15 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 }
 
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, int pool_pct, int chunk, int order, dl_plan *p)
+                        int min_tiles, int waves, int pool_pct, int chunk, int order, int seg_cost, dl_plan *p)
 {
-    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, p)) return -1;
+    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, seg_cost, p))
+        return -1;
     if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
     const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
     if (c == 0 || c == p->ctas) return 0;
     dl_plan_free(p);
-    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, seg_cost, p);
 }
 
 int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv)

@@ -29,7 +29,8 @@ static views view_of(const dl_plan *p)
 }
 
 /* Checks every invariant of plan p for these lengths; returns the largest slot size. */
-static int64_t check_built(const dl_plan *pp, int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas)
+static int64_t check_built_tol(const dl_plan *pp, int B, int Hkv, const int32_t *len, int tile, int warps,
+                               int max_ctas, int64_t tol)
 {
     const dl_plan p = *pp;
     const views v = view_of(&p);
@@ -63,9 +64,9 @@ static int64_t check_built(const dl_plan *pp, int B, int Hkv, const int32_t *len
     }
     ck_assert_int_eq(v.slot_ptr[p.num_slots], p.num_segs);
     for (int64_t i = 0; i < N; i++) ck_assert_int_eq(hit[i], 1);
-    /* balanced: the used slots differ by at most one tile (the heads order: by at most one tile a head);
-     * empty slots only when N < slots (the heads order: past the last whole group of Hkv) */
-    ck_assert_int_le(smax - smin, 1);
+    /* balanced: the used slots differ by at most tol tiles (1: equal cuts; the heads order: by at most one tile a
+     * head); empty slots only when N < slots (the heads order: past the last whole group of Hkv) */
+    ck_assert_int_le(smax - smin, tol);
     if (p.order == DL_ORDER_TASKS && N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
     if (p.order == DL_ORDER_HEADS) {
         const int64_t U = N / Hkv, runs = p.num_slots / Hkv < U ? p.num_slots / Hkv : U;
@@ -116,6 +117,11 @@ static int64_t check_built(const dl_plan *pp, int B, int Hkv, const int32_t *len
     free(hit);
     return smax;
 }
+/* check_built_tol with equal cuts: the used slots within one tile of each other. */
+static int64_t check_built(const dl_plan *pp, int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas)
+{
+    return check_built_tol(pp, B, Hkv, len, tile, warps, max_ctas, 1);
+}
 
 /* check_built of dl_plan_build's plan (the tasks order) and of the heads order's. */
 static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warps, int max_ctas, int min_tiles)
@@ -125,7 +131,7 @@ static int64_t check_plan(int B, int Hkv, const int32_t *len, int tile, int warp
     ck_assert_int_eq(p.order, DL_ORDER_TASKS);
     const int64_t smax = check_built(&p, B, Hkv, len, tile, warps, max_ctas);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(B, Hkv, len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(B, Hkv, len, tile, warps, max_ctas, min_tiles, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     check_built(&p, B, Hkv, len, tile, warps, max_ctas);
     dl_plan_free(&p);
     return smax;
@@ -293,16 +299,16 @@ START_TEST(test_wave_ctas)
     check_plan(1, 8, len, 64, 3, 264, 1);
     /* dl_plan_build_waves: a split plan is rounded, a plan of whole tasks kept (B64 L1024, 16 tiles a
      * task, 2 warpgroups, min_tiles 16: 256 CTAs of whole tasks), and waves 0 keeps either */
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, DL_ORDER_TASKS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 1, 0, 1, DL_ORDER_TASKS, 0, &p), 0);
     ck_assert_int_eq(p.ctas, 264);
     ck_assert_int_gt(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, DL_ORDER_TASKS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len, 64, 3, 132, 264, 6, 0, 0, 1, DL_ORDER_TASKS, 0, &p), 0);
     ck_assert_int_eq(p.ctas, 228);
     dl_plan_free(&p);
     int32_t len64[64];
     for (int b = 0; b < 64; b++) len64[b] = 1024;
-    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, DL_ORDER_TASKS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len64, 64, 2, 132, 264, 16, 1, 0, 1, DL_ORDER_TASKS, 0, &p), 0);
     ck_assert_int_eq(p.ctas, 256);
     ck_assert_int_eq(dl_plan_max_task_segs(&p), 1);
     dl_plan_free(&p);
@@ -322,7 +328,7 @@ START_TEST(test_pool)
         const int32_t *L = c ? ragged : len;
         const int B = c ? 5 : 4, Hkv = c ? 2 : 8;
         dl_plan p;
-        ck_assert_int_eq(dl_plan_build_pool(B, Hkv, L, 64, 3, 264, 1, 10, 2, DL_ORDER_TASKS, &p), 0);
+        ck_assert_int_eq(dl_plan_build_pool(B, Hkv, L, 64, 3, 264, 1, 10, 2, DL_ORDER_TASKS, 0, &p), 0);
         const views v = view_of(&p);
         int64_t N = 0;
         for (int b = 0; b < B; b++) N += (int64_t)Hkv * ((L[b] + 63) / 64);
@@ -367,17 +373,17 @@ START_TEST(test_pool)
     /* pool 0 is dl_plan_build's plan; bad pool arguments are refused */
     dl_plan a, b;
     ck_assert_int_eq(dl_plan_build(4, 8, len, 64, 3, 264, 6, &a), 0);
-    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, DL_ORDER_TASKS, &b), 0);
+    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, DL_ORDER_TASKS, 0, &b), 0);
     ck_assert_uint_eq(a.buf_len, b.buf_len);
     ck_assert_int_eq(memcmp(a.buf, b.buf, a.buf_len * sizeof(int32_t)), 0);
     ck_assert_int_eq(b.num_static, b.num_slots);
     dl_plan_free(&a);
     dl_plan_free(&b);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 51, 1, DL_ORDER_TASKS, &a), 0);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, DL_ORDER_TASKS, &a), 0);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 2, DL_ORDER_HEADS, &a), 0); /* no pool */
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, 2, &a), 0);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, -2, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 51, 1, DL_ORDER_TASKS, 0, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 0, DL_ORDER_TASKS, 0, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 10, 2, DL_ORDER_HEADS, 0, &a), 0); /* no pool */
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, 2, 0, &a), 0);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 3, 264, 6, 0, 1, -2, 0, &a), 0);
 }
 END_TEST
 
@@ -390,12 +396,12 @@ START_TEST(test_heads_order)
     static int32_t len[128];
     for (int b = 0; b < 128; b++) len[b] = 4096;
     dl_plan p;
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     ck_assert_int_eq(p.order, DL_ORDER_HEADS);
     ck_assert_int_eq(p.num_slots, 792);
     ck_assert_int_eq(check_built(&p, 128, 8, len, 64, 3, 264), 83); /* 8192 tiles a head / 99 runs */
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     const views v = view_of(&p);
     ck_assert_int_eq(v.slot_ptr[760], p.num_segs); /* slots 760.. empty */
     ck_assert_int_lt(v.slot_ptr[759], p.num_segs);
@@ -412,7 +418,7 @@ START_TEST(test_heads_order)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ck_assert_int_eq(dl_plan_build_pool(cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas, 4, cases[i].pool, 2,
-                                            cases[i].ask, &p), 0);
+                                            cases[i].ask, 0, &p), 0);
         ck_assert_int_eq(p.order, cases[i].want);
         if (!cases[i].pool) check_built(&p, cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas);
         dl_plan_free(&p);
@@ -439,7 +445,7 @@ START_TEST(test_ctas_share_tiles)
     for (int b = 0; b < 128; b++) len[b] = 4096;
     const int32_t ragged[11] = {1, 2, 15, 16, 17, 31, 32, 33, 100, 257, 1000}, one[1] = {10};
     dl_plan p;
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     ck_assert_int_eq(p.ctas, 132);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 4), 0); /* 8 warps a CTA, not 4 */
@@ -448,46 +454,87 @@ START_TEST(test_ctas_share_tiles)
     t1[v.slot_ptr[5]] -= 1; /* slot 5 (CTA 0, head 5) ends its first segment a tile early */
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(11, 8, ragged, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(11, 8, ragged, 64, 8, 132, 4, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
     check_built(&p, 11, 8, ragged, 64, 8, 132);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(1, 8, one, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(1, 8, one, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     ck_assert_int_eq(p.ctas, 1);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_TASKS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 0, 1, DL_ORDER_TASKS, 0, &p), 0);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0);
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0); /* 3 warps a CTA */
     dl_plan_free(&p);
-    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 10, 2, DL_ORDER_AUTO, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 10, 2, DL_ORDER_AUTO, 0, &p), 0);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0); /* a pool */
     dl_plan_free(&p);
 }
 END_TEST
 
-/* DL_STREAM_OVERSUB (attempt #28): the page stage's plan for 1, 2 and 4 times the resident CTAs at the llama3-70B
- * shape (64 requests of 4096 tokens, 8 KV heads, 8 warps a CTA, 132 SMs): every CTA's warps still share their
- * tiles, all k x 132 CTAs get work, and each gets 1/k of the tiles (within one). */
-START_TEST(test_oversubscribed_page_plan)
+/* The most a CTA's run costs in the heads order: its tiles (slot c * warps's) plus seg_cost for each segment
+ * past its first (a request boundary inside the run); every CTA's run non-empty. */
+static int64_t max_run_cost(const dl_plan *p, int warps, int seg_cost)
 {
-    static int32_t len[64];
-    for (int b = 0; b < 64; b++) len[b] = 4096;
-    for (int k = 1; k <= 4; k *= 2) {
-        dl_plan p;
-        ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132 * k, 4, 1, 0, 1, DL_ORDER_HEADS, &p), 0);
-        ck_assert_int_eq(p.ctas, 132 * k);
-        ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
-        const int64_t smax = check_built(&p, 64, 8, len, 64, 8, 132 * k);
-        ck_assert_int_eq(smax, (64 * 64 + 132 * k - 1) / (132 * k)); /* 4096 tiles a head over 132k runs */
-        dl_plan_free(&p);
+    const int32_t *slot_ptr = p->buf, *t0 = slot_ptr + p->num_slots + 1 + p->num_segs, *t1 = t0 + p->num_segs;
+    int64_t most = 0;
+    for (int c = 0; c < p->ctas; c++) {
+        const int s = c * warps, n = slot_ptr[s + 1] - slot_ptr[s];
+        ck_assert_int_ge(n, 1);
+        int64_t tiles = 0;
+        for (int k = slot_ptr[s]; k < slot_ptr[s + 1]; k++) tiles += t1[k] - t0[k];
+        const int64_t cost = tiles + (int64_t)seg_cost * (n - 1);
+        most = cost > most ? cost : most;
     }
+    return most;
+}
+
+/* DL_STREAM_SEG_COST (attempt #30): the page stage's plan at the llama3-70B shape (64 requests of 4096 tokens, 8 KV
+ * heads, 8 warps a CTA, 132 SMs) and on ragged lengths: still a plan whose CTAs' warps share their tiles, every tile
+ * once (check_built), every CTA with work; with a cost of 4 tiles per boundary the costliest run costs the least any
+ * cut can (32 tiles, no boundary inside), and the equal cut (cost 0) is r * U / runs as before. */
+START_TEST(test_seg_cost_heads_plan)
+{
+    static int32_t len[64], ragged[64];
+    for (int b = 0; b < 64; b++) len[b] = 4096, ragged[b] = 1 + (b * 2654435761u) % 9000;
+    dl_plan p0, p4;
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132, 4, 1, 0, 1, DL_ORDER_HEADS, 0, &p0), 0);
+    ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132, 4, 1, 0, 1, DL_ORDER_HEADS, 4, &p4), 0);
+    for (int i = 0; i < 2; i++) {
+        const dl_plan *p = i ? &p4 : &p0;
+        ck_assert_int_eq(p->ctas, 132);
+        ck_assert_int_eq(dl_plan_ctas_share_tiles(p, 8), 1);
+        check_built_tol(p, 64, 8, len, 64, 8, 132, i ? 16 : 1); /* cost 4: runs of 32 and 16 tiles (below) */
+    }
+    /* cost 0: runs of 31 or 32 tiles (4096 over 132), r * U / runs */
+    const int32_t *sp0 = p0.buf, *t00 = sp0 + p0.num_slots + 1 + p0.num_segs, *t10 = t00 + p0.num_segs;
+    for (int c = 0; c < 132; c++) {
+        int64_t tiles = 0;
+        for (int k = sp0[8 * c]; k < sp0[8 * c + 1]; k++) tiles += t10[k] - t00[k];
+        ck_assert_int_eq(tiles, (int64_t)(c + 1) * 4096 / 132 - (int64_t)c * 4096 / 132);
+    }
+    /* counted at 4 tiles a boundary: the equal cut's crossing runs of 31 tiles cost 35; cost 4 cuts at the requests'
+     * starts (two runs of 32 tiles a request, four requests' runs halved again), the least possible: 32 tiles */
+    ck_assert_int_eq(max_run_cost(&p0, 8, 4), 35);
+    ck_assert_int_eq(max_run_cost(&p4, 8, 4), 32);
+    ck_assert_int_eq(max_run_cost(&p4, 8, 0), 32);
+    dl_plan_free(&p0);
+    dl_plan_free(&p4);
+    for (int cost = 0; cost <= DL_PLAN_MAX_SEG_COST; cost += 8) { /* ragged: still a whole plan, every CTA with work */
+        ck_assert_int_eq(dl_plan_build_pool(64, 8, ragged, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, cost, &p4), 0);
+        ck_assert_int_eq(dl_plan_ctas_share_tiles(&p4, 8), 1);
+        check_built_tol(&p4, 64, 8, ragged, 64, 8, 132, 1 + (int64_t)cost * 64); /* coverage; balance by cost */
+        max_run_cost(&p4, 8, cost);
+        dl_plan_free(&p4);
+    }
+    ck_assert_int_ne(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, -1, &p4), 0);
+    ck_assert_int_ne(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_MAX_SEG_COST + 1, &p4), 0);
 }
 END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_oversubscribed_page_plan)
+              test_seg_cost_heads_plan)
