@@ -139,8 +139,11 @@ template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_
 /* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
  * (and NHD, group <= 4: page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
-/* The warp consumers' DL_STREAM_SEG_COST default: a request boundary inside a CTA's run counts as 4 tiles. */
-constexpr int kWarpSegCost = 4;
+/* DL_STREAM_SEG_COST's default (plans merged by ticket): a request boundary inside a CTA's run counts as 4 tiles.
+ * H200 2026-12-04c, 0 -> 4: bf16-hw-stream 70B B64 L4096 (tile rings) 161.4 -> 154.1 us, B128 L4096 (page)
+ * 269.5 -> 262.0, B64 L1024 57.7 -> 54.8; bf16-fast-stream B128 283.9 -> 267.8; fp8-none-wgmma 70B 171.3 -> 157.6,
+ * B128 308.9 -> 303.7; 8 no better than 4 (B128). */
+constexpr int kSegCost = 4;
 
 /* ------------------------------------------------------------ PTX wrappers */
 
@@ -2042,7 +2045,6 @@ struct shape_rt {
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
     bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
-    int seg_cost;     /* DL_STREAM_SEG_COST's default: kWarpSegCost (warp consumers), 0 (wgmma consumers) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2052,7 +2054,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, kWarpSegCost};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0};
 }
 template <int D, int ES> static shape_rt stream_shape_rt()
 {
@@ -2209,11 +2211,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
     /* the heads order's cost of a request boundary inside a run, in tiles (attempt #30, dl_plan.h): the CTAs whose
-     * run crossed one ended last at the 70B shape; 4 for the warp consumers (H200 2026-12-04c, bf16-hw-stream,
-     * 0 -> 4: 70B tile rings 161.4 -> 154.1 us, B128 L4096 page 269.5 -> 262.0, B64 L1024 57.7 -> 54.8), 0 for
-     * the wgmma consumers (not measured) */
+     * run crossed one ended last at the 70B shape. Default kSegCost where the plan merges by ticket, 0 where it
+     * needs the merge kernel (below) */
     int seg_cost;
-    DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, sh.seg_cost, &seg_cost));
+    DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, kSegCost, &seg_cost));
+    const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
      * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
      * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
@@ -2283,6 +2285,18 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     const int merge_asked = merge;
     merge = dl_plan_pick_merge(merge_asked, &p);
+    /* with the merge kernel a boundary costs less than the longer runs that avoid it: the equal cut (bf16-hw-stream
+     * B4 L32768 e4m3: 87.65 us at 0, 89.82 at 4; 87.01 / 87.94 in another call) */
+    if (!seg_cost_asked && seg_cost > 0 && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
+        dl_plan_free(&p);
+        seg_cost = 0;
+        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
+                                min_tiles, waves, pool_pct, pool_chunk, order, seg_cost, &p)) {
+            dl_gpu_plan_free(out);
+            return -1;
+        }
+        merge = dl_plan_pick_merge(merge_asked, &p);
+    }
     /* the wgmma consumers with auto: the tasks order where the plan needs the merge kernel (fp8-none-wgmma B4
      * L32768 e4m3: heads 97.7 us, tasks 94.9; B1 even; heads faster with the ticket: B128 L4096 -1.6 %, 70B
      * -1.0 %; gpu/NOTES.md #25) */
@@ -2463,7 +2477,6 @@ template <int D, dl_dtype KV, int PROMOTE> static int wgmma_shape(shape_rt *sh)
     constexpr auto kern = wgmma_decode_kernel<D, KV, PROMOTE>;
     DL_TRY(dl_smem_limit<kern>(SH::SMEM));
     *sh = shape_rt_of<SH>(kWgMinTiles);
-    sh->seg_cost = 0;
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh->occ, kern, SH::THREADS, SH::SMEM));
     if (sh->occ < 1) return dl_fail("decode_stream.cu: the wgmma kernel (D=%d) does not fit on an SM", D);
     return 0;
@@ -2494,7 +2507,6 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
         constexpr auto kern = wgmma_bf16_decode_kernel<D, decltype(s)::KV>;
         DL_TRY(dl_smem_limit<kern>(wg_shape<D, 2>::SMEM));
         sh = shape_rt_of<wg_shape<D, 2>>(kWgMinTiles);
-        sh.seg_cost = 0;
         DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sh.occ, kern, wg_shape<D, 2>::THREADS,
                                                                     wg_shape<D, 2>::SMEM));
         if (sh.occ < 1) return dl_fail("decode_stream.cu: the bf16 wgmma kernel (D=%d) does not fit on an SM", D);
