@@ -52,14 +52,23 @@ static void walk_heads(const int64_t *ub, int B, int Hkv, int h, int64_t u0, int
     }
 }
 
+/* The request boundaries ub[1..B-1] (strictly increasing) at or before walk tile x: how many. */
+static int64_t bounds_upto(const int64_t *ub, int B, int64_t x)
+{
+    int lo = 1, hi = B; /* the first b in [1, B) with ub[b] > x, by bisection */
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (ub[mid] <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo - 1;
+}
+
 /* The cost of the run of walk tiles [u0, u1) (request b's at ub[b]..ub[b + 1]): its tiles plus c for each
  * request boundary inside it. */
 static int64_t run_cost(const int64_t *ub, int B, int64_t u0, int64_t u1, int c)
 {
-    int64_t cost = u1 - u0;
-    for (int b = 1; b < B; b++)
-        if (ub[b] > u0 && ub[b] < u1) cost += c;
-    return cost;
+    return (u1 - u0) + (int64_t)c * (bounds_upto(ub, B, u1 - 1) - bounds_upto(ub, B, u0));
 }
 
 /* The runs that cutting greedily at cost <= T makes (each as long as T allows, at least one tile), their cuts into
@@ -118,8 +127,7 @@ static void heads_cuts(const int64_t *ub, int B, int64_t U, int64_t runs, int se
         int64_t at_cost = run_cost(ub, B, u0, at, seg_cost);
         const int64_t right = run_cost(ub, B, at, u1, seg_cost);
         if (right > at_cost) at_cost = right;
-        for (int b = 1; b < B; b++) {
-            if (ub[b] <= u0 || ub[b] >= u1) continue;
+        for (int b = 1 + (int)bounds_upto(ub, B, u0); b < B && ub[b] < u1; b++) { /* the boundaries inside */
             const int64_t l = run_cost(ub, B, u0, ub[b], seg_cost), r = run_cost(ub, B, ub[b], u1, seg_cost);
             if ((l > r ? l : r) < at_cost) at_cost = l > r ? l : r, at = ub[b];
         }

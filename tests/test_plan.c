@@ -522,13 +522,17 @@ START_TEST(test_seg_cost_heads_plan)
     ck_assert_int_eq(max_run_cost(&p4, 8, 0), 32);
     dl_plan_free(&p0);
     dl_plan_free(&p4);
-    for (int cost = 0; cost <= DL_PLAN_MAX_SEG_COST; cost += 8) { /* ragged: still a whole plan, every CTA with work */
+    /* ragged: still a whole plan, every CTA with work, and its costliest run, counted at the plan's cost, no
+     * costlier than the equal cut's counted the same way (the bisection's bound is the least any cut reaches) */
+    ck_assert_int_eq(dl_plan_build_pool(64, 8, ragged, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 0, &p0), 0);
+    for (int cost = 0; cost <= DL_PLAN_MAX_SEG_COST; cost += 8) {
         ck_assert_int_eq(dl_plan_build_pool(64, 8, ragged, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, cost, &p4), 0);
         ck_assert_int_eq(dl_plan_ctas_share_tiles(&p4, 8), 1);
         check_built_tol(&p4, 64, 8, ragged, 64, 8, 132, 1 + (int64_t)cost * 64); /* coverage; balance by cost */
-        max_run_cost(&p4, 8, cost);
+        ck_assert_int_le(max_run_cost(&p4, 8, cost), max_run_cost(&p0, 8, cost));
         dl_plan_free(&p4);
     }
+    dl_plan_free(&p0);
     ck_assert_int_ne(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, -1, &p4), 0);
     ck_assert_int_ne(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_MAX_SEG_COST + 1, &p4), 0);
 }
