@@ -27,9 +27,10 @@
  *  - exp2 with log2(e) folded into the score scale; the accumulator rescale is
  *    skipped when no running max of the warp rose;
  *  - a balanced schedule (gpu/plan.c): all tiles of all (request, KV head) tasks
- *    cut into equal runs, one per consumer warp, over one wave of resident CTAs (by
+ *    cut into runs, one per consumer warp, over one wave of resident CTAs (by
  *    default where it fits, the heads order: the Hkv warps of a run read the same
- *    pages' tokens, one KV head each: dl_plan.h, issue 10 attempt #24);
+ *    pages' tokens, one KV head each: dl_plan.h, issue 10 attempt #24; its runs cut at
+ *    request starts where that costs least, DL_STREAM_SEG_COST, attempt #30);
  *    the warp that finishes the last segment of a split task merges its partials
  *    (a ticket per task, no second launch).
  * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)

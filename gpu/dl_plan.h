@@ -15,7 +15,9 @@
  * issue 10, attempt #24) walks the requests' tiles
  * once, without heads, cuts them into floor(slots / Hkv) runs, and gives run r to slots r * Hkv + h, one per
  * KV head h: the Hkv warps that read a page's rows (NHD: 128-byte pieces of the same 1 KB token rows) run
- * side by side instead of a fraction of the launch apart. Slots past the last run stay empty.
+ * side by side instead of a fraction of the launch apart. Slots past the last run stay empty. The runs are
+ * equal, or (seg_cost > 0, attempt #30) cut where the costliest run, counting seg_cost tiles for each request
+ * boundary inside it, costs least.
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
  * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks] | pool[2], S = num_segs;
