@@ -7,7 +7,8 @@ segments, tiles) and prints, over the launches given:
   - the rank correlation (Spearman) of the CTAs' exits between consecutive launches, by CTA and by SM: near 1, the
     same CTAs (or SMs) are late every time, a static cause (the plan's work, or the SM's place); near 0, chance;
   - the rank correlation of exits with the CTA's planned tiles and segments (is the late CTA the one with more work,
-    or with more segment starts and ends?);
+    or with more segment starts and ends?), and the CTAs grouped by (segments, tiles): how many, their mean first
+    tile and mean exit over the launches, the earliest and latest exit;
   - the latest CTAs by mean exit rank, with their mean exit, SM, segments and tiles.
 Usage: tl_ctas_summary.py PREFIX [--skip N] (skip the first N launches: warm-up; default 5)."""
 import argparse
@@ -116,6 +117,19 @@ def main():
         print("rank correlation of the mean exit with the planned tiles %.2f (tiles %d..%d), with the segments %.2f "
               "(segments %d..%d)" % (spearman(mean_exit, tiles), min(tiles), max(tiles), spearman(mean_exit, segs),
                                      min(segs), max(segs)))
+        groups = {}
+        for i in range(n):
+            groups.setdefault((segs[i], tiles[i]), []).append(i)
+        print("by the plan's (segments, tiles), over the launches: CTAs, mean first tile, mean exit, earliest / latest "
+              "exit (us)")
+        for key in sorted(groups):
+            idx = groups[key]
+            members = set(idx)
+            firsts = [r[3] for k in launches for r in data[k] if r[0] in members]
+            exits = [exit_by_cta[k][i] for k in launches for i in idx]
+            print("  segments %3d  tiles %5d  %4d CTAs  first %7.2f  exit %7.2f  (%7.2f / %7.2f)"
+                  % (key[0], key[1], len(idx), statistics.fmean(firsts), statistics.fmean(exits), min(exits),
+                     max(exits)))
     late = sorted(range(n), key=lambda i: -mean_rank[i])[:10]
     print("latest CTAs by mean exit rank (0 = first out):")
     for i in late:
