@@ -2217,6 +2217,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int seg_cost;
     DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, kSegCost, &seg_cost));
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
+    /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h; built
+     * 2026-12-04, not yet measured: default 0) */
+    int apportion;
+    DL_TRY(knob("DL_STREAM_APPORTION", 0, 1, 0, &apportion));
+    const int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
      * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
      * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
@@ -2280,7 +2285,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                            min_tiles, waves, pool_pct, pool_chunk, order, seg_cost, &p)) {
+                            min_tiles, waves, pool_pct, pool_chunk, order, seg_cost | apportion_flag, &p)) {
         dl_gpu_plan_free(out);
         return -1;
     }
@@ -2292,7 +2297,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_plan_free(&p);
         seg_cost = 0;
         if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                                min_tiles, waves, pool_pct, pool_chunk, order, seg_cost, &p)) {
+                                min_tiles, waves, pool_pct, pool_chunk, order, seg_cost | apportion_flag, &p)) {
             dl_gpu_plan_free(out);
             return -1;
         }
@@ -2304,7 +2309,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!sh.pool && order == DL_ORDER_AUTO && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
         if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, seg_cost, &p)) {
+                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, seg_cost | apportion_flag, &p)) {
             dl_gpu_plan_free(out);
             return -1;
         }

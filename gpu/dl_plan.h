@@ -16,7 +16,7 @@
  * once, without heads, cuts them into floor(slots / Hkv) runs, and gives run r to slots r * Hkv + h, one per
  * KV head h: the Hkv warps that read a page's rows (NHD: 128-byte pieces of the same 1 KB token rows) run
  * side by side instead of a fraction of the launch apart. Slots past the last run stay empty. The runs are
- * equal, or (seg_cost > 0, attempt #30) cut where the costliest run, counting seg_cost tiles for each request
+ * equal, or (a cost > 0, attempt #30) cut where the costliest run, counting that many tiles for each request
  * boundary inside it, costs least.
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
@@ -71,11 +71,15 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * for any slot, so the model's schedule does not depend on who claims what.
  * pool_pct in 0..50 (0: dl_plan_build's plan), chunk >= 1; order: DL_ORDER_AUTO, DL_ORDER_TASKS, or
  * DL_ORDER_HEADS with pool_pct 0. */
-/* seg_cost (the heads order alone; 0..DL_PLAN_MAX_SEG_COST, in tiles): each request boundary inside a run
- * counts as that many more tiles when the walk is cut (0: equal runs; DL_STREAM_SEG_COST, attempt #30). */
+/* cuts (the heads order alone): a cost 0..DL_PLAN_MAX_SEG_COST in tiles that each request boundary inside a
+ * run adds when the walk is cut (0: equal runs; DL_STREAM_SEG_COST, attempt #30), or'ed with DL_PLAN_APPORTION:
+ * where there are at least as many runs as requests, each request gets its own runs, the highest-averages rule
+ * (DL_STREAM_APPORTION, attempt #31); the cost is used where there are fewer. */
 #define DL_PLAN_MAX_SEG_COST 64
+#define DL_PLAN_SEG_COST_MASK 0xff
+#define DL_PLAN_APPORTION 0x100
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
-                       int pool_pct, int chunk, int order, int seg_cost, dl_plan *p);
+                       int pool_pct, int chunk, int order, int cuts, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a
  * plan fewer CTAs than max_ctas (sms x resident CTAs per SM) and not a multiple of
  * sms, the CTA count rounded to the nearest multiple of sms (ties up, at most
@@ -98,7 +102,7 @@ int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
  * 50.4 -> 62.8 us (H200, 2026-12-03d); B1 L32768 (split either way) gained
  * 40.5 -> 38.7. Returns 0 or dl_fail(). */
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, int pool_pct, int chunk, int order, int seg_cost, dl_plan *p);
+                        int min_tiles, int waves, int pool_pct, int chunk, int order, int cuts, dl_plan *p);
 /* The walks of the plan (see the top). */
 /* AUTO (the default since attempt #24) takes HEADS where every slot gets a run (the slots a multiple of
  * Hkv, at least Hkv, no more runs than tiles a head, no pool), else TASKS: measured on the H200 (2026-12-03,

@@ -95,6 +95,34 @@ static int64_t greedy_cuts(const int64_t *ub, int B, int64_t U, int c, int64_t T
     return n;
 }
 
+/* The heads order's cuts with each request its own runs (DL_PLAN_APPORTION, attempt #31), for runs >= B: one run
+ * a request, then each next run to the request whose runs are longest (the most tiles per run; ties: the first),
+ * each request's runs cut equally, so that no run crosses a request boundary and the longest run is as short as
+ * such a cut allows (the highest-averages rule). cut[0..runs] as heads_cuts. */
+static void apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
+{
+    int64_t *k = malloc((size_t)B * sizeof(int64_t));
+    if (!k) { /* no memory for the counts: the equal cut (runs <= U holds) */
+        const int64_t U = ub[B];
+        for (int64_t r = 0; r <= runs; r++) cut[r] = r * U / runs;
+        return;
+    }
+    for (int b = 0; b < B; b++) k[b] = 1;
+    for (int64_t extra = runs - B; extra > 0; extra--) {
+        int best = 0;
+        for (int b = 1; b < B; b++) /* (ub[b+1]-ub[b]) / k[b] > best's, without division */
+            if ((ub[b + 1] - ub[b]) * k[best] > (ub[best + 1] - ub[best]) * k[b]) best = b;
+        k[best]++;
+    }
+    int64_t r = 0;
+    for (int b = 0; b < B; b++) {
+        const int64_t t = ub[b + 1] - ub[b];
+        for (int64_t i = 0; i < k[b]; i++) cut[r++] = ub[b] + i * t / k[b];
+    }
+    cut[r] = ub[B];
+    free(k);
+}
+
 /* The heads order's cuts of the head-less walk of U tiles (request b's at ub[b]..ub[b + 1]) into runs: cut[r]..
  * cut[r + 1] for r < runs (runs <= U). seg_cost 0: equal runs, r * U / runs. Else a run costs its tiles plus
  * seg_cost for each request boundary inside it (a segment past its first: an epilogue, a ticket and a new Q in
@@ -137,15 +165,18 @@ static void heads_cuts(const int64_t *ub, int B, int64_t U, int64_t runs, int se
 }
 
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
-                       int pool_pct, int chunk, int order, int seg_cost, dl_plan *p)
+                       int pool_pct, int chunk, int order, int cuts, dl_plan *p)
 {
     memset(p, 0, sizeof *p);
+    const int seg_cost = cuts & DL_PLAN_SEG_COST_MASK, apportion = (cuts & DL_PLAN_APPORTION) != 0;
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
         pool_pct > 50 || chunk < 1 || order < DL_ORDER_AUTO || order > DL_ORDER_HEADS ||
-        (order == DL_ORDER_HEADS && pool_pct > 0) || seg_cost < 0 || seg_cost > DL_PLAN_MAX_SEG_COST)
+        (order == DL_ORDER_HEADS && pool_pct > 0) || cuts < 0 ||
+        (cuts & ~(DL_PLAN_SEG_COST_MASK | DL_PLAN_APPORTION)) || seg_cost > DL_PLAN_MAX_SEG_COST)
         return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
-                       "pool_pct=%d chunk=%d order=%d seg_cost=%d; the heads order takes no pool; seg_cost 0..%d)", B,
-                       Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, seg_cost, DL_PLAN_MAX_SEG_COST);
+                       "pool_pct=%d chunk=%d order=%d cuts=%#x; the heads order takes no pool; cuts: a cost 0..%d, "
+                       "or'ed with DL_PLAN_APPORTION)", B, Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order,
+                       (unsigned)cuts, DL_PLAN_MAX_SEG_COST);
     const int T = B * Hkv;
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
@@ -193,7 +224,8 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
             free(fill); free(ub);
             return dl_fail("dl_plan_build: out of memory for %lld runs", (long long)runs);
         }
-        heads_cuts(ub, B, U, runs, seg_cost, cut);
+        if (apportion && runs >= B) apportion_cuts(ub, B, runs, cut);
+        else heads_cuts(ub, B, U, runs, seg_cost, cut);
         for (int64_t s = 0; s < nslots_all; s++) {
             slot_ptr[s] = (int32_t)nseg;
             const int64_t r = s / Hkv;
@@ -333,15 +365,15 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 }
 
 int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int sms, int max_ctas,
-                        int min_tiles, int waves, int pool_pct, int chunk, int order, int seg_cost, dl_plan *p)
+                        int min_tiles, int waves, int pool_pct, int chunk, int order, int cuts, dl_plan *p)
 {
-    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, seg_cost, p))
+    if (dl_plan_build_pool(B, Hkv, seq_len, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order, cuts, p))
         return -1;
     if (!waves || dl_plan_max_task_segs(p) < 2) return 0; /* whole tasks stay whole */
     const int c = dl_plan_wave_ctas(p->num_tiles, warps, sms, max_ctas, min_tiles);
     if (c == 0 || c == p->ctas) return 0;
     dl_plan_free(p);
-    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, seg_cost, p);
+    return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, cuts, p);
 }
 
 int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv)

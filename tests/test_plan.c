@@ -538,7 +538,78 @@ START_TEST(test_seg_cost_heads_plan)
 }
 END_TEST
 
+/* The longest run of a heads plan (slot c * warps's tiles), and whether any run crosses a request boundary (holds
+ * more than one segment). */
+static int64_t longest_run(const dl_plan *p, int warps, int *crosses)
+{
+    const int32_t *slot_ptr = p->buf, *t0 = slot_ptr + p->num_slots + 1 + p->num_segs, *t1 = t0 + p->num_segs;
+    int64_t most = 0;
+    *crosses = 0;
+    for (int c = 0; c < p->ctas; c++) {
+        const int s = c * warps;
+        int64_t tiles = 0;
+        for (int k = slot_ptr[s]; k < slot_ptr[s + 1]; k++) tiles += t1[k] - t0[k];
+        if (slot_ptr[s + 1] - slot_ptr[s] > 1) *crosses = 1;
+        most = tiles > most ? tiles : most;
+    }
+    return most;
+}
+
+/* DL_STREAM_APPORTION (attempt #31): with at least as many runs as requests, no run crosses a request boundary
+ * and the longest is the highest-averages bound; at the 70B shape 60 requests get two runs of 32 tiles and four
+ * get three of 21-22 (the cost-4 cut gives eight CTAs 16 tiles instead); at B4 L32768 runs of 15-16 tiles (the
+ * cost-4 cut: 8 and 16); with fewer runs than requests (B256 L4096) the cost's cut, unchanged. */
+START_TEST(test_apportioned_heads_plan)
+{
+    static int32_t len[256], ragged[100];
+    int crosses = 0;
+    dl_plan p, q;
+    for (int b = 0; b < 256; b++) len[b] = 4096;
+    ck_assert_int_eq(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_APPORTION, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+    check_built_tol(&p, 64, 8, len, 64, 8, 132, 11); /* runs of 32 and 21 */
+    ck_assert_int_eq(longest_run(&p, 8, &crosses), 32);
+    ck_assert_int_eq(crosses, 0);
+    const int32_t *t0 = p.buf + p.num_slots + 1 + p.num_segs, *t1 = t0 + p.num_segs;
+    int n32 = 0;
+    for (int c = 0; c < 132; c++) { /* slot 8c, the CTA's head 0: one segment (no crossing), 32 tiles or fewer */
+        const int k = p.buf[8 * c];
+        n32 += t1[k] - t0[k] == 32;
+    }
+    ck_assert_int_eq(n32, 120); /* 60 requests x 2 runs of 32 */
+    dl_plan_free(&p);
+    for (int b = 0; b < 4; b++) len[b] = 32768;
+    ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_APPORTION, &p), 0);
+    check_built(&p, 4, 8, len, 64, 8, 132);
+    ck_assert_int_eq(longest_run(&p, 8, &crosses), 16);
+    ck_assert_int_eq(crosses, 0);
+    dl_plan_free(&p);
+    for (int b = 0; b < 256; b++) len[b] = 4096; /* fewer runs (132) than requests (256): the cost's cut */
+    ck_assert_int_eq(dl_plan_build_pool(256, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 4 | DL_PLAN_APPORTION, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(256, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 4, &q), 0);
+    ck_assert_int_eq(p.num_segs, q.num_segs);
+    ck_assert_mem_eq(p.buf, q.buf, p.buf_len * sizeof(int32_t));
+    dl_plan_free(&p);
+    dl_plan_free(&q);
+    /* ragged, 100 requests of 1..9000 tokens over 132 runs: whole, no crossing, and the longest run no longer than
+     * that request's tiles over its share: ceil(tiles / k) with k >= 1 runs, at most the longest request's tiles */
+    int64_t most_tiles = 0;
+    for (int b = 0; b < 100; b++) {
+        ragged[b] = 1 + (b * 2654435761u) % 9000;
+        const int64_t t = (ragged[b] + 63) / 64;
+        most_tiles = t > most_tiles ? t : most_tiles;
+    }
+    ck_assert_int_eq(dl_plan_build_pool(100, 8, ragged, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_APPORTION, &p), 0);
+    ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
+    check_built_tol(&p, 100, 8, ragged, 64, 8, 132, most_tiles);
+    ck_assert_int_le(longest_run(&p, 8, &crosses), most_tiles);
+    ck_assert_int_eq(crosses, 0);
+    dl_plan_free(&p);
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 0x200, &p), 0); /* unknown bit */
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_seg_cost_heads_plan)
+              test_seg_cost_heads_plan, test_apportioned_heads_plan)
