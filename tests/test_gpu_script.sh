@@ -96,4 +96,28 @@ if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$MF" bf16-hw-stream > "$T/ms.m
 else
     echo "FAIL test_gpu_script memfloor_summary: no B128 line with $want:"; cat "$T/ms.md"; fails=1
 fi
+# tl_ctas_summary.py on the committed per-CTA rows of the 70B page stage (2026-12-04c call 1, launches 6-12): its
+# group of 16-segment CTAs carries their count and the mean exit computed here from the same files; a file
+# that is not a DL_STREAM_TL_CTAS file is refused with exit 2
+mkdir -p "$T/tl" && tar xzf "$ROOT/results/h200_2026-12-04c/call1-steps.tgz" -C "$T/tl" --wildcards 'steps/tl70p.*.tsv'
+want=$(python3 -c "
+import glob, re, statistics, sys
+ex = []
+for p in glob.glob(sys.argv[1] + '.*.tsv'):
+    if int(re.match(r'.*\.(\d+)\.tsv$', p).group(1)) <= 5: continue
+    rows = [l.split() for l in open(p)][1:]
+    ex += [float(r[4]) for r in rows if r[5] == '16']
+print('%d %.2f' % (len(ex) // 7, statistics.fmean(ex)))" "$T/tl/steps/tl70p")
+read -r want_n want_exit <<< "$want"
+if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/steps/tl70p" > "$T/tl.out" 2>&1 &&
+    grep -q "segments  16  tiles   248  *$want_n CTAs  first  *[0-9.]*  exit  *$want_exit " "$T/tl.out"; then
+    printf 'cta\tnope\n' > "$T/tl/bad.6.tsv" && cp "$T/tl/bad.6.tsv" "$T/tl/bad.7.tsv"
+    python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/bad" > "$T/tl_bad.log" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "not a DL_STREAM_TL_CTAS file" "$T/tl_bad.log"; then
+        echo "PASS test_gpu_script tl_ctas_summary ($want_n CTAs of 16 segments, mean exit $want_exit us)"
+    else echo "FAIL test_gpu_script tl_ctas_summary: bad file: exit $rc, $(cat "$T/tl_bad.log")"; fails=1; fi
+else
+    echo "FAIL test_gpu_script tl_ctas_summary: no 16-segment group of $want_n CTAs, mean exit $want_exit:"; cat "$T/tl.out"; fails=1
+fi
 exit $fails
