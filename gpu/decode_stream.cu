@@ -2331,6 +2331,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     out->merge_kernel = merge;
     out->order = p.order;
+    out->cut = p.cut;
+    out->seg_cost = p.seg_cost;
     out->page_stage = sh.page;
     out->warps = p.warps;
     out->ctas = p.ctas;

@@ -48,6 +48,7 @@ typedef struct {
     int merge_kernel;                 /* 1: split tasks merged by a second kernel (DL_STREAM_MERGE), 0: by a warp */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
+    int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t *sched_indptr, *sched_begin;
     void *dev;                        /* device copy of the work list */

@@ -48,6 +48,8 @@ typedef struct {
     int64_t num_tiles;
     int order;             /* the walk taken: DL_ORDER_TASKS or DL_ORDER_HEADS (AUTO resolved; tasks when fewer
                             * slots than heads) */
+    int cut, seg_cost;     /* the heads order's cut taken: DL_CUT_EQUAL, DL_CUT_COST (at seg_cost tiles a
+                            * boundary) or DL_CUT_APPORTION; DL_CUT_EQUAL and 0 for the tasks order */
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
     /* the schedule in tokens for the CPU model (owned): segments of task t are
@@ -76,6 +78,7 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * where there are at least as many runs as requests, each request gets its own runs, the highest-averages rule
  * (DL_STREAM_APPORTION, attempt #31); the cost is used where there are fewer. */
 #define DL_PLAN_MAX_SEG_COST 64
+enum { DL_CUT_EQUAL = 0, DL_CUT_COST = 1, DL_CUT_APPORTION = 2 };
 #define DL_PLAN_SEG_COST_MASK 0xff
 #define DL_PLAN_APPORTION 0x100
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,

@@ -224,8 +224,14 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
             free(fill); free(ub);
             return dl_fail("dl_plan_build: out of memory for %lld runs", (long long)runs);
         }
-        if (apportion && runs >= B) apportion_cuts(ub, B, runs, cut);
-        else heads_cuts(ub, B, U, runs, seg_cost, cut);
+        if (apportion && runs >= B) {
+            apportion_cuts(ub, B, runs, cut);
+            p->cut = DL_CUT_APPORTION;
+        } else {
+            heads_cuts(ub, B, U, runs, seg_cost, cut);
+            p->cut = seg_cost ? DL_CUT_COST : DL_CUT_EQUAL;
+            p->seg_cost = seg_cost;
+        }
         for (int64_t s = 0; s < nslots_all; s++) {
             slot_ptr[s] = (int32_t)nseg;
             const int64_t r = s / Hkv;

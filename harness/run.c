@@ -335,10 +335,16 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
     if (plan) { /* a planned variant: the model of its plan's segments and merge */
         dl_schedule sc = {plan->num_tasks, plan->sched_indptr, plan->sched_begin};
         DL_TRY(dl_model_for_schedule(g, v->model, &sc, &mod));
-        if (!dl_schedule_trivial(&sc))
-            snprintf(r->model_schedule, sizeof r->model_schedule, "plan:%dx%dw:%dsegs:%s:%s%s", plan->ctas,
+        if (!dl_schedule_trivial(&sc)) {
+            char cut[32] = ""; /* the heads order's cut, when not equal runs */
+            if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_COST)
+                snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
+            else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
+                snprintf(cut, sizeof cut, ":apportion");
+            snprintf(r->model_schedule, sizeof r->model_schedule, "plan:%dx%dw:%dsegs:%s:%s%s%s", plan->ctas,
                      plan->warps, plan->num_segs, plan->merge_kernel ? "kernel" : "ticket",
-                     plan->order == DL_ORDER_HEADS ? "heads" : "tasks", plan->page_stage ? ":page" : "");
+                     plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut, plan->page_stage ? ":page" : "");
+        }
     } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
         dl_schedule sc;
         int64_t chunk = 0;

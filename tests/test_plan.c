@@ -502,6 +502,9 @@ START_TEST(test_seg_cost_heads_plan)
     dl_plan p0, p4;
     ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132, 4, 1, 0, 1, DL_ORDER_HEADS, 0, &p0), 0);
     ck_assert_int_eq(dl_plan_build_waves(64, 8, len, 64, 8, 132, 132, 4, 1, 0, 1, DL_ORDER_HEADS, 4, &p4), 0);
+    ck_assert_int_eq(p0.cut, DL_CUT_EQUAL);
+    ck_assert_int_eq(p4.cut, DL_CUT_COST);
+    ck_assert_int_eq(p4.seg_cost, 4);
     for (int i = 0; i < 2; i++) {
         const dl_plan *p = i ? &p4 : &p0;
         ck_assert_int_eq(p->ctas, 132);
@@ -566,6 +569,7 @@ START_TEST(test_apportioned_heads_plan)
     dl_plan p, q;
     for (int b = 0; b < 256; b++) len[b] = 4096;
     ck_assert_int_eq(dl_plan_build_pool(64, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, DL_PLAN_APPORTION, &p), 0);
+    ck_assert_int_eq(p.cut, DL_CUT_APPORTION);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 1);
     check_built_tol(&p, 64, 8, len, 64, 8, 132, 11); /* runs of 32 and 21 */
     ck_assert_int_eq(longest_run(&p, 8, &crosses), 32);
@@ -587,6 +591,7 @@ START_TEST(test_apportioned_heads_plan)
     for (int b = 0; b < 256; b++) len[b] = 4096; /* fewer runs (132) than requests (256): the cost's cut */
     ck_assert_int_eq(dl_plan_build_pool(256, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 4 | DL_PLAN_APPORTION, &p), 0);
     ck_assert_int_eq(dl_plan_build_pool(256, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 4, &q), 0);
+    ck_assert_int_eq(p.cut, DL_CUT_COST); /* the fallback, said so */
     ck_assert_int_eq(p.num_segs, q.num_segs);
     ck_assert_mem_eq(p.buf, q.buf, p.buf_len * sizeof(int32_t));
     dl_plan_free(&p);
