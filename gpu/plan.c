@@ -98,15 +98,11 @@ static int64_t greedy_cuts(const int64_t *ub, int B, int64_t U, int c, int64_t T
 /* The heads order's cuts with each request its own runs (DL_PLAN_APPORTION, attempt #31), for runs >= B: one run
  * a request, then each next run to the request whose runs are longest (the most tiles per run; ties: the first),
  * each request's runs cut equally, so that no run crosses a request boundary and the longest run is as short as
- * such a cut allows (the highest-averages rule). cut[0..runs] as heads_cuts. */
-static void apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
+ * such a cut allows (the highest-averages rule). cut[0..runs] as heads_cuts. Returns 0 or dl_fail(). */
+static int apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
 {
     int64_t *k = malloc((size_t)B * sizeof(int64_t));
-    if (!k) { /* no memory for the counts: the equal cut (runs <= U holds) */
-        const int64_t U = ub[B];
-        for (int64_t r = 0; r <= runs; r++) cut[r] = r * U / runs;
-        return;
-    }
+    if (!k) return dl_fail("dl_plan_build: out of memory for %d requests' run counts", B);
     for (int b = 0; b < B; b++) k[b] = 1;
     for (int64_t extra = runs - B; extra > 0; extra--) {
         int best = 0;
@@ -121,6 +117,7 @@ static void apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
     }
     cut[r] = ub[B];
     free(k);
+    return 0;
 }
 
 /* The heads order's cuts of the head-less walk of U tiles (request b's at ub[b]..ub[b + 1]) into runs: cut[r]..
@@ -225,7 +222,11 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
             return dl_fail("dl_plan_build: out of memory for %lld runs", (long long)runs);
         }
         if (apportion && runs >= B) {
-            apportion_cuts(ub, B, runs, cut);
+            if (apportion_cuts(ub, B, runs, cut)) {
+                free(cut); free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
+                free(row0); free(fill); free(ub);
+                return -1;
+            }
             p->cut = DL_CUT_APPORTION;
         } else {
             heads_cuts(ub, B, U, runs, seg_cost, cut);
