@@ -2284,11 +2284,14 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
-    if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                            min_tiles, waves, pool_pct, pool_chunk, order, seg_cost | apportion_flag, &p)) {
+    auto build = [&](int walk) { /* the plan for this walk and the current cut; on failure the tensor maps go too */
+        if (!dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
+                                 waves, pool_pct, pool_chunk, walk, seg_cost | apportion_flag, &p))
+            return 0;
         dl_gpu_plan_free(out);
         return -1;
-    }
+    };
+    if (build(order)) return -1;
     const int merge_asked = merge;
     merge = dl_plan_pick_merge(merge_asked, &p);
     /* with the merge kernel a boundary costs less than the longer runs that avoid it: the equal cut (bf16-hw-stream
@@ -2296,11 +2299,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!seg_cost_asked && seg_cost > 0 && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
         seg_cost = 0;
-        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                                min_tiles, waves, pool_pct, pool_chunk, order, seg_cost | apportion_flag, &p)) {
-            dl_gpu_plan_free(out);
-            return -1;
-        }
+        if (build(order)) return -1;
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
     /* the wgmma consumers with auto: the tasks order where the plan needs the merge kernel (fp8-none-wgmma B4
@@ -2308,11 +2307,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * -1.0 %; gpu/NOTES.md #25) */
     if (!sh.pool && order == DL_ORDER_AUTO && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
-        if (dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm,
-                                min_tiles, waves, pool_pct, pool_chunk, DL_ORDER_TASKS, seg_cost | apportion_flag, &p)) {
-            dl_gpu_plan_free(out);
-            return -1;
-        }
+        if (build(DL_ORDER_TASKS)) return -1;
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
     if (sh.page && (!dl_plan_ctas_share_tiles(&p, a->num_kv_heads) ||

@@ -98,11 +98,9 @@ static int64_t greedy_cuts(const int64_t *ub, int B, int64_t U, int c, int64_t T
 /* The heads order's cuts with each request its own runs (DL_PLAN_APPORTION, attempt #31), for runs >= B: one run
  * a request, then each next run to the request whose runs are longest (the most tiles per run; ties: the first),
  * each request's runs cut equally, so that no run crosses a request boundary and the longest run is as short as
- * such a cut allows (the highest-averages rule). cut[0..runs] as heads_cuts. Returns 0 or dl_fail(). */
-static int apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
+ * such a cut allows (the highest-averages rule). cut[0..runs] as heads_cuts; k: room for B run counts. */
+static void apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *k, int64_t *cut)
 {
-    int64_t *k = malloc((size_t)B * sizeof(int64_t));
-    if (!k) return dl_fail("dl_plan_build: out of memory for %d requests' run counts", B);
     for (int b = 0; b < B; b++) k[b] = 1;
     for (int64_t extra = runs - B; extra > 0; extra--) {
         int best = 0;
@@ -116,8 +114,6 @@ static int apportion_cuts(const int64_t *ub, int B, int64_t runs, int64_t *cut)
         for (int64_t i = 0; i < k[b]; i++) cut[r++] = ub[b] + i * t / k[b];
     }
     cut[r] = ub[B];
-    free(k);
-    return 0;
 }
 
 /* The heads order's cuts of the head-less walk of U tiles (request b's at ub[b]..ub[b + 1]) into runs: cut[r]..
@@ -205,28 +201,20 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int32_t *s1 = malloc((size_t)cap * sizeof(int32_t)), *so = malloc((size_t)cap * sizeof(int32_t));
     int32_t *task_first = malloc(((size_t)T + 1) * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
     int32_t *row0 = malloc(((size_t)T + 1) * sizeof(int32_t)), *fill = calloc((size_t)T, sizeof(int32_t));
-    int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t));
-    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !row0 || !fill || !ub) {
+    int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t)), *nruns = malloc((size_t)B * sizeof(int64_t));
+    int64_t *cut = malloc(((size_t)(runs > 0 ? runs : 0) + 1) * sizeof(int64_t)); /* the heads order's runs */
+    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !row0 || !fill || !ub || !nruns ||
+        !cut) {
         free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
-        free(fill); free(ub);
+        free(fill); free(ub); free(nruns); free(cut);
         return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots_all);
     }
     int64_t nseg = 0;
     if (order == DL_ORDER_HEADS) {
         ub[0] = 0;
         for (int b = 0; b < B; b++) ub[b + 1] = ub[b] + (seq_len[b] + tile - 1) / tile;
-        int64_t *cut = malloc(((size_t)runs + 1) * sizeof(int64_t));
-        if (!cut) {
-            free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
-            free(fill); free(ub);
-            return dl_fail("dl_plan_build: out of memory for %lld runs", (long long)runs);
-        }
         if (apportion && runs >= B) {
-            if (apportion_cuts(ub, B, runs, cut)) {
-                free(cut); free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg);
-                free(row0); free(fill); free(ub);
-                return -1;
-            }
+            apportion_cuts(ub, B, runs, nruns, cut);
             p->cut = DL_CUT_APPORTION;
         } else {
             heads_cuts(ub, B, U, runs, seg_cost, cut);
@@ -238,7 +226,6 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
             const int64_t r = s / Hkv;
             if (r < runs) walk_heads(ub, B, Hkv, (int)(s % Hkv), cut[r], cut[r + 1], st, s0, s1, &nseg);
         }
-        free(cut);
     } else {
         int task = 0;
         int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */
@@ -316,7 +303,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
     free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
-    free(fill); free(ub);
+    free(fill); free(ub); free(nruns); free(cut);
     return rc;
 }
 
