@@ -2212,16 +2212,17 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
     /* the heads order's cost of a request boundary inside a run, in tiles (attempt #30, dl_plan.h): the CTAs whose
-     * run crossed one ended last at the 70B shape. Default kSegCost where the plan merges by ticket, 0 where it
-     * needs the merge kernel (below) */
+     * run crossed one ended last at the 70B shape. Default kSegCost where the plan merges by ticket; where it
+     * needs the merge kernel, the apportioned cut (below) */
     int seg_cost;
     DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, kSegCost, &seg_cost));
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
-    /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h; built
-     * 2026-12-04, not yet measured: default 0) */
+    /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h):
+     * 1 always, 0 never; unset: where the plan needs the merge kernel (below) */
     int apportion;
     DL_TRY(knob("DL_STREAM_APPORTION", 0, 1, 0, &apportion));
-    const int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
+    const bool apportion_asked = getenv("DL_STREAM_APPORTION") != nullptr;
+    int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
      * DL_STREAM_POOL_CHUNK tiles, claimed at run time by the warps that finish first; the warp-consumer
      * kernels alone (the wgmma kernels' one producer serves every consumer: no pool, the knob is ignored) */
@@ -2294,11 +2295,14 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (build(order)) return -1;
     const int merge_asked = merge;
     merge = dl_plan_pick_merge(merge_asked, &p);
-    /* with the merge kernel a boundary costs less than the longer runs that avoid it: the equal cut (bf16-hw-stream
-     * B4 L32768 e4m3: 87.65 us at 0, 89.82 at 4; 87.01 / 87.94 in another call) */
-    if (!seg_cost_asked && seg_cost > 0 && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
+    /* where the plan needs the merge kernel, each request its own runs, equal within it (where runs < requests: the
+     * equal cut). The cost cut's longer runs lose there (bf16-hw-stream B4 L32768 e4m3: 87.65 us at 0, 89.82 at 4),
+     * while the equal cut's boundaries lose at B8-B16 (H200 2026-12-04d call 1, bf16-hw-stream e4m3, equal /
+     * apportioned: B16 L8192 100.13 / 91.23, B8 L16384 95.30 / 89.18, B4 87.65 / 87.71; gpu/NOTES.md #31) */
+    if (!seg_cost_asked && !apportion_asked && p.order == DL_ORDER_HEADS && merge == DL_MERGE_KERNEL) {
         dl_plan_free(&p);
         seg_cost = 0;
+        apportion_flag = DL_PLAN_APPORTION;
         if (build(order)) return -1;
         merge = dl_plan_pick_merge(merge_asked, &p);
     }

@@ -465,6 +465,23 @@ START_TEST(python_summary_of_results)
         ck_assert_int_eq(dl_test_lines(dl_test_out), 3); /* header, rule, one configuration */
         ck_assert_ptr_null(strstr(dl_test_out, "bf16-wrong"));
     }
+    /* a later file supersedes: its row of (h1, bf16-x) replaces the earlier one, whichever order they come in */
+    char redo[320];
+    dl_test_path(redo, sizeof redo, "rerun.csv");
+    ck_assert_ptr_nonnull(f = fopen(redo, "w"));
+    fprintf(f, "%sh1,B=4 Hq=8 Hkv=2 kv=e4m3 len=64 D=128,bf16-x,PASS,bf16,90e-6,60e-6,0.667,2000000\n", hdr);
+    fclose(f);
+    for (int later = 0; later < 2; later++) {
+        snprintf(cmd, sizeof cmd, "--summary '%s' '%s'", later ? all : redo, later ? redo : all);
+        const int st = run_baseline(cmd);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
+        ck_assert_msg(strstr(dl_test_out, later ? "| 90.0 (bf16-x) | 0.667 | 75.0 (fp8-y) | 150.0 (tc-fa2, FAIL) | "
+                                                  "1.67x / 2.00x | 92.0 | 1.02x / 1.23x |"
+                                                : "| 100.0 (bf16-x) | 0.600 | 75.0 (fp8-y) | 150.0 (tc-fa2, FAIL) | "
+                                                  "1.50x / 2.00x | 92.0 | 0.92x / 1.23x |") != NULL,
+                      "rerun %s: %s", later ? "last" : "first", dl_test_out);
+        ck_assert_int_eq(dl_test_lines(dl_test_out), 3);
+    }
     /* a CSV that is not a results table: exit 2, one line naming the file and the missing column */
     ck_assert_ptr_nonnull(f = fopen(part[0], "w"));
     fputs("variant,verdict\nbf16-x,PASS\n", f);

@@ -572,7 +572,9 @@ RESULT_COLUMNS = ("golden_hash", "config_name", "variant", "verdict", "model", "
 
 def load_results(csv_paths):
     """The rows of one or more results CSVs (decodelab's results tables, e.g. one per device call) as dicts,
-    in order; Refused naming the first file that is missing or lacks a column the tables read."""
+    in order; a later file supersedes: where it has rows of a (golden file, variant), the earlier files' rows of
+    that pair are dropped (a rerun of some configurations beside an older full run). Refused naming the first
+    file that is missing or lacks a column the tables read."""
     import csv
 
     rows = []
@@ -583,7 +585,9 @@ def load_results(csv_paths):
         missing = [c for c in RESULT_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise Refused(f"{path}: not a decodelab results table (no column '{missing[0]}')")
-        rows += list(reader)
+        new = list(reader)
+        redone = {(r["golden_hash"], r["variant"]) for r in new}
+        rows = [r for r in rows if (r["golden_hash"], r["variant"]) not in redone] + new
     return rows
 
 
@@ -746,10 +750,11 @@ def parse(argv):
     p.add_argument("--head-dim", type=int, default=128, help="prebuild: head dim")
     p.add_argument("--table", metavar="RESULTS.csv", nargs="+",
                    help="print the side-by-side markdown table of one or more results CSVs (rows of one golden file "
-                        "from several files are one configuration)")
+                        "from several files are one configuration; a later file's row of a variant replaces an "
+                        "earlier file's)")
     p.add_argument("--summary", metavar="RESULTS.csv", nargs="+",
                    help="print issue 10's per-configuration summary of one or more results CSVs (read, ours, "
-                        "FlashInfer, XQA)")
+                        "FlashInfer, XQA; a later file's row of a variant replaces an earlier file's)")
     p.add_argument("--targets", metavar="RESULTS.csv", nargs="+",
                    help="judge issue 10's targets on one or more results CSVs (frac_ref, FlashInfer, XQA, e4m3/bf16)")
     a = p.parse_args(argv)

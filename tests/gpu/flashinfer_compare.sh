@@ -6,7 +6,9 @@
 #   (or: DECODELAB=build-static/decodelab make compare-flashinfer)
 #
 # Needs, carried with the tree (.whl is git-ignored; see harness/baselines/README.md):
-#   .whl/*.whl   flashinfer-python and apache-tvm-ffi (the only packages the GPU image lacks)
+#   .whl/*.whl   flashinfer-python and apache-tvm-ffi (the only packages the GPU image lacks); a pure-Python
+#                wheel may travel as NAME.whl.txz instead (its files, tar + xz: flashinfer's 18 MB wheel is 7.6 MB
+#                so; the tree, the binary and both wheels no longer fit 64 MiB otherwise), unpacked into $SITE
 #   $DECODELAB   a `make static` binary, or .whl/decodelab.xz (stripped, xz -6; unpacked by unpack_carry.sh) or .gz
 #   .whl/aot/    optional: FlashInfer's JIT modules compiled for sm_90a on the CPU machine
 #                (flashinfer_decode.py --prebuild .whl/aot); what does not load is compiled here
@@ -80,6 +82,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 say "installing $(ls "$WHL"/*.whl 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
 timeout 180 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
     "$WHL"/*.whl >> "$LOG" 2>&1 || { say "FAIL: pip install of $WHL/*.whl (see job.log)"; exit 2; }
+for t in "$WHL"/*.whl.txz; do # a pure-Python wheel's files (dist-info included): what pip --target would copy
+    [ -e "$t" ] || continue
+    say "unpacking $(basename "$t") into $SITE"
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2], filter="data")' \
+        "$t" "$SITE" >> "$LOG" 2>&1 || { say "FAIL: $t does not unpack into $SITE (see job.log)"; exit 2; }
+done
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 if [ -d "$WHL/aot" ]; then
     mkdir -p "$SITE/flashinfer/data/aot" && cp -r "$WHL"/aot/* "$SITE/flashinfer/data/aot/" 2>/dev/null
