@@ -374,6 +374,10 @@ struct stream_params {
 constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 constexpr size_t kTlPrefixMax = 4000; /* DL_STREAM_TL_CTAS: the longest path prefix */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
+/* the start's milestones per CTA (DL_STREAM_DRY=3): the producer's first slot record loaded, its first page id
+ * loaded, its first copy issued, and a consumer's Q in registers (the warp consumers; ~0: not reached) */
+enum { kTlRec = 0, kTlPage = 1, kTlIssue = 2, kTlQ = 3, kTlMarks = 4 };
+__device__ unsigned long long g_tl_mark[kTlMarks * kTlMax];
 __device__ unsigned int g_tl_sm[kTlMax]; /* the SM each CTA ran on (the per-CTA dump, DL_STREAM_TL_CTAS) */
 __device__ __forceinline__ unsigned long long tl_now()
 {
@@ -387,6 +391,7 @@ __device__ __forceinline__ unsigned long long tl_now()
         if ((sp).dry == 3 && threadIdx.x == 0 && blockIdx.x < kTlMax) {                                       \
             const unsigned long long t_ = tl_now();                                                           \
             g_tl[3 * blockIdx.x] = t_, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t_;       \
+            for (int m_ = 0; m_ < kTlMarks; m_++) g_tl_mark[kTlMarks * blockIdx.x + m_] = ~0ull;               \
             unsigned int sm_;                                                                                 \
             asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                                  \
             g_tl_sm[blockIdx.x] = sm_;                                                                        \
@@ -402,10 +407,18 @@ __device__ __forceinline__ unsigned long long tl_now()
         if ((sp).dry == 3 && (threadIdx.x & 31) == 0 && blockIdx.x < kTlMax)                                  \
             atomicMax(&g_tl[3 * blockIdx.x + 2], tl_now());                                                   \
     } while (0)
+/* milestone `what` by lane 0, once the loaded value `dep` is in its register (the test reads it: the stamp
+ * cannot be taken before the load lands; no real id or record field is INT_MIN) */
+#define TL_MARK(sp, what, dep)                                                                                \
+    do {                                                                                                      \
+        if ((sp).dry == 3 && (int)(dep) != INT_MIN && (threadIdx.x & 31) == 0 && blockIdx.x < kTlMax)          \
+            atomicMin(&g_tl_mark[kTlMarks * blockIdx.x + (what)], tl_now());                                  \
+    } while (0)
 #else
 #define TL_BEGIN(sp) ((void)0)
 #define TL_FIRST(sp, j) ((void)0)
 #define TL_END(sp) ((void)0)
+#define TL_MARK(sp, what, dep) ((void)0)
 #endif
 
 /* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
@@ -598,6 +611,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
         const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
         ck[w] = e.y;
         kend[w] = e.z;
+        TL_MARK(sp, kTlRec, e.z);
         cj[w] = 0;
         ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
         if (ck[w] < kend[w]) start_segment(w, r, e.x);
@@ -615,6 +629,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             const int32_t *pages = a.kv_indices + cpb[w];
             const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            if (cj[w] == 0) TL_MARK(sp, kTlPage, pg0);
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
@@ -634,6 +649,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                     }
                 }
             }
+            if (cj[w] == 0) TL_MARK(sp, kTlIssue, pg0);
             cj[w]++;
             if (++ctile[w] == ct1[w] && ++ck[w] < kend[w])
                 start_segment(w, sp.grec[2 * ck[w]], sp.grec[2 * ck[w] + 1].x);
@@ -671,6 +687,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
+            if (j == 0) TL_MARK(sp, kTlPage, pg0);
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -691,10 +708,12 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                     }
                 }
             }
+            if (j == 0) TL_MARK(sp, kTlIssue, pg0);
         }
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
+        TL_MARK(sp, kTlRec, e.z);
         if (e.y < e.z) produce_segment(r, e.x, e.y);
         for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k);
     };
@@ -733,6 +752,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
+    TL_MARK(sp, kTlRec, e0.z);
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k];
@@ -744,6 +764,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 const int i = n + lane, st = i % S;
                 const bool copy = tok < len && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = copy ? pages[tok / ps] : 0;
+                if (n == 0) TL_MARK(sp, kTlPage, page);
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
                     if (i >= S) mbar_wait(&full[st], ((i / S) - 1) & 1);
                 } else {
@@ -755,6 +776,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 } else {
                     mbar_arrive(&full[st]);
                 }
+                if (n == 0) TL_MARK(sp, kTlIssue, page);
             }
             __syncwarp();
         }
@@ -915,6 +937,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 qf[nt][ks][1] = pack2<F16>(v[2], v[3]);
             }
         }
+        if (j == 0) TL_MARK(sp, kTlQ, qf[NT - 1][MT - 1][1]); /* INT_MIN: a +0 / -0 pair, never at once in practice */
         const float sk2 = a.sm_scale * a.k_scale[kvh] * kHalfBias * 1.4426950408889634f;
         const float vs_b = a.v_scale[kvh] * kHalfBias;
 
@@ -1860,12 +1883,15 @@ static int tl_cmp(const void *x, const void *y)
 /* DL_STREAM_DRY=3: after each of the first 12 launches of the process, one line on stderr: the
  * launch's CTAs on the %globaltimer clock, in us from the first CTA's entry: the last entry, the
  * first tile held (earliest, median, last), the exits (10th, 50th, 90th percentile, last), the merge
- * kernel's first entry and last exit, the mean CTA life over the span, and the clock's step.
+ * kernel's first entry and last exit, the mean CTA life over the span, the clock's step, and the medians of
+ * the start's milestones (g_tl_mark: record, page id, first copy issued, Q; '-' where no CTA reached one).
  * With DL_STREAM_TL_CTAS=PREFIX, also PREFIX.<launch>.tsv: one row per CTA (cta, sm, entry, first tile,
- * exit, in us from the first entry, first tile -1 if it held none; the plan's segments and tiles in its slots),
- * written whole then renamed, so that a slow CTA can be traced to its SM or its work across launches. */
-static int tl_dump(const char *prefix, int launch, const unsigned long long *h, int n, unsigned long long t0,
-                   const dl_gpu_plan *pl)
+ * exit, in us from the first entry, first tile -1 if it held none; the plan's segments and tiles in its slots;
+ * the four milestones, -1 where not reached), written whole then renamed, so that a slow CTA can be traced to its
+ * SM or its work across launches. */
+static double tl_us(unsigned long long x, unsigned long long t0) { return x == ~0ull ? -1.0 : (double)(x - t0) * 1e-3; }
+static int tl_dump(const char *prefix, int launch, const unsigned long long *h, const unsigned long long *mk, int n,
+                   unsigned long long t0, const dl_gpu_plan *pl)
 {
     /* the plan's work list head (gpu/dl_plan.h): slot_ptr[num_slots + 1], seg_task, seg_t0, seg_t1 [num_segs] */
     const size_t nplan = (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs;
@@ -1890,7 +1916,7 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
         free(sm), free(plan);
         return dl_fail("DL_STREAM_TL_CTAS: cannot write %s: %s", part, strerror(errno));
     }
-    fprintf(f, "cta\tsm\tentry_us\tfirst_tile_us\texit_us\tsegments\ttiles\n");
+    fprintf(f, "cta\tsm\tentry_us\tfirst_tile_us\texit_us\tsegments\ttiles\trecord_us\tpage_id_us\tissue_us\tq_us\n");
     for (int i = 0; i < n; i++) {
         const unsigned long long fi = h[3 * i + 1];
         int segs = 0, tiles = 0; /* the CTA's static slots (a pool's claims are not counted) */
@@ -1899,8 +1925,10 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
             if (slot >= pl->num_static) break;
             for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) segs++, tiles += seg_t1[k] - seg_t0[k];
         }
-        fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\t%d\t%d\n", i, sm[i], (double)(h[3 * i] - t0) * 1e-3,
-                fi == ~0ull ? -1.0 : (double)(fi - t0) * 1e-3, (double)(h[3 * i + 2] - t0) * 1e-3, segs, tiles);
+        const unsigned long long *m = mk + kTlMarks * i;
+        fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", i, sm[i], tl_us(h[3 * i], t0),
+                tl_us(fi, t0), tl_us(h[3 * i + 2], t0), segs, tiles, tl_us(m[kTlRec], t0), tl_us(m[kTlPage], t0),
+                tl_us(m[kTlIssue], t0), tl_us(m[kTlQ], t0));
     }
     free(sm), free(plan);
     if (fclose(f) != 0 || rename(part, path) != 0) {
@@ -1917,21 +1945,24 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
     static int launches = 0;
     if (++launches > 12) return 0;
     const int n = ctas < kTlMax ? ctas : kTlMax;
-    unsigned long long *h = (unsigned long long *)malloc(sizeof(unsigned long long) * (3 * (size_t)n + 2));
+    /* h: 3 stamps per CTA, the merge kernel's 2, then the milestones (kTlMarks per CTA) */
+    unsigned long long *h = (unsigned long long *)malloc(sizeof(unsigned long long) * ((3 + kTlMarks) * (size_t)n + 2));
     if (!h) return dl_fail("timeline: out of host memory");
+    unsigned long long *mk = h + 3 * (size_t)n + 2;
     DL_CUDA_CHECK(cudaStreamSynchronize(stream));
     cudaError_t e = cudaMemcpyFromSymbol(h, g_tl, sizeof(unsigned long long) * 3 * (size_t)n);
     if (e == cudaSuccess) e = cudaMemcpyFromSymbol(h + 3 * n, g_tl_merge, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess) e = cudaMemcpyFromSymbol(mk, g_tl_mark, sizeof(unsigned long long) * kTlMarks * (size_t)n);
     if (e != cudaSuccess) {
         free(h);
         return dl_fail("timeline: copy back failed: %s", cudaGetErrorString(e));
     }
-    unsigned long long *beg = (unsigned long long *)malloc(sizeof(unsigned long long) * 3 * (size_t)n);
+    unsigned long long *beg = (unsigned long long *)malloc(sizeof(unsigned long long) * 4 * (size_t)n);
     if (!beg) {
         free(h);
         return dl_fail("timeline: out of host memory");
     }
-    unsigned long long *first = beg + n, *end = first + n, t0 = ~0ull, step = ~0ull;
+    unsigned long long *first = beg + n, *end = first + n, *mark = end + n, t0 = ~0ull, step = ~0ull;
     double life = 0.0;
     for (int i = 0; i < n; i++) {
         beg[i] = h[3 * i], first[i] = h[3 * i + 1], end[i] = h[3 * i + 2];
@@ -1939,7 +1970,7 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
         life += (double)(end[i] - beg[i]);
     }
     const char *dump = ((const stream_maps *)pl->host)->tl_ctas;
-    if (dump && tl_dump(dump, launches, h, n, t0, pl)) {
+    if (dump && tl_dump(dump, launches, h, mk, n, t0, pl)) {
         free(beg);
         free(h);
         return 1;
@@ -1960,8 +1991,19 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
             nf ? TL_US(first[0]) : -1.0, nf ? TL_US(first[nf / 2]) : -1.0, nf ? TL_US(first[nf - 1]) : -1.0,
             TL_US(end[n / 10]), TL_US(end[n / 2]), TL_US(end[(9 * n) / 10]), span);
     if (merged) fprintf(stderr, " | merge %.2f - %.2f", TL_US(h[3 * n]), TL_US(h[3 * n + 1]));
-    fprintf(stderr, " | mean life / span %.3f | clock step %.3f us\n", span > 0 ? life * 1e-3 / n / span : 0.0,
+    fprintf(stderr, " | mean life / span %.3f | clock step %.3f us", span > 0 ? life * 1e-3 / n / span : 0.0,
             step == ~0ull ? 0.0 : (double)step * 1e-3);
+    static const char *const mark_name[kTlMarks] = {"record", "page id", "issue", "q"};
+    fprintf(stderr, " | start p50:");
+    for (int w = 0; w < kTlMarks; w++) { /* the median over the CTAs that reached it */
+        int nm = 0;
+        for (int i = 0; i < n; i++)
+            if (mk[kTlMarks * i + w] != ~0ull) mark[nm++] = mk[kTlMarks * i + w];
+        qsort(mark, (size_t)nm, sizeof *mark, tl_cmp);
+        if (nm) fprintf(stderr, " %s %.2f", mark_name[w], TL_US(mark[nm / 2]));
+        else fprintf(stderr, " %s -", mark_name[w]);
+    }
+    fputc('\n', stderr);
 #undef TL_US
     free(beg);
     free(h);

@@ -120,4 +120,16 @@ if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/steps/tl70p" > "$T/tl.out
 else
     echo "FAIL test_gpu_script tl_ctas_summary: no 16-segment group of $want_n CTAs, mean exit $want_exit:"; cat "$T/tl.out"; fails=1
 fi
+# the start's milestones (files from 2026-12-04's fourth session on): per launch the median over the CTAs that
+# reached each one; -1 (not reached) left out, '-' where none did
+printf 'cta\tsm\tentry_us\tfirst_tile_us\texit_us\tsegments\ttiles\trecord_us\tpage_id_us\tissue_us\tq_us\n' > "$T/tl/ms.6.tsv"
+printf '0\t0\t0.0\t5.0\t20.0\t1\t8\t1.0\t2.0\t2.5\t-1\n1\t1\t0.1\t6.0\t21.0\t1\t8\t2.0\t3.0\t3.5\t-1\n2\t2\t0.1\t7.0\t22.0\t1\t8\t3.0\t4.0\t-1\t-1\n' >> "$T/tl/ms.6.tsv"
+sed 's/\t-1$/\t4.5/' "$T/tl/ms.6.tsv" > "$T/tl/ms.7.tsv"
+if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" > "$T/tl_ms.out" 2>&1 &&
+    grep -q "launch  6: .* | start p50: record 2.00 page id 3.00 issue 3.00 first tile 6.00 q -$" "$T/tl_ms.out" &&
+    grep -q "launch  7: .* | start p50: record 2.00 page id 3.00 issue 3.00 first tile 6.00 q 4.50$" "$T/tl_ms.out"; then
+    echo "PASS test_gpu_script tl_ctas_summary milestones"
+else
+    echo "FAIL test_gpu_script tl_ctas_summary milestones:"; cat "$T/tl_ms.out"; fails=1
+fi
 exit $fails

@@ -2,8 +2,11 @@
 """tl_ctas_summary.py - which CTAs of a streaming launch end late, and whether they are the same ones launch after
 launch (issue 10, after the exits' spread of 2026-12-04b). Reads the per-CTA rows that a DIAG build writes with
 DL_STREAM_DRY=3 and DL_STREAM_TL_CTAS=PREFIX (PREFIX.<launch>.tsv: cta, sm, entry_us, first_tile_us, exit_us,
-segments, tiles) and prints, over the launches given:
-  - per launch: the exits' p10 / p50 / last;
+segments, tiles, and from 2026-12-04's fourth session the start's milestones record_us, page_id_us, issue_us, q_us,
+-1 where not reached) and prints, over the launches given:
+  - per launch: the exits' p10 / p50 / last, and where the files have them, the medians over the CTAs of the start's
+    milestones (the producer's slot record loaded, its first page id loaded, its first copy issued; the first tile
+    held; a consumer's Q ready), in us from the launch's first entry;
   - the rank correlation (Spearman) of the CTAs' exits between consecutive launches, by CTA and by SM: near 1, the
     same CTAs (or SMs) are late every time, a static cause (the plan's work, or the SM's place); near 0, chance;
   - the rank correlation of exits with the CTA's planned tiles and segments (is the late CTA the one with more work,
@@ -35,7 +38,8 @@ def load(path):
             f5 = line.split()
             try:
                 rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4]),
-                             int(f5[5]) if len(f5) > 6 else -1, int(f5[6]) if len(f5) > 6 else -1))
+                             int(f5[5]) if len(f5) > 6 else -1, int(f5[6]) if len(f5) > 6 else -1,
+                             tuple(float(x) for x in f5[7:11]) if len(f5) > 10 else None))
             except (ValueError, IndexError):
                 fail("%s line %d: bad row %r" % (path, n, line.rstrip()))
     return rows
@@ -88,7 +92,14 @@ def main():
     print("%d CTAs, launches %s (%s.*.tsv)" % (n, launches, o.prefix))
     for k in launches:
         ex = sorted(r[4] for r in data[k])
-        print("launch %2d: exits p10 %.2f p50 %.2f last %.2f us" % (k, ex[n // 10], ex[n // 2], ex[-1]))
+        line = "launch %2d: exits p10 %.2f p50 %.2f last %.2f us" % (k, ex[n // 10], ex[n // 2], ex[-1])
+        if all(r[7] is not None for r in data[k]):
+            cols = [[r[7][m] for r in data[k]] for m in range(3)] + [[r[3] for r in data[k]], [r[7][3] for r in data[k]]]
+            names = ("record", "page id", "issue", "first tile", "q")
+            line += " | start p50:" + "".join(
+                " %s %s" % (nm, "%.2f" % statistics.median(v) if v else "-")
+                for nm, v in zip(names, ([x for x in c if x >= 0] for c in cols)))
+        print(line)
     exit_by_cta = {k: [r[4] for r in sorted(data[k])] for k in launches}
     by_cta = [spearman(exit_by_cta[a], exit_by_cta[b]) for a, b in zip(launches, launches[1:])]
     print("rank correlation of exits, consecutive launches, by CTA: %s" % " ".join("%.2f" % x for x in by_cta))
