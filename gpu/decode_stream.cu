@@ -511,6 +511,43 @@ __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_ro
     }
     return acc;
 }
+/* Attempt #33 (DL_STREAM_MERGE_ONEPASS=1): a merge thread's segments in batches of B, each batch's lse and partial
+ * loaded together (one L2 round trip a batch, where the two-pass form spends one on the lse before any partial),
+ * combined online: the thread's running max m, weight sum w and weighted sum acc are rescaled when a batch raises
+ * m. The threads' (m, w, acc) are combined after. A segment past n reloads the batch's first with lse -inf. */
+template <int B>
+__device__ __forceinline__ void merge_onepass(const float *ws, int k0, int n, int sub, int SUB, int G, int head, int D,
+                                              int col, float &m, float &w, float4 &acc)
+{
+    m = -INFINITY, w = 0.0f, acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i0 = sub; i0 < n; i0 += B * SUB) {
+        float l[B];
+        float4 o[B];
+#pragma unroll
+        for (int u = 0; u < B; u++) {
+            const int i = i0 + u * SUB, ii = i < n ? i : i0;
+            const float *p = ws + ((size_t)(k0 + ii) * G + head) * (D + 1);
+            l[u] = __ldcg(p + D);
+            o[u] = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
+                               __ldcg(p + 4 * col + 3));
+            if (i >= n) l[u] = -INFINITY;
+        }
+        float mb = m;
+#pragma unroll
+        for (int u = 0; u < B; u++) mb = fmaxf(mb, l[u]);
+        const float r = m == -INFINITY ? 0.0f : expf(m - mb); /* mb is finite: the batch has a segment */
+        w *= r, acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
+#pragma unroll
+        for (int u = 0; u < B; u++) {
+            const float e = l[u] == -INFINITY ? 0.0f : expf(l[u] - mb);
+            w += e;
+            acc.x += e * o[u].x; acc.y += e * o[u].y; acc.z += e * o[u].z; acc.w += e * o[u].w;
+        }
+        m = mb;
+    }
+}
+
+template <bool ONEPASS>
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
@@ -530,6 +567,39 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
      * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
     const float *ws = (const float *)a.workspace;
     const int n = k1 - k0, tid = (int)threadIdx.x;
+    if constexpr (ONEPASS) {
+        /* every thread has a sub: kMergeThreads is a multiple of cols; batches of 8 from 5 segments a thread */
+        const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
+        float m, w;
+        float4 acc;
+        if (n > 4 * SUB) merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, col, m, w, acc);
+        else merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, col, m, w, acc);
+        __shared__ float4 q_o[kMergeThreads];
+        __shared__ float q_m[kMergeThreads], q_w[kMergeThreads];
+        q_o[tid] = acc, q_m[tid] = m, q_w[tid] = w;
+        __syncthreads();
+        if (sub == 0) { /* the subs of column col, in sub order */
+            float M = -INFINITY;
+            for (int i = 0; i < SUB; i++) M = fmaxf(M, q_m[i * cols + col]);
+            float W = 0.0f;
+            float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = 0; i < SUB; i++) {
+                const float mi = q_m[i * cols + col];
+                if (mi == -INFINITY) continue; /* a sub with no segment */
+                const float r = expf(mi - M);
+                const float4 x = q_o[i * cols + col];
+                W += r * q_w[i * cols + col];
+                o.x += r * x.x; o.y += r * x.y; o.z += r * x.z; o.w += r * x.w;
+            }
+            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
+            *(float4 *)(a.o + row * D + 4 * col) = make_float4(o.x / W, o.y / W, o.z / W, o.w / W);
+            if (col == 0) a.lse[row] = M + logf(W);
+        }
+#if DL_STREAM_DIAG
+        if (threadIdx.x == 0) atomicMax(&g_tl_merge[1], tl_now());
+#endif
+        return;
+    }
     __shared__ int s_row[kMergeThreads];
     __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
     __shared__ float4 part_o[kMergeThreads];
@@ -1838,6 +1908,7 @@ struct stream_maps {
     int boxheads, probe_ns, probe_ctas, probe_pages;
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
+    int merge_onepass; /* DL_STREAM_MERGE_ONEPASS: the merge kernel's one-pass form (attempt #33) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -2051,7 +2122,8 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         cfg.stream = (cudaStream_t)a->stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, stream_merge_kernel, *a, (int32_t *)pl->dev, pl->num_slots,
+        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, m->merge_onepass ? stream_merge_kernel<true> : stream_merge_kernel<false>,
+                                         *a, (int32_t *)pl->dev, pl->num_slots,
                                          pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
@@ -2263,6 +2335,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * 1 always, 0 never; unset: where the plan needs the merge kernel (below) */
     int apportion;
     DL_TRY(knob("DL_STREAM_APPORTION", 0, 1, 0, &apportion));
+    /* the merge kernel's one-pass form (attempt #33, stream_merge_kernel: each batch's lse and partials loaded
+     * together; built 2026-12-04, not yet measured: default 0) */
+    int merge_onepass;
+    DL_TRY(knob("DL_STREAM_MERGE_ONEPASS", 0, 1, 0, &merge_onepass));
     const bool apportion_asked = getenv("DL_STREAM_APPORTION") != nullptr;
     int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
@@ -2313,6 +2389,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
     maps->tl_ctas = tl_ctas;
+    maps->merge_onepass = merge_onepass;
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
