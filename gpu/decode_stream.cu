@@ -492,6 +492,15 @@ __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, i
 /* A merge thread's weighted sum of its segments' partials (segments sub, sub + SUB, ... < n; column col
  * of D/4 float4s), B segments at a time with every load issued before any is used: a segment past n
  * reloads the batch's first with weight 0. */
+/* A segment's partial row in the workspace (D + 1 floats: o, then lse; not 16-byte aligned), read past L1. */
+__device__ __forceinline__ const float *partial_row(const float *ws, int row, int G, int head, int D)
+{
+    return ws + ((size_t)row * G + head) * (D + 1);
+}
+__device__ __forceinline__ float4 ldcg4(const float *p)
+{
+    return make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3));
+}
 template <int B>
 __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_row, const float *s_w, int n, int sub,
                                                 int SUB, int G, int head, int D, int col)
@@ -517,7 +526,8 @@ __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_ro
 /* Attempt #33 (DL_STREAM_MERGE_ONEPASS=1): a merge thread's segments in batches of B, each batch's lse and partial
  * loaded together (one L2 round trip a batch, where the two-pass form spends one on the lse before any partial),
  * combined online: the thread's running max m, weight sum w and weighted sum acc are rescaled when a batch raises
- * m. The threads' (m, w, acc) are combined after. A segment past n reloads the batch's first with lse -inf. */
+ * m. The threads' (m, w, acc) are combined after. A segment past n reloads the batch's first with lse -inf. If it is
+ * kept, merge_batches and the two-pass body of stream_merge_kernel go. */
 template <int B>
 __device__ __forceinline__ void merge_onepass(const float *ws, int k0, int n, int sub, int SUB, int G, int head, int D,
                                               int col, float &m, float &w, float4 &acc)
@@ -528,12 +538,11 @@ __device__ __forceinline__ void merge_onepass(const float *ws, int k0, int n, in
         float4 o[B];
 #pragma unroll
         for (int u = 0; u < B; u++) {
-            const int i = i0 + u * SUB, ii = i < n ? i : i0;
-            const float *p = ws + ((size_t)(k0 + ii) * G + head) * (D + 1);
-            l[u] = __ldcg(p + D);
-            o[u] = make_float4(__ldcg(p + 4 * col), __ldcg(p + 4 * col + 1), __ldcg(p + 4 * col + 2),
-                               __ldcg(p + 4 * col + 3));
-            if (i >= n) l[u] = -INFINITY;
+            const int i = i0 + u * SUB;
+            const float *p = partial_row(ws, k0 + (i < n ? i : i0), G, head, D);
+            const float lse = __ldcg(p + D); /* loaded unconditionally, so that a batch's loads issue together */
+            o[u] = ldcg4(p + 4 * col);
+            l[u] = i < n ? lse : -INFINITY;
         }
         float mb = m;
 #pragma unroll
