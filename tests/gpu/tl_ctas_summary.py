@@ -36,6 +36,8 @@ def load(path):
             fail("%s: not a DL_STREAM_TL_CTAS file (header %r)" % (path, head))
         for n, line in enumerate(f, 2):
             f5 = line.split()
+            if len(f5) not in (5, 7, 11): # the row formats of 2026-12-04b, -c and -d on
+                fail("%s line %d: %d fields (want 5, 7 or 11): %r" % (path, n, len(f5), line.rstrip()))
             try:
                 rows.append((int(f5[0]), int(f5[1]), float(f5[2]), float(f5[3]), float(f5[4]),
                              int(f5[5]) if len(f5) > 6 else -1, int(f5[6]) if len(f5) > 6 else -1,
