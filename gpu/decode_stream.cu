@@ -350,6 +350,9 @@ struct stream_params {
     const int4 *srec;     /* per slot, two int4: its first segment's record with k0, k1 = the slot's segments */
     const int4 *grec;     /* per segment, two int4: {task, tile0, tile1, page base}, {length, k, k + 1, out}
                            * (plan_records: the producers' first copy waits on two loads, not four) */
+    const int4 *sfp;      /* attempt #34 (DL_STREAM_FIRST_PAGES=1; else NULL): per slot, the ids of the pages that hold
+                           * tokens tile0 * 64 + 16 i (i < 4) of its first segment's first tile (page size >= 16), so
+                           * that its first copies wait on one load (the record), not on the record, then the ids */
     int swz;              /* tile_off swizzle mode */
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
                            * consumers release each stage unread and write nothing; 2 = the producer copies
@@ -658,6 +661,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 #endif
 }
 
+/* Attempt #34: the id of the page holding token first-tile-token + 16 q (q < 4) from a slot's sfp record. */
+__device__ __forceinline__ int first_page(const int4 fp, int q) { return q == 0 ? fp.x : q == 1 ? fp.y : q == 2 ? fp.z : fp.w; }
+
 /* The one producer warp of a CTA (the wgmma kernels; the warp consumers with make STREAM_PRODUCERS=one):
  * it serves the CTA's W consumers (warps or warpgroups) in turn, one
  * tile each per round, through their rings of S stages (STAGE bytes each: the K tile, then the
@@ -676,6 +682,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+    int4 cfp[W]; /* attempt #34: the first tile's page ids (sp.sfp) */
     /* consumer w starts a segment of record r = {task, tile0, tile1, page base}, len tokens */
     auto start_segment = [&](int w, const int4 r, int len) {
         ckvh[w] = r.x % Hkv;
@@ -688,6 +695,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
         const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
+        cfp[w] = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0);
         ck[w] = e.y;
         kend[w] = e.z;
         TL_MARK(sp, kTlRec, e.z);
@@ -706,7 +714,9 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int32_t *pages = a.kv_indices + cpb[w];
-            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+            const bool fp = sp.sfp && cj[w] == 0 && ps >= 16; /* lane < ncopy <= 4 */
+            const int pg0 = lane < ncopy ? (fp ? first_page(cfp[w], lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
+                                         : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (cj[w] == 0) TL_MARK(sp, kTlPage, pg0);
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
@@ -756,7 +766,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tile0, tile1, page base}, len tokens */
-    auto produce_segment = [&](const int4 r, int len, int k) {
+    auto produce_segment = [&](const int4 r, int len, int k, const int4 *fp) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
         for (int tile = r.y; tile < r.z; tile++, j++) {
@@ -764,7 +774,9 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
             const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-            const int pg0 = lane < ncopy ? pages[(tok0 + lane * rows) / ps] : 0;
+            const bool first = fp && tile == r.y && ps >= 16; /* lane < ncopy <= 4 */
+            const int pg0 = lane < ncopy ? (first ? first_page(*fp, lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
+                                         : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (j == 0) TL_MARK(sp, kTlPage, pg0);
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
@@ -792,9 +804,10 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
+        const int4 fp = sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.x, e.y);
-        for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k);
+        if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
+        for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k, nullptr);
     };
     produce_slot(slot);
     if (sp.num_static < sp.num_slots) { /* the pool */
@@ -831,6 +844,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
+    const int4 fp0 = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0); /* attempt #34 */
     TL_MARK(sp, kTlRec, e0.z);
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
@@ -842,7 +856,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
             if (lane < 8) {
                 const int i = n + lane, st = i % S;
                 const bool copy = tok < len && !(DL_STREAM_DIAG && sp.dry == 2);
-                const int page = copy ? pages[tok / ps] : 0;
+                const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
                     if (i >= S) mbar_wait(&full[st], ((i / S) - 1) & 1);
@@ -1918,6 +1932,8 @@ struct stream_maps {
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_onepass; /* DL_STREAM_MERGE_ONEPASS: the merge kernel's one-pass form (attempt #33) */
+    int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
+    size_t sfp;
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -2103,7 +2119,8 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     const stream_maps *m = (const stream_maps *)pl->host;
     const int32_t *dev = (const int32_t *)pl->dev;
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
-                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec), m->swz, m->dry};
+                        (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec),
+                        m->first_pages ? (const int4 *)(dev + m->sfp) : nullptr, m->swz, m->dry};
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -2226,13 +2243,16 @@ template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
  * per slot s its first segment's record with k0, k1 = the slot's segments [slot_ptr[s], slot_ptr[s + 1])
  * in the second int4 (an empty slot: zeros, k0 = k1). A producer's first copy then waits on the slot's
  * record and the page ids, not on slot_ptr, the segment, kv_indptr and the length, then the page ids.
- * Sets maps->srec, maps->grec; returns the buffer (malloc'd, *len int32s) or NULL after dl_fail(). */
+ * With maps->first_pages (attempt #34, page sizes >= 16), then per slot one int4: the ids of the pages that hold
+ * tokens tile0 * 64 + 16 q (q < 4) of its first segment's first tile, 0 past the request's end (sp.sfp).
+ * Sets maps->srec, maps->grec, maps->sfp; returns the buffer (malloc'd, *len int32s) or NULL after dl_fail(). */
 static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32_t *h_seq_len, stream_maps *maps,
                              size_t *len)
 {
     const int B = a->batch_size, Hkv = a->num_kv_heads;
     const size_t srec = (p->buf_len + 3) & ~(size_t)3, grec = srec + 8 * (size_t)p->num_slots;
-    *len = grec + 8 * (size_t)p->num_segs;
+    const size_t sfp = grec + 8 * (size_t)p->num_segs;
+    *len = sfp + (maps->first_pages ? 4 * (size_t)p->num_slots : 0);
     int32_t *all = (int32_t *)calloc(*len, sizeof(int32_t)), *indptr = (int32_t *)malloc((B + 1) * sizeof(int32_t));
     if (!all || !indptr) {
         free(all);
@@ -2270,9 +2290,34 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
         if (k0 < k1) memcpy(r, all + grec + 8 * (size_t)k0, 8 * sizeof(int32_t));
         r[5] = k0, r[6] = k1;
     }
+    if (maps->first_pages) {
+        int32_t *ids = (int32_t *)malloc((size_t)indptr[B] * sizeof(int32_t));
+        const cudaError_t e2 = ids ? cudaMemcpy(ids, a->kv_indices, (size_t)indptr[B] * sizeof(int32_t),
+                                                cudaMemcpyDeviceToHost)
+                                   : cudaErrorMemoryAllocation;
+        if (e2 != cudaSuccess) {
+            dl_fail("dl_stream_make_plan: reading the page table back (%d ids) for DL_STREAM_FIRST_PAGES failed: %s",
+                    indptr[B], cudaGetErrorString(e2));
+            free(ids);
+            free(all);
+            free(indptr);
+            return NULL;
+        }
+        for (int s = 0; s < p->num_slots; s++) {
+            const int k0 = slot_ptr[s];
+            if (k0 >= slot_ptr[s + 1]) continue;
+            const int b = seg_task[k0] / Hkv;
+            for (int q = 0; q < 4; q++) {
+                const int tok = seg_t0[k0] * kTile + 16 * q;
+                all[sfp + 4 * (size_t)s + q] = tok < h_seq_len[b] ? ids[indptr[b] + tok / a->page_size] : 0;
+            }
+        }
+        free(ids);
+    }
     free(indptr);
     maps->srec = srec;
     maps->grec = grec;
+    maps->sfp = sfp;
     return all;
 }
 
@@ -2348,6 +2393,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * together; built 2026-12-04, not yet measured: default 0) */
     int merge_onepass;
     DL_TRY(knob("DL_STREAM_MERGE_ONEPASS", 0, 1, 0, &merge_onepass));
+    /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; built
+     * 2026-12-04, not yet measured: default 0) */
+    int first_pages;
+    DL_TRY(knob("DL_STREAM_FIRST_PAGES", 0, 1, 0, &first_pages));
     const bool apportion_asked = getenv("DL_STREAM_APPORTION") != nullptr;
     int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
@@ -2399,6 +2448,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->dry = dry;
     maps->tl_ctas = tl_ctas;
     maps->merge_onepass = merge_onepass;
+    maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
