@@ -361,7 +361,8 @@ struct stream_params {
                            * right outputs); 4 = the copy probe (stream_copy_probe) instead of the kernel;
                            * 5 (the page stage only) = copies and compute side by side, unsynchronized: the
                            * producer reuses a stage once its previous copy landed, the consumers never wait
-                           * nor release and compute on whatever the ring holds */
+                           * nor release and compute on whatever the ring holds; 6 = the normal work, but the
+                           * merge kernel returns after its wait (its launch and wait without its body) */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -377,6 +378,7 @@ struct stream_params {
 constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 constexpr size_t kTlPrefixMax = 4000; /* DL_STREAM_TL_CTAS: the longest path prefix */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
+__device__ int g_merge_dry; /* DL_STREAM_DRY=6: the merge kernel parks its tickets and returns (set by launch_planned) */
 /* the start's milestones per CTA (DL_STREAM_DRY=3): the producer's first slot record loaded, its first page id
  * loaded, its first copy issued, and a consumer's Q in registers (the warp consumers; ~0: not reached) */
 enum { kTlRec = 0, kTlPage = 1, kTlIssue = 2, kTlQ = 3, kTlMarks = 4 };
@@ -573,6 +575,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
     if (k1 - k0 < 2) return;
     if (head == 0 && threadIdx.x == 0) plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
+#if DL_STREAM_DIAG
+    if (g_merge_dry) return; /* DL_STREAM_DRY=6: the merge's launch and wait alone (wrong outputs) */
+#endif
     /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
      * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
      * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
@@ -2128,6 +2133,12 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                                               (cudaStream_t)a->stream));
         DL_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)a->stream)); /* init lives on the stack */
     }
+    static int merge_dry = 0; /* g_merge_dry as last set (0 at load) */
+    if ((m->dry == 6) != merge_dry) {
+        const int v = m->dry == 6;
+        DL_CUDA_CHECK(cudaMemcpyToSymbol(g_merge_dry, &v, sizeof v));
+        merge_dry = v;
+    }
     if (m->dry == 4) { /* the copy probe instead of the decode kernel */
         const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
         stream_copy_probe<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
@@ -2415,7 +2426,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
-    DL_TRY(knob("DL_STREAM_DRY", 0, 5, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 6, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -2505,6 +2516,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("dl_stream_make_plan: a task cut into %d segments; the merge kernel takes at most %d (lower "
                        "DL_STREAM_MAX_SEGS or raise DL_STREAM_MIN_TILES; with DL_STREAM_POOL, raise "
                        "DL_STREAM_POOL_CHUNK)", n, kMergeThreads);
+    }
+    if (dry == 6 && merge != DL_MERGE_KERNEL) {
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return dl_fail("DL_STREAM_DRY=6 times the merge kernel without its body: this plan merges by ticket (set "
+                       "DL_STREAM_MERGE=kernel, or take a case with long tasks)");
     }
     out->merge_kernel = merge;
     out->order = p.order;
