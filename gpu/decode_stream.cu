@@ -473,17 +473,18 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
 }
 
 /* The merge kernel (issue 10, attempt #15; DL_STREAM_MERGE=kernel, or auto for plans with long tasks:
- * dl_plan.h): the split tasks' partials merged by a second kernel, one CTA per (task, query head),
- * MERGE_THREADS threads: thread (sub, col) takes the 4-float column col of o over the segments k0 + sub,
- * k0 + sub + SUB, ...; in the models' form (merge_segments in ref/dl_ref.c): M = max lse_i first (a block
- * reduction), then w_i = expf(lse_i - M), o = sum w_i o_i / sum w_i, lse = M + logf(sum w_i), the SUB
- * partial sums added in sub order. So a task's segments are merged by up to MERGE_THREADS threads instead
- * of one warp, and the plan may cut a task into more segments (DL_STREAM_MAX_SEGS): the one-warp merge
- * made 64 segments slower than 32 at B1 L32768. Launched with programmatic stream serialization;
- * griddepcontrol.wait holds it until the decode kernel's writes are complete and visible. Tasks of one
- * segment (written in place) return at once. The decode kernels are not told: in this mode the plan's
- * tickets start parked (kParkedTicket, set by make_plan) so that no warp's count reaches its task's last
- * segment, and this kernel parks them again after each launch. */
+ * dl_plan.h): the split tasks' partials merged by a second kernel, C CTAs per (task, query head), each of
+ * kMergeThreads threads and D / C of the head's dims (attempt #35, DL_STREAM_MERGE_SPLIT): thread (sub, col)
+ * takes the floats col, col + cols, col + 2 cols, col + 3 cols of its CTA's share (cols = D / 4C), so that a
+ * warp's loads are contiguous, over the segments k0 + sub, k0 + sub + SUB, ...; in the models' form
+ * (merge_segments in ref/dl_ref.c): M = max lse_i first (a block reduction), then w_i = expf(lse_i - M),
+ * o = sum w_i o_i / sum w_i, lse = M + logf(sum w_i), the SUB partial sums added in sub order. So a task's
+ * segments are merged by many threads instead of one warp, and the plan may cut a task into more segments
+ * (DL_STREAM_MAX_SEGS): the one-warp merge made 64 segments slower than 32 at B1 L32768. Launched with
+ * programmatic stream serialization; griddepcontrol.wait holds it until the decode kernel's writes are complete
+ * and visible. Tasks of one segment (written in place) return at once. The decode kernels are not told: in this
+ * mode the plan's tickets start parked (kParkedTicket, set by make_plan) so that no warp's count reaches its
+ * task's last segment, and this kernel parks them again after each launch. */
 constexpr int kMergeThreads = 256;
 constexpr int kParkedTicket = INT_MIN / 2;
 /* Where the tickets begin in the plan buffer (its layout: dl_plan.h). */
@@ -491,21 +492,15 @@ __host__ __device__ constexpr int plan_tickets_at(int num_slots, int num_segs, i
 {
     return num_slots + 1 + 4 * num_segs + num_tasks + 1;
 }
-/* A merge thread's weighted sum of its segments' partials (segments sub, sub + SUB, ... < n; column col
- * of D/4 float4s), B segments at a time with every load issued before any is used: a segment past n
- * reloads the batch's first with weight 0. */
-/* A segment's partial row in the workspace (D + 1 floats: o, then lse; not 16-byte aligned), read past L1. */
-__device__ __forceinline__ const float *partial_row(const float *ws, int row, int G, int head, int D)
-{
-    return ws + ((size_t)row * G + head) * (D + 1);
-}
-__device__ __forceinline__ float4 ldcg4(const float *p)
-{
-    return make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3));
-}
+/* A merge thread's weighted sum of its segments' partials (segments sub, sub + SUB, ... < n; the four floats
+ * at f, f + cols, f + 2 cols, f + 3 cols of a row of D + 1 floats, o then lse), B segments at a time with
+ * every load issued before any is used: a segment past n reloads the batch's first with weight 0. Read past
+ * L1 (__ldcg: the decode kernel wrote them). Until attempt #35 a thread took four adjacent floats (rows are
+ * not 16-byte aligned, so as four scalar loads): a warp's load then spanned 512 bytes for 128 used, and each of
+ * the four loads fetched the same sectors again from L2. */
 template <int B>
 __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_row, const float *s_w, int n, int sub,
-                                                int SUB, int G, int head, int D, int col)
+                                                int SUB, int G, int head, int D, int f, int cols)
 {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int i0 = sub; i0 < n; i0 += B * SUB) {
@@ -515,8 +510,8 @@ __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_ro
         for (int u = 0; u < B; u++) {
             const int i = i0 + u * SUB, ii = i < n ? i : i0;
             w[u] = i < n ? s_w[ii] : 0.0f;
-            const float *p = ws + ((size_t)s_row[ii] * G + head) * (D + 1) + 4 * col; /* rows of D + 1 floats: */
-            o[u] = make_float4(__ldcg(p), __ldcg(p + 1), __ldcg(p + 2), __ldcg(p + 3)); /* not 16-B aligned */
+            const float *p = ws + ((size_t)s_row[ii] * G + head) * (D + 1) + f;
+            o[u] = make_float4(__ldcg(p), __ldcg(p + cols), __ldcg(p + 2 * cols), __ldcg(p + 3 * cols));
         }
 #pragma unroll
         for (int u = 0; u < B; u++) {
@@ -525,43 +520,8 @@ __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_ro
     }
     return acc;
 }
-/* Attempt #33 (DL_STREAM_MERGE_ONEPASS=1): a merge thread's segments in batches of B, each batch's lse and partial
- * loaded together (one L2 round trip a batch, where the two-pass form spends one on the lse before any partial),
- * combined online: the thread's running max m, weight sum w and weighted sum acc are rescaled when a batch raises
- * m. The threads' (m, w, acc) are combined after. A segment past n reloads the batch's first with lse -inf. If it is
- * kept, merge_batches and the two-pass body of stream_merge_kernel go. */
-template <int B>
-__device__ __forceinline__ void merge_onepass(const float *ws, int k0, int n, int sub, int SUB, int G, int head, int D,
-                                              int col, float &m, float &w, float4 &acc)
-{
-    m = -INFINITY, w = 0.0f, acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int i0 = sub; i0 < n; i0 += B * SUB) {
-        float l[B];
-        float4 o[B];
-#pragma unroll
-        for (int u = 0; u < B; u++) {
-            const int i = i0 + u * SUB;
-            const float *p = partial_row(ws, k0 + (i < n ? i : i0), G, head, D);
-            const float lse = __ldcg(p + D); /* loaded unconditionally, so that a batch's loads issue together */
-            o[u] = ldcg4(p + 4 * col);
-            l[u] = i < n ? lse : -INFINITY;
-        }
-        float mb = m;
-#pragma unroll
-        for (int u = 0; u < B; u++) mb = fmaxf(mb, l[u]);
-        const float r = m == -INFINITY ? 0.0f : expf(m - mb); /* mb is finite: the batch has a segment */
-        w *= r, acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
-#pragma unroll
-        for (int u = 0; u < B; u++) {
-            const float e = l[u] == -INFINITY ? 0.0f : expf(l[u] - mb);
-            w += e;
-            acc.x += e * o[u].x; acc.y += e * o[u].y; acc.z += e * o[u].z; acc.w += e * o[u].w;
-        }
-        m = mb;
-    }
-}
 
-template <bool ONEPASS>
+template <int C>
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
@@ -569,12 +529,13 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 #if DL_STREAM_DIAG /* the timeline: harmless when DL_STREAM_DRY != 3 (nothing reads it then) */
     if (threadIdx.x == 0) atomicMin(&g_tl_merge[0], tl_now());
 #endif
-    const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / 4;
-    const int t = blockIdx.x / G, head = blockIdx.x % G;
+    const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / (4 * C);
+    const int part = blockIdx.x % C, t = blockIdx.x / C / G, head = blockIdx.x / C % G;
     const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
     const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
     if (k1 - k0 < 2) return;
-    if (head == 0 && threadIdx.x == 0) plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
+    if (head == 0 && part == 0 && threadIdx.x == 0)
+        plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
 #if DL_STREAM_DIAG
     if (g_merge_dry) return; /* DL_STREAM_DRY=6: the merge's launch and wait alone (wrong outputs) */
 #endif
@@ -584,39 +545,6 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
      * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
     const float *ws = (const float *)a.workspace;
     const int n = k1 - k0, tid = (int)threadIdx.x;
-    if constexpr (ONEPASS) {
-        /* every thread has a sub: kMergeThreads is a multiple of cols; batches of 8 from 5 segments a thread */
-        const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
-        float m, w;
-        float4 acc;
-        if (n > 4 * SUB) merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, col, m, w, acc);
-        else merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, col, m, w, acc);
-        __shared__ float4 q_o[kMergeThreads];
-        __shared__ float q_m[kMergeThreads], q_w[kMergeThreads];
-        q_o[tid] = acc, q_m[tid] = m, q_w[tid] = w;
-        __syncthreads();
-        if (sub == 0) { /* the subs of column col, in sub order */
-            float M = -INFINITY;
-            for (int i = 0; i < SUB; i++) M = fmaxf(M, q_m[i * cols + col]);
-            float W = 0.0f;
-            float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int i = 0; i < SUB; i++) {
-                const float mi = q_m[i * cols + col];
-                if (mi == -INFINITY) continue; /* a sub with no segment */
-                const float r = expf(mi - M);
-                const float4 x = q_o[i * cols + col];
-                W += r * q_w[i * cols + col];
-                o.x += r * x.x; o.y += r * x.y; o.z += r * x.z; o.w += r * x.w;
-            }
-            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-            *(float4 *)(a.o + row * D + 4 * col) = make_float4(o.x / W, o.y / W, o.z / W, o.w / W);
-            if (col == 0) a.lse[row] = M + logf(W);
-        }
-#if DL_STREAM_DIAG
-        if (threadIdx.x == 0) atomicMax(&g_tl_merge[1], tl_now());
-#endif
-        return;
-    }
     __shared__ int s_row[kMergeThreads];
     __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
     __shared__ float4 part_o[kMergeThreads];
@@ -640,15 +568,15 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
     __syncthreads();
     W = red_sum[0];
     for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
-    /* every thread has a sub: kMergeThreads (256) is a multiple of cols (16, 32 or 64 for D 64/128/256) */
-    const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols;
+    /* every thread has a sub: kMergeThreads (256) is a multiple of cols (D / 4C: 1 to 64) */
+    const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
     /* batches of B segments a thread (merge_batches), the loads unconditional, so that a batch's loads
      * are in flight together: with the bound checked between them ptxas issued one segment's loads at
      * a time (the SASS of 8937463), and the merge of ~99 segments took 10-13.6 us (the timeline of
      * 2026-12-03d, call 2). B = 8 from 5 segments a thread (B1 L32768: ~13; 39.10 -> 37.44 us), else 4
      * (B4 L32768, ~3-4 a thread, lost ~1 us with 8: half of each batch reloaded for nothing) */
-    const float4 acc = n > 4 * SUB ? merge_batches<8>(ws, s_row, s_w, n, sub, SUB, G, head, D, col)
-                                   : merge_batches<4>(ws, s_row, s_w, n, sub, SUB, G, head, D, col);
+    const float4 acc = n > 4 * SUB ? merge_batches<8>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols)
+                                   : merge_batches<4>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols);
     part_o[tid] = acc;
     __syncthreads();
     if (sub == 0) {
@@ -658,8 +586,9 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
             o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
         }
         const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-        *(float4 *)(a.o + row * D + 4 * col) = make_float4(o.x / W, o.y / W, o.z / W, o.w / W);
-        if (col == 0) a.lse[row] = M + logf(W);
+        float *out = a.o + row * D + f;
+        out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
+        if (f == 0) a.lse[row] = M + logf(W);
     }
 #if DL_STREAM_DIAG
     if (threadIdx.x == 0) atomicMax(&g_tl_merge[1], tl_now());
@@ -1936,7 +1865,7 @@ struct stream_maps {
     int boxheads, probe_ns, probe_ctas, probe_pages;
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
-    int merge_onepass; /* DL_STREAM_MERGE_ONEPASS: the merge kernel's one-pass form (attempt #33) */
+    int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
     int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
     size_t sfp;
 };
@@ -2154,12 +2083,14 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads)));
+        const int C = m->merge_split;
+        cfg.gridDim = dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C));
         cfg.blockDim = dim3(kMergeThreads);
         cfg.stream = (cudaStream_t)a->stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, m->merge_onepass ? stream_merge_kernel<true> : stream_merge_kernel<false>,
+        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, C == 4 ? stream_merge_kernel<4> : C == 2 ? stream_merge_kernel<2>
+                                                                                : stream_merge_kernel<1>,
                                          *a, (int32_t *)pl->dev, pl->num_slots,
                                          pl->num_segs, pl->num_tasks));
     }
@@ -2400,14 +2331,15 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * 1 always, 0 never; unset: where the plan needs the merge kernel (below) */
     int apportion;
     DL_TRY(knob("DL_STREAM_APPORTION", 0, 1, 0, &apportion));
-    /* the merge kernel's one-pass form (attempt #33, stream_merge_kernel: each batch's lse and partials loaded
-     * together; built 2026-12-04, not yet measured: default 0) */
-    int merge_onepass;
-    DL_TRY(knob("DL_STREAM_MERGE_ONEPASS", 0, 1, 0, &merge_onepass));
-    /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; built
-     * 2026-12-04, not yet measured: default 0) */
+    /* the merge kernel's CTAs per (task, query head), each with D / C of the dims (attempt #35): 1, 2 or 4; 0 = the
+     * fewest of those that give the merge kernel at least one CTA per SM (at most 4) */
+    int merge_split;
+    DL_TRY(knob("DL_STREAM_MERGE_SPLIT", 0, 4, 0, &merge_split));
+    if (merge_split == 3) return dl_fail("DL_STREAM_MERGE_SPLIT: '3' is not 0 (auto), 1, 2 or 4");
+    /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
+     * default since 2026-12-04's fifth session: 0.5-1.4 us off the cases merged by ticket, gpu/NOTES.md #34) */
     int first_pages;
-    DL_TRY(knob("DL_STREAM_FIRST_PAGES", 0, 1, 0, &first_pages));
+    DL_TRY(knob("DL_STREAM_FIRST_PAGES", 0, 1, 1, &first_pages));
     const bool apportion_asked = getenv("DL_STREAM_APPORTION") != nullptr;
     int apportion_flag = apportion ? DL_PLAN_APPORTION : 0;
     /* the tail's pool (attempt #19, dl_plan_build_pool): the last DL_STREAM_POOL % of the tiles in slots of
@@ -2458,7 +2390,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
     maps->tl_ctas = tl_ctas;
-    maps->merge_onepass = merge_onepass;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
@@ -2523,7 +2454,18 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_DRY=6 times the merge kernel without its body: this plan merges by ticket (set "
                        "DL_STREAM_MERGE=kernel, or take a case with long tasks)");
     }
-    out->merge_kernel = merge;
+    if (merge == DL_MERGE_KERNEL && merge_split == 0) { /* auto: the fewest CTAs per (task, head) for one per SM */
+        const int heads = p.num_tasks * (a->num_qo_heads / a->num_kv_heads);
+        merge_split = heads >= sms ? 1 : 2 * heads >= sms ? 2 : 4;
+    }
+    if (merge == DL_MERGE_KERNEL && a->head_dim % (4 * merge_split)) {
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return dl_fail("DL_STREAM_MERGE_SPLIT=%d: head_dim %d is not a multiple of %d", merge_split, a->head_dim,
+                       4 * merge_split);
+    }
+    maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
+    out->merge_kernel = maps->merge_split; /* 0: by ticket */
     out->order = p.order;
     out->cut = p.cut;
     out->seg_cost = p.seg_cost;

@@ -45,7 +45,8 @@ typedef struct dl_gpu_args_s {
 typedef struct {
     int warps, ctas, num_tasks, num_slots, num_segs, num_partials;
     int num_static;                   /* slots [num_static, num_slots): the pool, claimed at run time (DL_STREAM_POOL) */
-    int merge_kernel;                 /* 1: split tasks merged by a second kernel (DL_STREAM_MERGE), 0: by a warp */
+    int merge_kernel;                 /* C >= 1: split tasks merged by a second kernel (DL_STREAM_MERGE), C CTAs per
+                                       * (task, query head) (DL_STREAM_MERGE_SPLIT); 0: by a warp */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */

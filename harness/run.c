@@ -341,8 +341,11 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
                 snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
             else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
                 snprintf(cut, sizeof cut, ":apportion");
+            char merge[16] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
+            if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
+            else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
             snprintf(r->model_schedule, sizeof r->model_schedule, "plan:%dx%dw:%dsegs:%s:%s%s%s", plan->ctas,
-                     plan->warps, plan->num_segs, plan->merge_kernel ? "kernel" : "ticket",
+                     plan->warps, plan->num_segs, merge,
                      plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut, plan->page_stage ? ":page" : "");
         }
     } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
