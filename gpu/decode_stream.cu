@@ -362,7 +362,8 @@ struct stream_params {
                            * 5 (the page stage only) = copies and compute side by side, unsynchronized: the
                            * producer reuses a stage once its previous copy landed, the consumers never wait
                            * nor release and compute on whatever the ring holds; 6 = the normal work, but the
-                           * merge kernel returns after its wait (its launch and wait without its body) */
+                           * merge kernel returns after its wait (its launch and wait without its body); 7 = the
+                           * copy probe of 4 with its timeline (stream_copy_probe, launch_planned) */
 };
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
@@ -822,28 +823,47 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * with boxheads < Hkv the pieces of a token row are read a whole run apart in time (as by warps of different
  * tasks). Thread 0 issues; a stage is reused once its previous copy has landed (ns stages in flight per CTA).
  * Outputs are not written: time it with run --time-failed, beside the read and DL_STREAM_DRY=1. */
+/* timed (DL_STREAM_DRY=7): per CTA, in the timeline's arrays (g_tl: entry, the first copy landed, the last copy
+ * landed; g_tl_mark: the first page id loaded, the first copy issued), as the decode kernels' DL_STREAM_DRY=3. */
 __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
-                                                         const __grid_constant__ CUtensorMap vmap)
+                                                         const __grid_constant__ CUtensorMap vmap, int timed)
 {
     extern __shared__ __align__(1024) uint8_t probe_smem[];
     __shared__ uint64_t full[kProbeMaxStages];
     const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
-    if (threadIdx.x != 0 || j0 >= j1) return;
+    if (threadIdx.x != 0) return;
+    timed = timed && blockIdx.x < kTlMax;
+    if (timed) { /* a CTA with no pages: entry = exit, no first landing */
+        const unsigned long long t = tl_now();
+        g_tl[3 * blockIdx.x] = t, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t;
+        for (int m = 0; m < kTlMarks; m++) g_tl_mark[kTlMarks * blockIdx.x + m] = ~0ull;
+        unsigned int sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        g_tl_sm[blockIdx.x] = sm;
+    }
+    if (j0 >= j1) return;
     for (int st = 0; st < ns; st++) mbar_init(&full[st], 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     int n = 0;
     for (int hg = 0; hg < Hkv; hg += boxheads)
         for (int j = j0; j < j1; j++, n++) {
             const int st = n % ns, page = kv_indices[j];
+            if (timed && n == 0 && page != INT_MIN) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
             if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
+            if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
             mbar_expect_tx(&full[st], 2 * box_bytes);
             tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
             tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
+            if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlIssue] = tl_now();
         }
-    for (int m = n > ns ? n - ns : 0; m < n; m++) mbar_wait(&full[m % ns], (m / ns) & 1); /* the last ones land */
+    for (int m = n > ns ? n - ns : 0; m < n; m++) { /* the last ones land */
+        mbar_wait(&full[m % ns], (m / ns) & 1);
+        if (timed && m == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* fewer copies than stages */
+    }
+    if (timed) g_tl[3 * blockIdx.x + 2] = tl_now();
 }
 #endif
 
@@ -1920,8 +1940,10 @@ static int tl_cmp(const void *x, const void *y)
  * the four milestones, -1 where not reached), written whole then renamed, so that a slow CTA can be traced to its
  * SM or its work across launches. */
 static double tl_us(unsigned long long x, unsigned long long t0) { return x == ~0ull ? -1.0 : (double)(x - t0) * 1e-3; }
+/* probe_pages > 0: the copy probe's timeline (DL_STREAM_DRY=7): no plan; a CTA's "tiles" are its copies (a page's K
+ * and V boxes, once per head group: probe_groups), its segments 0 */
 static int tl_dump(const char *prefix, int launch, const unsigned long long *h, const unsigned long long *mk, int n,
-                   unsigned long long t0, const dl_gpu_plan *pl)
+                   unsigned long long t0, const dl_gpu_plan *pl, int probe_pages, int probe_groups)
 {
     /* the plan's work list head (gpu/dl_plan.h): slot_ptr[num_slots + 1], seg_task, seg_t0, seg_t1 [num_segs] */
     const size_t nplan = (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs;
@@ -1950,7 +1972,11 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
     for (int i = 0; i < n; i++) {
         const unsigned long long fi = h[3 * i + 1];
         int segs = 0, tiles = 0; /* the CTA's static slots (a pool's claims are not counted) */
-        for (int w = 0; w < pl->warps; w++) {
+        if (probe_pages > 0) { /* stream_copy_probe's runs (its grid, per_sm x SMs, is below kTlMax: n is it) */
+            const int per = (probe_pages + n - 1) / n, j0 = i * per, j1 = probe_pages < j0 + per ? probe_pages : j0 + per;
+            tiles = j1 > j0 ? (j1 - j0) * probe_groups : 0;
+        }
+        for (int w = 0; w < pl->warps && probe_pages == 0; w++) {
             const int slot = i * pl->warps + w;
             if (slot >= pl->num_static) break;
             for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) segs++, tiles += seg_t1[k] - seg_t0[k];
@@ -1968,10 +1994,11 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
     return 0;
 }
 
-static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
+/* after a launch of the plan's kernel (DL_STREAM_DRY=3: ctas = the plan's, probe_pages 0) or of the copy probe
+ * (DL_STREAM_DRY=7: its grid, pages and head groups) */
+static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream, int ctas, int probe_pages, int probe_groups)
 {
-    const int ctas = pl->ctas;
-    const bool merged = pl->merge_kernel;
+    const bool merged = pl->merge_kernel && probe_pages == 0;
     static int launches = 0;
     if (++launches > 12) return 0;
     const int n = ctas < kTlMax ? ctas : kTlMax;
@@ -2000,7 +2027,7 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream)
         life += (double)(end[i] - beg[i]);
     }
     const char *dump = ((const stream_maps *)pl->host)->tl_ctas;
-    if (dump && tl_dump(dump, launches, h, mk, n, t0, pl)) {
+    if (dump && tl_dump(dump, launches, h, mk, n, t0, pl, probe_pages, probe_groups)) {
         free(beg);
         free(h);
         return 1;
@@ -2068,11 +2095,15 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         DL_CUDA_CHECK(cudaMemcpyToSymbol(g_merge_dry, &v, sizeof v));
         merge_dry = v;
     }
-    if (m->dry == 4) { /* the copy probe instead of the decode kernel */
+    if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
         const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
         stream_copy_probe<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
-            a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv);
+            a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
+            m->dry == 7);
         DL_CUDA_CHECK_LAUNCH();
+        if (m->dry == 7)
+            DL_TRY(tl_report(pl, (cudaStream_t)a->stream, m->probe_ctas, m->probe_pages,
+                             a->num_kv_heads / m->boxheads));
         return 0;
     }
 #endif
@@ -2095,7 +2126,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                                          pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
-    if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream));
+    if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream, pl->ctas, 0, 0));
 #endif
     return 0;
 }
@@ -2358,15 +2389,15 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
-    DL_TRY(knob("DL_STREAM_DRY", 0, 6, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
     const char *tl_ctas = getenv("DL_STREAM_TL_CTAS");
     if (tl_ctas && !*tl_ctas) tl_ctas = NULL;
-    if (tl_ctas && dry != 3)
-        return dl_fail("DL_STREAM_TL_CTAS=%s: the per-CTA rows come with the timeline; set DL_STREAM_DRY=3 (a make "
-                       "DIAG=1 build)", tl_ctas);
+    if (tl_ctas && dry != 3 && dry != 7)
+        return dl_fail("DL_STREAM_TL_CTAS=%s: the per-CTA rows come with the timeline; set DL_STREAM_DRY=3 (or 7, the copy "
+                       "probe's; a make DIAG=1 build)", tl_ctas);
 #if DL_STREAM_DIAG
     if (tl_ctas && strlen(tl_ctas) > kTlPrefixMax)
         return dl_fail("DL_STREAM_TL_CTAS: a path prefix of %zu characters (at most %zu)", strlen(tl_ctas),
@@ -2399,7 +2430,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     out->host = maps;
 #if DL_STREAM_DIAG
-    if (dry == 4 && probe_setup(a, h_seq_len, sh.R, sms, promo, maps)) {
+    if ((dry == 4 || dry == 7) && probe_setup(a, h_seq_len, sh.R, sms, promo, maps)) {
         dl_gpu_plan_free(out);
         return -1;
     }

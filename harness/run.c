@@ -341,12 +341,17 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
                 snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
             else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
                 snprintf(cut, sizeof cut, ":apportion");
-            char merge[16] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
+            char merge[24] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
             if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
             else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
-            snprintf(r->model_schedule, sizeof r->model_schedule, "plan:%dx%dw:%dsegs:%s:%s%s%s", plan->ctas,
-                     plan->warps, plan->num_segs, merge,
-                     plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut, plan->page_stage ? ":page" : "");
+            char sched[128];
+            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s", plan->ctas, plan->warps,
+                                     plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
+                                     plan->page_stage ? ":page" : "");
+            if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
+                return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
+                               "(%zu characters)", sched, sizeof r->model_schedule - 1);
+            memcpy(r->model_schedule, sched, (size_t)len + 1);
         }
     } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
         dl_schedule sc;
