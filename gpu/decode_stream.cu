@@ -2366,7 +2366,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * fewest of those that give the merge kernel at least one CTA per SM (at most 4) */
     int merge_split;
     DL_TRY(knob("DL_STREAM_MERGE_SPLIT", 0, 4, 0, &merge_split));
-    if (merge_split == 3) return dl_fail("DL_STREAM_MERGE_SPLIT: '3' is not 0 (auto), 1, 2 or 4");
+    if (merge_split == 3) /* refused now, whatever the plan's merge: dl_plan_merge_split checks the value first */
+        return dl_plan_merge_split(merge_split, 0, 1, 0, &merge_split);
     /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
      * default since 2026-12-04's fifth session: 0.5-1.4 us off the cases merged by ticket, gpu/NOTES.md #34) */
     int first_pages;
@@ -2485,15 +2486,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_DRY=6 times the merge kernel without its body: this plan merges by ticket (set "
                        "DL_STREAM_MERGE=kernel, or take a case with long tasks)");
     }
-    if (merge == DL_MERGE_KERNEL && merge_split == 0) { /* auto: the fewest CTAs per (task, head) for one per SM */
-        const int heads = p.num_tasks * (a->num_qo_heads / a->num_kv_heads);
-        merge_split = heads >= sms ? 1 : 2 * heads >= sms ? 2 : 4;
-    }
-    if (merge == DL_MERGE_KERNEL && a->head_dim % (4 * merge_split)) {
+    if (merge == DL_MERGE_KERNEL && /* C CTAs per (task, head), auto: the fewest for one per SM */
+        dl_plan_merge_split(merge_split, (int64_t)p.num_tasks * (a->num_qo_heads / a->num_kv_heads), sms, a->head_dim,
+                            &merge_split)) {
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
-        return dl_fail("DL_STREAM_MERGE_SPLIT=%d: head_dim %d is not a multiple of %d", merge_split, a->head_dim,
-                       4 * merge_split);
+        return -1;
     }
     maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
     out->merge_kernel = maps->merge_split; /* 0: by ticket */

@@ -145,6 +145,13 @@ int dl_plan_merge_mode(const char *s, int *mode);
 /* The merge a launch of plan p runs in mode (AUTO resolved; TICKET when no task
  * is split, since then there is nothing to merge). */
 int dl_plan_pick_merge(int mode, const dl_plan *p);
+/* The merge kernel's CTAs per (task, query head), C (issue 10 attempt #35, DL_STREAM_MERGE_SPLIT; each CTA
+ * merges head_dim / C of the head's dims): asked 1, 2 or 4 is taken; asked 0 (auto) takes the fewest of 1, 2, 4
+ * that give the kernel at least one CTA per SM over heads = tasks x query heads per KV head (4 when none does).
+ * Measured on the H200 (2026-12-04, results/h200_2026-12-04e/): B1 L32768 (32 heads) 36.42 us at C = 1, 35.39 at
+ * 2, 35.36 at 4; B4 (128) 86.40 / 86.46 / 87.90 at 1 / 2 / 4; B16 L8192 (512) 87.26 / 89.63 / 94.66. Returns 0
+ * with *split set, or dl_fail() naming the knob and value (asked not 0, 1, 2, 4; head_dim not a multiple of 4C). */
+int dl_plan_merge_split(int asked, int64_t heads, int sms, int head_dim, int *split);
 /* Frees the host arrays (not p->dev). */
 void dl_plan_free(dl_plan *p);
 

@@ -338,6 +338,20 @@ int dl_plan_pick_merge(int mode, const dl_plan *p)
     return mode;
 }
 
+int dl_plan_merge_split(int asked, int64_t heads, int sms, int head_dim, int *split)
+{
+    if (asked != 0 && asked != 1 && asked != 2 && asked != 4)
+        return dl_fail("DL_STREAM_MERGE_SPLIT: '%d' is not 0 (auto: the fewest of 1, 2, 4 that give the merge kernel "
+                       "one CTA per SM), 1, 2 or 4 (CTAs per task and query head)", asked);
+    int c = asked;
+    if (c == 0) c = heads >= sms ? 1 : 2 * heads >= sms ? 2 : 4;
+    if (head_dim <= 0 || head_dim % (4 * c))
+        return dl_fail("DL_STREAM_MERGE_SPLIT=%d: head_dim %d is not a multiple of %d (each of the %d CTAs of a head "
+                       "takes whole groups of 4 of its dims)", c, head_dim, 4 * c, c);
+    *split = c;
+    return 0;
+}
+
 int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy)
 {
     int per_sm = smem_sm / (smem_cta + 1024);

@@ -240,6 +240,37 @@ START_TEST(test_merge_mode)
 }
 END_TEST
 
+/* The merge kernel's CTAs per (task, query head) (attempt #35): asked values are taken; auto gives the fewest
+ * of 1, 2, 4 with at least one CTA per SM (B1 L32768 32 heads -> 4, B4 128 -> 2, B8 256 -> 1 on 132 SMs); other
+ * values, and a head_dim that 4C does not divide, are refused naming the knob. */
+START_TEST(test_merge_split)
+{
+    const struct { int asked; int64_t heads; int want; } cases[] = {
+        {0, 32, 4}, {0, 65, 4}, {0, 66, 2}, {0, 128, 2}, {0, 131, 2}, {0, 132, 1}, {0, 256, 1},
+        {1, 32, 1}, {2, 32, 2}, {4, 1024, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int c = -1;
+        ck_assert_int_eq(dl_plan_merge_split(cases[i].asked, cases[i].heads, 132, 128, &c), 0);
+        ck_assert_int_eq(c, cases[i].want);
+    }
+    int c = -1;
+    ck_assert_int_eq(dl_plan_merge_split(0, 32, 132, 64, &c), 0); /* D 64: 4 CTAs of 16 dims */
+    ck_assert_int_eq(c, 4);
+    const int bad[] = {3, 5, 8, -1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c = -1;
+        ck_assert_int_ne(dl_plan_merge_split(bad[i], 32, 132, 128, &c), 0);
+        ck_assert_int_eq(c, -1);
+        ck_assert(strstr(dl_last_error(), "DL_STREAM_MERGE_SPLIT: '") != NULL);
+    }
+    ck_assert_int_ne(dl_plan_merge_split(4, 32, 132, 24, &c), 0); /* 24 dims: not whole groups of 4 over 4 CTAs */
+    ck_assert(strstr(dl_last_error(), "head_dim 24 is not a multiple of 16") != NULL);
+    ck_assert_int_eq(dl_plan_merge_split(2, 32, 132, 24, &c), 0); /* but over 2 CTAs they are */
+    ck_assert_int_eq(c, 2);
+}
+END_TEST
+
 START_TEST(test_bad_arguments)
 {
     dl_plan p;
@@ -616,5 +647,5 @@ END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
+              test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
               test_seg_cost_heads_plan, test_apportioned_heads_plan)
