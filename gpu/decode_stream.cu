@@ -391,17 +391,20 @@ __device__ __forceinline__ unsigned long long tl_now()
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+/* a timed CTA's stamps at its entry (blockIdx.x < kTlMax): entry = exit = now, no first tile, no milestone, its SM */
+__device__ __forceinline__ void tl_begin_cta()
+{
+    const unsigned long long t = tl_now();
+    g_tl[3 * blockIdx.x] = t, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t;
+    for (int m = 0; m < kTlMarks; m++) g_tl_mark[kTlMarks * blockIdx.x + m] = ~0ull;
+    unsigned int sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    g_tl_sm[blockIdx.x] = sm;
+}
 /* by thread 0, before the CTA's first barrier */
 #define TL_BEGIN(sp)                                                                                          \
     do {                                                                                                      \
-        if ((sp).dry == 3 && threadIdx.x == 0 && blockIdx.x < kTlMax) {                                       \
-            const unsigned long long t_ = tl_now();                                                           \
-            g_tl[3 * blockIdx.x] = t_, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t_;       \
-            for (int m_ = 0; m_ < kTlMarks; m_++) g_tl_mark[kTlMarks * blockIdx.x + m_] = ~0ull;               \
-            unsigned int sm_;                                                                                 \
-            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                                  \
-            g_tl_sm[blockIdx.x] = sm_;                                                                        \
-        }                                                                                                     \
+        if ((sp).dry == 3 && threadIdx.x == 0 && blockIdx.x < kTlMax) tl_begin_cta();                        \
     } while (0)
 #define TL_FIRST(sp, j)                                                                                       \
     do {                                                                                                      \
@@ -835,14 +838,7 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
     const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
     if (threadIdx.x != 0) return;
     timed = timed && blockIdx.x < kTlMax;
-    if (timed) { /* a CTA with no pages: entry = exit, no first landing */
-        const unsigned long long t = tl_now();
-        g_tl[3 * blockIdx.x] = t, g_tl[3 * blockIdx.x + 1] = ~0ull, g_tl[3 * blockIdx.x + 2] = t;
-        for (int m = 0; m < kTlMarks; m++) g_tl_mark[kTlMarks * blockIdx.x + m] = ~0ull;
-        unsigned int sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        g_tl_sm[blockIdx.x] = sm;
-    }
+    if (timed) tl_begin_cta(); /* a CTA with no pages keeps entry = exit and no first landing */
     if (j0 >= j1) return;
     for (int st = 0; st < ns; st++) mbar_init(&full[st], 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1946,20 +1942,21 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
                    unsigned long long t0, const dl_gpu_plan *pl, int probe_pages, int probe_groups)
 {
     /* the plan's work list head (gpu/dl_plan.h): slot_ptr[num_slots + 1], seg_task, seg_t0, seg_t1 [num_segs] */
-    const size_t nplan = (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs;
+    const size_t nplan = probe_pages > 0 ? 0 : (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs; /* none: probe */
     unsigned int *sm = (unsigned int *)malloc(sizeof(unsigned int) * (size_t)n);
     int32_t *plan = (int32_t *)malloc(sizeof(int32_t) * nplan);
-    if (!sm || !plan) {
+    if (!sm || (nplan && !plan)) {
         free(sm), free(plan);
         return dl_fail("timeline: out of host memory");
     }
     cudaError_t e = cudaMemcpyFromSymbol(sm, g_tl_sm, sizeof(unsigned int) * (size_t)n);
-    if (e == cudaSuccess) e = cudaMemcpy(plan, pl->dev, sizeof(int32_t) * nplan, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && nplan) e = cudaMemcpy(plan, pl->dev, sizeof(int32_t) * nplan, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         free(sm), free(plan);
         return dl_fail("timeline: copy back of the SM ids or the plan failed: %s", cudaGetErrorString(e));
     }
-    const int32_t *slot_ptr = plan, *seg_t0 = plan + pl->num_slots + 1 + pl->num_segs, *seg_t1 = seg_t0 + pl->num_segs;
+    const int32_t *slot_ptr = plan, *seg_t0 = nplan ? plan + pl->num_slots + 1 + pl->num_segs : NULL;
+    const int32_t *seg_t1 = nplan ? seg_t0 + pl->num_segs : NULL;
     char path[kTlPrefixMax + 32], part[kTlPrefixMax + 40]; /* make_plan checked the prefix's length */
     snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch);
     snprintf(part, sizeof part, "%s.part", path);
