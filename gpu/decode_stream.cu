@@ -223,6 +223,98 @@ __device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
     return dl_pack_bf16x2(f.x, f.y);
 }
 
+/* A warp consumer's segment inputs, loaded as early as the warp knows the segment and turned into operands only
+ * where they are first needed (issue 10, attempt #37): at a segment boundary the next segment's loads are issued
+ * before the finished segment's epilogue, so that they overlap its stores, fence and ticket instead of following
+ * them. Q as the B operand: column n = query head g (+8 per n-tile), k-step ks; fp8: logical k 2c,2c+1 / 2c+8,2c+9
+ * = dims c*D/4 + 4ks + {0,1} / {2,3} (the lane's K slice); 16-bit: the natural order. Raw: the two 16-bit pairs
+ * (d0, d0+1) and (d1, d1+1) of each k-step, 32-bit loads (d0 and d1 are even). */
+template <int D, int NT> struct seg_in {
+    int4 r, e;                  /* the segment's record (grec): {task, tile0, tile1, page base}, {length, k, k+1, out} */
+    uint32_t q[NT][D / 16][2];  /* Q, raw pairs */
+    float ks, vs;               /* k_scale, v_scale of its KV head */
+};
+template <int D, int NT, bool FP8>
+__device__ __forceinline__ void seg_in_load(const dl_gpu_args &a, const int4 *rec, int k, int t, int g, int c,
+                                            seg_in<D, NT> &s)
+{
+    const int G = a.num_qo_heads / a.num_kv_heads, b = t / a.num_kv_heads, kvh = t % a.num_kv_heads;
+    s.r = rec[2 * k];
+    s.e = rec[2 * k + 1];
+    s.ks = a.k_scale[kvh];
+    s.vs = a.v_scale[kvh];
+    const uint16_t *q = (const uint16_t *)a.q;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        const int head = g + 8 * nt;
+        const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++) {
+            const int d0 = FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c, d1 = d0 + (FP8 ? 2 : 8);
+            s.q[nt][ks][0] = head < G ? *(const uint32_t *)(q + base + d0) : 0u;
+            s.q[nt][ks][1] = head < G ? *(const uint32_t *)(q + base + d1) : 0u;
+        }
+    }
+}
+/* The B operand from raw Q pairs: each element rounded to bf16 (the model), times mul, packed for the MMA type. */
+template <bool F16, int D, int NT>
+__device__ __forceinline__ void q_operand(const uint32_t (&raw)[NT][D / 16][2], dl_dtype qt, float mul,
+                                          uint32_t (&qf)[NT][D / 16][2])
+{
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const uint32_t w = raw[nt][ks][h];
+                float lo, hi;
+                if (qt == DL_BF16) {
+                    lo = __uint_as_float(w << 16);
+                    hi = __uint_as_float(w & 0xffff0000u);
+                } else {
+                    lo = __half2float(__ushort_as_half((unsigned short)(w & 0xffffu)));
+                    hi = __half2float(__ushort_as_half((unsigned short)(w >> 16)));
+                }
+                qf[nt][ks][h] = pack2<F16>(round_bf16(lo) * mul, round_bf16(hi) * mul);
+            }
+}
+/* The B operand loaded and made at once, element by element (the warp consumers without attempt #37's early load). */
+template <bool F16, int D, int NT, bool FP8>
+__device__ __forceinline__ void q_load_operand(const dl_gpu_args &a, int t, int g, int c, float mul,
+                                               uint32_t (&qf)[NT][D / 16][2])
+{
+    const int G = a.num_qo_heads / a.num_kv_heads, b = t / a.num_kv_heads, kvh = t % a.num_kv_heads;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        const int head = g + 8 * nt;
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ks++) {
+            const int d0 = FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c, d1 = d0 + (FP8 ? 2 : 8);
+            float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (head < G) {
+                const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
+                v[0] = round_bf16(dl_load_q(a.q, base + d0, a.q_dtype)) * mul;
+                v[1] = round_bf16(dl_load_q(a.q, base + d0 + 1, a.q_dtype)) * mul;
+                v[2] = round_bf16(dl_load_q(a.q, base + d1, a.q_dtype)) * mul;
+                v[3] = round_bf16(dl_load_q(a.q, base + d1 + 1, a.q_dtype)) * mul;
+            }
+            qf[nt][ks][0] = pack2<F16>(v[0], v[1]);
+            qf[nt][ks][1] = pack2<F16>(v[2], v[3]);
+        }
+    }
+}
+/* An L2 prefetch of the Q rows of request b, query heads h0 .. h0 + nh - 1 (16-bit values), one 128-byte line a
+ * lane: the producers' for the segments they start after their first (attempt #37), so that the consumer's load of
+ * that segment's Q at the previous segment's end hits L2. */
+__device__ __forceinline__ void q_prefetch_l2(const dl_gpu_args &a, int b, int h0, int nh, int lane)
+{
+    const char *p0 = (const char *)a.q + ((size_t)b * a.num_qo_heads + h0) * a.head_dim * 2;
+    const uintptr_t lo = (uintptr_t)p0 & ~(uintptr_t)127, hi = (uintptr_t)p0 + (uintptr_t)nh * a.head_dim * 2;
+    for (uintptr_t p = lo + 128 * (uintptr_t)lane; p < hi; p += 32 * 128)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
 /* Byte offset of logical 16-byte chunk ch of row r in a swizzled tile (see
  * stream_shape). swz: 0 none, 1 the 64-byte TMA swizzle, 2 the 128-byte one. */
 template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz)
@@ -678,8 +770,11 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             }
             if (cj[w] == 0) TL_MARK(sp, kTlIssue, pg0);
             cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w])
-                start_segment(w, sp.grec[2 * ck[w]], sp.grec[2 * ck[w] + 1].x);
+            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
+                const int4 rk = sp.grec[2 * ck[w]];
+                q_prefetch_l2(a, rk.x / Hkv, (rk.x % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane); /* #37 */
+                start_segment(w, rk, sp.grec[2 * ck[w] + 1].x);
+            }
         }
         if (!any) break;
     }
@@ -745,7 +840,11 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         const int4 fp = sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
         TL_MARK(sp, kTlRec, e.z);
         if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
-        for (int k = e.y + 1; k < e.z; k++) produce_segment(sp.grec[2 * k], sp.grec[2 * k + 1].x, k, nullptr);
+        for (int k = e.y + 1; k < e.z; k++) {
+            const int4 rk = sp.grec[2 * k];
+            q_prefetch_l2(a, rk.x / Hkv, (rk.x % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane); /* #37 */
+            produce_segment(rk, sp.grec[2 * k + 1].x, k, nullptr);
+        }
     };
     produce_slot(slot);
     if (sp.num_static < sp.num_slots) { /* the pool */
@@ -788,6 +887,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k];
         const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x;
+        if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
         for (int tile = r.y; tile < r.z; tile++, n += 8) {
             const int tok = tile * kTile + piece * page_shape::ROWS;
@@ -897,8 +997,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
     TL_BEGIN(sp);
     ring_barriers_init(full, empty, RING, PAGE ? 32 * W : 32);
 
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    /* the plan's seg_out (split_ticket_merge finds task_ptr and the tickets after it); the segments themselves come
+     * from the records (sp.srec, sp.grec: seg_in) */
+    const int32_t *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
 
     if (SH::NP == 1 ? warp == W : warp >= W) {
@@ -938,51 +1039,54 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
     }
 
     /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
-     * stages' headers until a -1: the pool's (stream_produce_one) */
+     * stages' headers until a -1: the pool's (stream_produce_one). `in` holds segment k's inputs, loaded at the
+     * previous segment's end (attempt #37: seg_in) or, for the slot's first and the pool's, at the loop's top. */
     int j = 0;
-    for (int k = slot_ptr[slot], kend = slot_ptr[slot + 1];; k++) {
+    /* attempt #37 at D 128 with one n8 tile (groups <= 8: the llama shapes; the raw Q held over the epilogue is 16
+     * registers beside its 32 accumulators); elsewhere each segment's inputs are loaded at its start, from the plan's
+     * arrays as before #37 (with seg_in there too, ptxas took D 64 8-bit caches with two n8 tiles from 128 registers
+     * to 160-164: one CTA an SM instead of two) */
+    constexpr bool kEarlyIn = D == 128 && NT == 1;
+    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
+    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
+    seg_in<D, NT> in;
+    bool have = false; /* kEarlyIn: in holds segment k's */
+    int k, kend;
+    if constexpr (kEarlyIn) {
+        const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
+        k = e0.y, kend = e0.z;
+        have = k < kend;
+        if (have) seg_in_load<D, NT, FP8>(a, sp.grec, k, r0.x, g, c, in);
+    } else {
+        k = slot_ptr[slot], kend = slot_ptr[slot + 1];
+    }
+    for (;; k++) {
         if (k >= kend) {
             if constexpr (SH::NP != W) break; /* the round-robin producer: no pool, no headers */
             mbar_wait(&full[warp * S + j % S], (j / S) & 1); /* waited again below: a completed phase */
             k = hdr[warp * S + j % S];
             if (k < 0) break;
             kend = k + 1;
+            have = false;
         }
-        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
-        const int len = dl_seq_len(a, b);
-
-        /* Q as the B operand: column n = query head g (+8 per n-tile), k-step ks;
-         * fp8: logical k 2c,2c+1 / 2c+8,2c+9 = dims c*D/4 + 4ks + {0,1} / {2,3}
-         * (the lane's K slice); 16-bit: the natural order. */
+        int t, len, part = -1, tile0, tile1, t_next = -1;
+        float ksc, vsc;
         uint32_t qf[NT][MT][2];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const int head = g + 8 * nt;
-#pragma unroll
-            for (int ks = 0; ks < MT; ks++) {
-                int d0, d1;
-                if constexpr (FP8) {
-                    d0 = c * (D / 4) + 4 * ks;
-                    d1 = d0 + 2;
-                } else {
-                    d0 = 16 * ks + 2 * c;
-                    d1 = d0 + 8;
-                }
-                float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                if (head < G) {
-                    const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
-                    v[0] = round_bf16(dl_load_q(a.q, base + d0, a.q_dtype)) * kQMul;
-                    v[1] = round_bf16(dl_load_q(a.q, base + d0 + 1, a.q_dtype)) * kQMul;
-                    v[2] = round_bf16(dl_load_q(a.q, base + d1, a.q_dtype)) * kQMul;
-                    v[3] = round_bf16(dl_load_q(a.q, base + d1 + 1, a.q_dtype)) * kQMul;
-                }
-                qf[nt][ks][0] = pack2<F16>(v[0], v[1]);
-                qf[nt][ks][1] = pack2<F16>(v[2], v[3]);
-            }
+        if constexpr (kEarlyIn) {
+            if (!have) seg_in_load<D, NT, FP8>(a, sp.grec, k, sp.grec[2 * k].x, g, c, in);
+            have = k + 1 < kend; /* the slot's next segment: its task now, its inputs at this one's end */
+            if (have) t_next = sp.grec[2 * (k + 1)].x;
+            t = in.r.x, len = in.e.x, part = in.e.w, tile0 = in.r.y, tile1 = in.r.z, ksc = in.ks, vsc = in.vs;
+            q_operand<F16, D, NT>(in.q, a.q_dtype, kQMul, qf);
+        } else {
+            t = seg_task[k], len = dl_seq_len(a, t / Hkv), tile0 = seg_t0[k], tile1 = seg_t1[k];
+            q_load_operand<F16, D, NT, FP8>(a, t, g, c, kQMul, qf);
+            ksc = a.k_scale[t % Hkv], vsc = a.v_scale[t % Hkv];
         }
+        const int b = t / Hkv, kvh = t % Hkv;
         if (j == 0) TL_MARK(sp, kTlQ, qf[NT - 1][MT - 1][1]); /* INT_MIN: a +0 / -0 pair, never at once in practice */
-        const float sk2 = a.sm_scale * a.k_scale[kvh] * kHalfBias * 1.4426950408889634f;
-        const float vs_b = a.v_scale[kvh] * kHalfBias;
+        const float sk2 = a.sm_scale * ksc * kHalfBias * 1.4426950408889634f;
+        const float vs_b = vsc * kHalfBias;
 
         float acc[MT][NT][4];
 #pragma unroll
@@ -993,7 +1097,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) m[nt][0] = m[nt][1] = -INFINITY, dsum[nt][0] = dsum[nt][1] = 0.0f;
 
-        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+        for (int tile = tile0; tile < tile1; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(len, tile);
@@ -1224,6 +1328,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 mbar_arrive(&empty[warp * S + st]);
             }
         }
+        /* attempt #37: the next segment's inputs asked for now, before this one's stores, fence and ticket */
+        if (kEarlyIn && have) seg_in_load<D, NT, FP8>(a, sp.grec, k + 1, t_next, g, c, in);
+        if constexpr (!kEarlyIn) part = seg_out[k];
 
         if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: normalized o (v_scale applied) and natural-log lse */
@@ -1237,7 +1344,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                 x += __shfl_xor_sync(0xffffffffu, x, 16);
                 dsum[nt][e] = x;
             }
-        const int part = seg_out[k];
         const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
         float *ws = (float *)a.workspace;
 #pragma unroll
