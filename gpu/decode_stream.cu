@@ -799,10 +799,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tile0, tile1, page base}, len tokens */
-    /* kn: the slot's next segment, or -1 (attempt #37b: once this segment's first tile is issued, lane 0 prefetches
-     * into L2 the page ids of kn's first tile, so that the loads of its first copies hit L2 at the boundary) */
-    auto produce_segment = [&](const int4 r, int len, int k, const int4 *fp, int kn) { /* fp: sfp of a slot's first */
-        const int pgn = kn >= 0 ? sp.grec[2 * kn].w + sp.grec[2 * kn].y * kTile / ps : -1;
+    auto produce_segment = [&](const int4 r, int len, int k, const int4 *fp) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
         for (int tile = r.y; tile < r.z; tile++, j++) {
@@ -836,18 +833,17 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                 }
             }
             if (j == 0) TL_MARK(sp, kTlIssue, pg0);
-            if (tile == r.y && pgn >= 0 && lane == 0) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a.kv_indices + pgn));
         }
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr, e.y + 1 < e.z ? e.y + 1 : -1);
+        if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
             q_prefetch_l2(a, rk.x / Hkv, (rk.x % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane); /* #37 */
-            produce_segment(rk, sp.grec[2 * k + 1].x, k, nullptr, k + 1 < e.z ? k + 1 : -1);
+            produce_segment(rk, sp.grec[2 * k + 1].x, k, nullptr);
         }
     };
     produce_slot(slot);
