@@ -32,7 +32,10 @@
  *    pages' tokens, one KV head each: dl_plan.h, issue 10 attempt #24; its runs cut at
  *    request starts where that costs least, DL_STREAM_SEG_COST, attempt #30);
  *    the warp that finishes the last segment of a split task merges its partials
- *    (a ticket per task, no second launch).
+ *    (a ticket per task, no second launch);
+ *  - a warp loads its next segment's inputs (record, Q, scales: seg_in) before the finished
+ *    segment's stores, fence and ticket, and the producers prefetch later segments' Q into L2
+ *    (attempt #37).
  * Numerics (the bf16 model, per segment of the plan): K, V = decode(code)
  * exactly (bf16 or f16 operands), Q rounded to bf16, FP32 accumulation,
  * running max per 64-token tile, P rounded to bf16 before P*V (the hw variant
