@@ -132,4 +132,16 @@ if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" > "$T/tl_ms.out" 2>&1
 else
     echo "FAIL test_gpu_script tl_ctas_summary milestones:"; cat "$T/tl_ms.out"; fails=1
 fi
+# --bytes: the main phase's rate, the bytes over (last exit - median first tile): 22.0 - 6.0 = 16 us for 48 MB is
+# 3.00 TB/s in both launches; a negative byte count is refused with exit 2
+if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes 48e6 > "$T/tl_rate.out" 2>&1 &&
+    [ "$(grep -c '| main phase 16.00 us, 3.00 TB/s$' "$T/tl_rate.out")" = 2 ]; then
+    python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes -1 > "$T/tl_rate_bad.log" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "cannot be negative" "$T/tl_rate_bad.log"; then
+        echo "PASS test_gpu_script tl_ctas_summary --bytes"
+    else echo "FAIL test_gpu_script tl_ctas_summary --bytes -1: exit $rc, $(cat "$T/tl_rate_bad.log")"; fails=1; fi
+else
+    echo "FAIL test_gpu_script tl_ctas_summary --bytes:"; cat "$T/tl_rate.out"; fails=1
+fi
 exit $fails

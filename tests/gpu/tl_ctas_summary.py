@@ -12,8 +12,11 @@ segments, tiles, and from 2026-12-04's fourth session the start's milestones rec
   - the rank correlation of exits with the CTA's planned tiles and segments (is the late CTA the one with more work,
     or with more segment starts and ends?), and the CTAs grouped by (segments, tiles): how many, their mean first
     tile and mean exit over the launches, the earliest and latest exit;
-  - the latest CTAs by mean exit rank, with their mean exit, SM, segments and tiles.
-Usage: tl_ctas_summary.py PREFIX [--skip N] (skip the first N launches: warm-up; default 5)."""
+  - the latest CTAs by mean exit rank, with their mean exit, SM, segments and tiles;
+  - with --bytes B (the case's KV bytes), per launch the main phase's rate: B over the time from the CTAs' median
+    first tile (the probe's first copy landed) to the last exit, in TB/s (what the streaming rate was once the
+    start was over: 2026-12-04's sixth session compared the kernel's, ~3.0 TB/s at B64 L1024, with the probe's).
+Usage: tl_ctas_summary.py PREFIX [--skip N] [--bytes B] (skip the first N launches: warm-up; default 5)."""
 import argparse
 import glob
 import os
@@ -73,7 +76,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("prefix")
     ap.add_argument("--skip", type=int, default=5)
+    ap.add_argument("--bytes", type=float, default=0.0, help="the case's KV bytes: print the main phase's rate")
     o = ap.parse_args()
+    if o.bytes < 0:
+        fail("--bytes %g: the KV bytes cannot be negative" % o.bytes)
     files = {}
     for p in glob.glob(glob.escape(o.prefix) + ".*.tsv"):
         m = re.match(r".*\.(\d+)\.tsv$", p)
@@ -101,6 +107,11 @@ def main():
             line += " | start p50:" + "".join(
                 " %s %s" % (nm, "%.2f" % statistics.median(v) if v else "-")
                 for nm, v in zip(names, ([x for x in c if x >= 0] for c in cols)))
+        if o.bytes > 0:
+            firsts = [r[3] for r in data[k] if r[3] >= 0]
+            span = ex[-1] - statistics.median(firsts) if firsts else 0.0
+            line += (" | main phase %.2f us, %.2f TB/s" % (span, o.bytes / span / 1e6) if span > 0
+                     else " | main phase -")
         print(line)
     exit_by_cta = {k: [r[4] for r in sorted(data[k])] for k in launches}
     by_cta = [spearman(exit_by_cta[a], exit_by_cta[b]) for a, b in zip(launches, launches[1:])]
