@@ -14,6 +14,17 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d /tmp/dl_test_gpu_script.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 KNOWN=fp8-none-wgmma
+# refused LOG PATTERN CMD...: CMD (its output kept in LOG) exits 2 with PATTERN in its output; else prints what
+# it did instead and returns 1
+refused() {
+    local log=$1 pat=$2 rc
+    shift 2
+    "$@" > "$log" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] && grep -q -- "$pat" "$log" && return 0
+    echo "exit $rc (want 2 and '$pat'): $(cat "$log")"
+    return 1
+}
 printf '# fixture\n%s\tissue 0\ta known failure of the stub\n' "$KNOWN" > "$T/known_failures.txt"
 # the stub: STUB_FAIL = the variants whose rows say FAIL; STUB_DROP = a variant left out of the table
 cat > "$T/decodelab" <<STUB
@@ -87,12 +98,9 @@ want=$(python3 -c "import csv,sys; r=[x for x in csv.DictReader(open(sys.argv[1]
 if python3 "$ROOT/tests/gpu/memfloor_summary.py" "$MF" bf16-hw-stream > "$T/ms.md" 2>&1 &&
     grep -q "^| 8b_b128_l4096_e4m3 | default | [0-9.]* | $want |" "$T/ms.md"; then
     mkdir -p "$T/mf_bad" && cp "$MF/memfloor.csv" "$T/mf_bad/" && head -1 "$MF/memfloor_knobs.txt" > "$T/mf_bad/memfloor_knobs.txt"
-    python3 "$ROOT/tests/gpu/memfloor_summary.py" "$T/mf_bad" > "$T/ms_bad.log" 2>&1
-    rc=$?
-    if [ $rc -ne 2 ]; then
-        echo "FAIL test_gpu_script memfloor_summary: a knob log short of the CSV: exit $rc (want 2)"; fails=1
-    elif grep -q "accounts for 6 rows" "$T/ms_bad.log"; then echo "PASS test_gpu_script memfloor_summary ($want)"
-    else echo "FAIL test_gpu_script memfloor_summary: $(cat "$T/ms_bad.log")"; fails=1; fi
+    if why=$(refused "$T/ms_bad.log" "accounts for 6 rows" python3 "$ROOT/tests/gpu/memfloor_summary.py" "$T/mf_bad"); then
+        echo "PASS test_gpu_script memfloor_summary ($want)"
+    else echo "FAIL test_gpu_script memfloor_summary: a knob log short of the CSV: $why"; fails=1; fi
 else
     echo "FAIL test_gpu_script memfloor_summary: no B128 line with $want:"; cat "$T/ms.md"; fails=1
 fi
@@ -112,11 +120,9 @@ read -r want_n want_exit <<< "$want"
 if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/steps/tl70p" > "$T/tl.out" 2>&1 &&
     grep -q "segments  16  tiles   248  *$want_n CTAs  first  *[0-9.]*  exit  *$want_exit " "$T/tl.out"; then
     printf 'cta\tnope\n' > "$T/tl/bad.6.tsv" && cp "$T/tl/bad.6.tsv" "$T/tl/bad.7.tsv"
-    python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/bad" > "$T/tl_bad.log" 2>&1
-    rc=$?
-    if [ $rc -eq 2 ] && grep -q "not a DL_STREAM_TL_CTAS file" "$T/tl_bad.log"; then
+    if why=$(refused "$T/tl_bad.log" "not a DL_STREAM_TL_CTAS file" python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/bad"); then
         echo "PASS test_gpu_script tl_ctas_summary ($want_n CTAs of 16 segments, mean exit $want_exit us)"
-    else echo "FAIL test_gpu_script tl_ctas_summary: bad file: exit $rc, $(cat "$T/tl_bad.log")"; fails=1; fi
+    else echo "FAIL test_gpu_script tl_ctas_summary: bad file: $why"; fails=1; fi
 else
     echo "FAIL test_gpu_script tl_ctas_summary: no 16-segment group of $want_n CTAs, mean exit $want_exit:"; cat "$T/tl.out"; fails=1
 fi
@@ -136,11 +142,9 @@ fi
 # 3.00 TB/s in both launches; a negative byte count is refused with exit 2
 if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes 48e6 > "$T/tl_rate.out" 2>&1 &&
     [ "$(grep -c '| main phase 16.00 us, 3.00 TB/s$' "$T/tl_rate.out")" = 2 ]; then
-    python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes -1 > "$T/tl_rate_bad.log" 2>&1
-    rc=$?
-    if [ $rc -eq 2 ] && grep -q "cannot be negative" "$T/tl_rate_bad.log"; then
+    if why=$(refused "$T/tl_rate_bad.log" "cannot be negative" python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes -1); then
         echo "PASS test_gpu_script tl_ctas_summary --bytes"
-    else echo "FAIL test_gpu_script tl_ctas_summary --bytes -1: exit $rc, $(cat "$T/tl_rate_bad.log")"; fails=1; fi
+    else echo "FAIL test_gpu_script tl_ctas_summary --bytes -1: $why"; fails=1; fi
 else
     echo "FAIL test_gpu_script tl_ctas_summary --bytes:"; cat "$T/tl_rate.out"; fails=1
 fi
