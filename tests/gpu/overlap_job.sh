@@ -11,9 +11,12 @@
 #     DRY=1 and the contiguous read of the same bytes: duration, SM, GPC, L2 and DRAM cycles per second, DRAM and L2
 #     throughput, shared-memory wavefronts and bank conflicts (TMA writes and consumer reads share the ports).
 # Expects .carry/decodelab.gz (main) and .carry/decodelab-diag.gz (make static BUILD=build-diag DIAG=1), unpacked
-# by tests/gpu/unpack_carry.sh first. Environment: OUT (required); STEPS (default "layout clocks ncu").
+# by tests/gpu/unpack_carry.sh first. Environment: OUT (required); STEPS (default "layout clocks ncu"); CONFIG (the
+# memfloor_configs.sh case of the clocks and ncu steps, default 8b_b128_l4096_e4m3; 2026-12-04's sixth session
+# queued them at 8b_b64_l1024_e4m3, whose main phase streams at ~3.0 TB/s against the copy probe's ~3.8). The ncu
+# step also profiles DL_STREAM_DRY=2 (the consumers alone).
 # Writes $OUT/overlap.tgz (rewritten after every step: a call cut by its time limit returns what ran); prints a
-# summary last. Step limits: 240 + 100 s (layout), ~40 s (clocks), 3 x 60 s (ncu): run it under `timeout 560`.
+# summary last. Step limits: 240 + 100 s (layout), ~40 s (clocks), 4 x 60 s (ncu): run it under `timeout 560`.
 set -uo pipefail
 : "${OUT:?set OUT}"
 STEPS=${STEPS:-"layout clocks ncu"}
@@ -24,7 +27,8 @@ for b in "" -diag; do
 done
 MAIN=$T/dlmain DIAG=$T/dl-diag
 export DL_WORKDIR=$T/golden # one set of golden files for every step
-G=$DL_WORKDIR/8b_b128_l4096_e4m3.h5
+CONFIG=${CONFIG:-8b_b128_l4096_e4m3}
+G=$DL_WORKDIR/$CONFIG.h5
 pack() { tar czf "$OUT/overlap.tgz.part" --exclude='*.h5' --exclude=overlap/dlmain --exclude=overlap/dl-diag \
     -C /tmp overlap && mv "$OUT/overlap.tgz.part" "$OUT/overlap.tgz"; }
 mf() { # name, binary, configs, knobs, timeout (s)
@@ -38,7 +42,7 @@ case " $STEPS " in *" layout "*)
     mf main "$MAIN" "$L" - 240 # three golden files first (~50 s each on 16 cores, 2026-12-03)
     mf dry "$DIAG" "$L" 'DL_STREAM_DRY=1 DL_STREAM_DRY=2' 100 ;;
 esac
-[ -f "$G" ] || DECODELAB=$MAIN CONFIGS=8b_b128_l4096_e4m3 VARIANTS=bf16-hw-stream OUT=$T/mf-golden MAXT=0.2 \
+[ -f "$G" ] || DECODELAB=$MAIN CONFIGS=$CONFIG VARIANTS=bf16-hw-stream OUT=$T/mf-golden MAXT=0.2 \
     bash tests/gpu/memfloor.sh > "$T/mf-golden.log" 2>&1
 
 clocks() { # name, binary, knob: nvidia-smi samples while `run --hot-l2` times the kernel for ~2 s
@@ -72,6 +76,7 @@ ncu_one() { # name, binary, knob, kernel regex, extra run flags
 case " $STEPS " in *" ncu "*)
     ncu_one real "$MAIN" DL_STREAM_DRY=0 stream_decode
     ncu_one dry1 "$DIAG" DL_STREAM_DRY=1 stream_decode
+    ncu_one dry2 "$DIAG" DL_STREAM_DRY=2 stream_decode
     ncu_one read "$MAIN" DL_STREAM_DRY=0 dl_read_contig
     pack ;;
 esac
