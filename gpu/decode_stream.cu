@@ -2078,7 +2078,7 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
     for (int i = 0; i < n; i++) {
         const unsigned long long fi = h[3 * i + 1];
         int segs = 0, tiles = 0; /* the CTA's static slots (a pool's claims are not counted) */
-        if (probe_pages > 0) { /* stream_copy_probe's runs (its grid, per_sm x SMs, is below kTlMax: n is it) */
+        if (probe_pages > 0) { /* stream_copy_probe's runs (its grid, per_sm x SMs x waves <= 16, is below kTlMax: n is it) */
             const int per = (probe_pages + n - 1) / n, j0 = i * per, j1 = probe_pages < j0 + per ? probe_pages : j0 + per;
             tiles = j1 > j0 ? (j1 - j0) * probe_groups : 0;
         }
@@ -2422,15 +2422,20 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_CUDA_CHECK(cudaFuncSetAttribute(stream_copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stream_copy_probe, 32, smem));
     if (per_sm < 1) return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
-    m->probe_ctas = per_sm * sms;
+    /* DL_STREAM_PROBE_WAVES=k: k times the resident CTAs, each with 1/k of the pages, so that the block scheduler
+     * hands the later CTAs to whichever SM frees first (the read reference's grid works that way; the decode
+     * kernels' plans are one wave) */
+    int waves;
+    DL_TRY(knob("DL_STREAM_PROBE_WAVES", 1, 16, 1, &waves));
+    m->probe_ctas = per_sm * sms * waves;
     int64_t pages = 0;
     for (int b = 0; b < a->batch_size; b++) pages += (h_seq_len[b] + a->page_size - 1) / a->page_size;
     m->probe_pages = (int)pages;
     DL_TRY(make_map(&m->pk, a->k_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     fprintf(stderr, "DL_STREAM_DRY=4: copy probe, boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
-                    "%d CTAs, %d pages\n",
-            m->boxheads, a->page_size, m->probe_box, m->probe_ns, m->probe_ctas, m->probe_pages);
+                    "%d CTAs (%d resident x %d waves), %d pages\n",
+            m->boxheads, a->page_size, m->probe_box, m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
     return 0;
 }
 #endif
