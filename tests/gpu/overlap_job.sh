@@ -20,6 +20,10 @@
 set -uo pipefail
 : "${OUT:?set OUT}"
 STEPS=${STEPS:-"layout clocks ncu"}
+CONFIG=${CONFIG:-8b_b128_l4096_e4m3}
+# shellcheck source=tests/gpu/memfloor_configs.sh
+source "$(dirname "$0")/memfloor_configs.sh" # C: name -> golden flags
+[ -n "${C[$CONFIG]:-}" ] || { echo "overlap_job: CONFIG '$CONFIG' is not a memfloor_configs.sh case (known: ${!C[*]})" >&2; exit 2; }
 T=/tmp/overlap; rm -rf "$T"; mkdir -p "$T" "$OUT"
 for b in "" -diag; do
     [ -f ".carry/decodelab$b.gz" ] || { echo "overlap_job: .carry/decodelab$b.gz missing (see the header)" >&2; exit 2; }
@@ -27,7 +31,6 @@ for b in "" -diag; do
 done
 MAIN=$T/dlmain DIAG=$T/dl-diag
 export DL_WORKDIR=$T/golden # one set of golden files for every step
-CONFIG=${CONFIG:-8b_b128_l4096_e4m3}
 G=$DL_WORKDIR/$CONFIG.h5
 pack() { tar czf "$OUT/overlap.tgz.part" --exclude='*.h5' --exclude=overlap/dlmain --exclude=overlap/dl-diag \
     -C /tmp overlap && mv "$OUT/overlap.tgz.part" "$OUT/overlap.tgz"; }
