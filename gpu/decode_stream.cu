@@ -232,6 +232,9 @@ __device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
  * them. Q as the B operand: column n = query head g (+8 per n-tile), k-step ks; fp8: logical k 2c,2c+1 / 2c+8,2c+9
  * = dims c*D/4 + 4ks + {0,1} / {2,3} (the lane's K slice); 16-bit: the natural order. Raw: the two 16-bit pairs
  * (d0, d0+1) and (d1, d1+1) of each k-step, 32-bit loads (d0 and d1 are even). */
+/* The first of the dims of Q that lane column c holds at k-step ks (its pair d0, d0 + 1; the second pair at
+ * d0 + 2 for an 8-bit cache, d0 + 8 for a 16-bit one): the order of the B operand above. */
+template <int D, bool FP8> __device__ __forceinline__ int q_dim0(int ks, int c) { return FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c; }
 template <int D, int NT> struct seg_in {
     int4 r, e;                  /* the segment's record (grec): {task, tile0, tile1, page base}, {length, k, k+1, out} */
     uint32_t q[NT][D / 16][2];  /* Q, raw pairs */
@@ -253,7 +256,7 @@ __device__ __forceinline__ void seg_in_load(const dl_gpu_args &a, const int4 *re
         const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
-            const int d0 = FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c, d1 = d0 + (FP8 ? 2 : 8);
+            const int d0 = q_dim0<D, FP8>(ks, c), d1 = d0 + (FP8 ? 2 : 8);
             s.q[nt][ks][0] = head < G ? *(const uint32_t *)(q + base + d0) : 0u;
             s.q[nt][ks][1] = head < G ? *(const uint32_t *)(q + base + d1) : 0u;
         }
@@ -293,7 +296,7 @@ __device__ __forceinline__ void q_load_operand(const dl_gpu_args &a, int t, int 
         const int head = g + 8 * nt;
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
-            const int d0 = FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c, d1 = d0 + (FP8 ? 2 : 8);
+            const int d0 = q_dim0<D, FP8>(ks, c), d1 = d0 + (FP8 ? 2 : 8);
             float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             if (head < G) {
                 const size_t base = ((size_t)b * a.num_qo_heads + kvh * G + head) * D;
@@ -316,6 +319,11 @@ __device__ __forceinline__ void q_prefetch_l2(const dl_gpu_args &a, int b, int h
     const uintptr_t lo = (uintptr_t)p0 & ~(uintptr_t)127, hi = (uintptr_t)p0 + (uintptr_t)nh * a.head_dim * 2;
     for (uintptr_t p = lo + 128 * (uintptr_t)lane; p < hi; p += 32 * 128)
         asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+/* The same for task t's query heads (request t / Hkv, KV head t % Hkv's group; Hkv = a.num_kv_heads). */
+__device__ __forceinline__ void q_prefetch_task_l2(const dl_gpu_args &a, int t, int Hkv, int lane)
+{
+    q_prefetch_l2(a, t / Hkv, (t % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane);
 }
 
 /* Byte offset of logical 16-byte chunk ch of row r in a swizzled tile (see
@@ -775,7 +783,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             cj[w]++;
             if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
                 const int4 rk = sp.grec[2 * ck[w]];
-                q_prefetch_l2(a, rk.x / Hkv, (rk.x % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane); /* #37 */
+                q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
                 start_segment(w, rk, sp.grec[2 * ck[w] + 1].x);
             }
         }
@@ -845,7 +853,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
-            q_prefetch_l2(a, rk.x / Hkv, (rk.x % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane); /* #37 */
+            q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
             produce_segment(rk, sp.grec[2 * k + 1].x, k, nullptr);
         }
     };
