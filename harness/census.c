@@ -162,14 +162,16 @@ static dl_census_kernel *new_kernel(dl_census *c, const char *arch, const char *
 }
 
 /* The base opcode of an instruction line "        /x0040x/   @!P0 FFMA.FTZ R1, ..." (x = '*'),
- * written into op; 0 if the line holds an instruction, -1 if not. With form != NULL also the full
+ * written into op, and its address into *addr; 0 if the line holds an instruction, -1 if not. With form != NULL also the full
  * opcode with its modifiers ("FFMA.FTZ") into form, and *operands set to the text after it. */
-static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, const char **operands)
+static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, const char **operands,
+                      uint32_t *addr)
 {
     while (*s == ' ' || *s == '\t') s++;
     if (s[0] != '/' || s[1] != '*') return -1;
     const char *p = s + 2;
     if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return -1; /* the address */
+    *addr = (uint32_t)strtoul(p, NULL, 16);
     while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) p++;
     if (p[0] != '*' || p[1] != '/') return -1;
     p += 2;
@@ -271,37 +273,199 @@ const dl_census_form **dl_census_forms_sorted(const dl_census_kernel *k)
     return v;
 }
 
+/* ---------------------------------------------------------------- the hot loop */
+
+/* What the hot loop needs of one instruction (dl_census.h, dl_census_loop). */
+typedef struct {
+    uint32_t addr, target; /* target: of a backward branch */
+    int8_t cls;            /* -1: a class the census does not count */
+    uint8_t stall, waits;  /* from the control word: stall cycles, and whether it waits on a scoreboard */
+    uint8_t ctl, back;     /* its control word was read; it branches back (target <= addr) */
+} insn;
+
+typedef struct {
+    insn *v;
+    int n, cap;
+} insns;
+
+/* The control word of an instruction: the listing's next line, a lone comment "/x 0x000fe20008000100 x/". */
+static int control_word(const char *s, uint64_t *w)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    if (strncmp(s, "/* 0x", 5)) return -1;
+    char *end;
+    *w = strtoull(s + 5, &end, 16);
+    while (*end == ' ') end++;
+    return end > s + 5 && !strncmp(end, "*/", 2) ? 0 : -1;
+}
+
+/* First index of v[0..n) whose address is >= addr (addresses rise through a kernel). */
+static int first_at(const insn *v, int n, uint32_t addr)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (v[mid].addr < addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* k->loop from the kernel's instructions v[0..n); -1 when out of memory. */
+static int find_loop(dl_census_kernel *k, const insn *v, int n)
+{
+    memset(&k->loop, 0, sizeof k->loop);
+    /* prefix sums of the two keys: tensor, and fp32 + packed16 */
+    int64_t *pt = malloc((size_t)(n + 1) * sizeof *pt), *pf = malloc((size_t)(n + 1) * sizeof *pf);
+    if (!pt || !pf) {
+        free(pt);
+        free(pf);
+        return -1;
+    }
+    pt[0] = pf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        pt[i + 1] = pt[i] + (v[i].cls == DL_CLS_TENSOR);
+        pf[i + 1] = pf[i] + (v[i].cls == DL_CLS_FP32 || v[i].cls == DL_CLS_PACKED16);
+    }
+    /* the spans, with their counts of the key: tensor where any span holds tensor instructions */
+    int nb = 0;
+    for (int b = 0; b < n; b++) nb += v[b].back;
+    int *st = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *st), *sb = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *sb);
+    if (!st || !sb) {
+        free(pt);
+        free(pf);
+        free(st);
+        free(sb);
+        return -1;
+    }
+    nb = 0;
+    int any_tensor = 0;
+    for (int b = 0; b < n; b++)
+        if (v[b].back) {
+            st[nb] = first_at(v, n, v[b].target);
+            sb[nb] = b;
+            any_tensor |= pt[b + 1] - pt[st[nb]] > 0;
+            nb++;
+        }
+    const int64_t *key = any_tensor ? pt : pf;
+#define KEY(j) (key[sb[j] + 1] - key[st[j]])
+    /* innermost: no other span with the key inside it (the tile loop, not the segment loop around it,
+     * even where the tile loop's last iteration is peeled off after it); of those the most, then the shortest */
+    int bt = -1, bb = -1;
+    for (int j = 0; j < nb; j++) {
+        if (KEY(j) <= 0) continue;
+        int inner = 1;
+        for (int m = 0; m < nb && inner; m++)
+            if (m != j && KEY(m) > 0 && st[m] >= st[j] && sb[m] <= sb[j] && (st[m] != st[j] || sb[m] != sb[j]))
+                inner = 0;
+        if (!inner) continue;
+        const int64_t kv = KEY(j), kbest = bb < 0 ? -1 : key[bb + 1] - key[bt];
+        if (kv > kbest || (kv == kbest && sb[j] - st[j] < bb - bt)) {
+            bt = st[j];
+            bb = sb[j];
+        }
+    }
+#undef KEY
+    free(st);
+    free(sb);
+    free(pt);
+    free(pf);
+    if (bb < 0) return 0;
+    dl_census_loop *L = &k->loop;
+    L->found = 1;
+    L->first = v[bt].addr;
+    L->branch = v[bb].addr;
+    int all_ctl = 1;
+    for (int i = bt; i <= bb; i++) {
+        L->total++;
+        if (v[i].cls >= 0) L->cls[v[i].cls]++;
+        L->stall += v[i].stall;
+        L->sb_waits += v[i].waits;
+        all_ctl &= v[i].ctl;
+    }
+    if (!all_ctl) L->stall = -1;
+    return 0;
+}
+
+static int push_insn(insns *s, const insn *x)
+{
+    if (s->n == s->cap) {
+        const int cap = s->cap ? 2 * s->cap : 4096;
+        insn *v = realloc(s->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = *x;
+    return 0;
+}
+
 int dl_census_parse(FILE *f, dl_census *c)
 {
     char line[8192], arch[16] = "", op[64], form[64];
     const char *operands = "";
     dl_census_kernel *cur = NULL;
-    while (fgets(line, sizeof line, f)) {
+    insns in = {0};
+    int pending = 0, rc = 0; /* pending: the last instruction still lacks its control word */
+#define END_KERNEL() do { if (cur && find_loop(cur, in.v, in.n)) rc = dl_fail("sass listing: out of memory"); in.n = 0; } while (0)
+    while (!rc && fgets(line, sizeof line, f)) {
         const char *a = strstr(line, "arch = ");
         if (a && !strstr(line, "Function")) {
+            END_KERNEL();
             sscanf(a + 7, "%15s", arch);
             cur = NULL;
             continue;
         }
         const char *fn = strstr(line, "Function : ");
         if (fn) {
+            END_KERNEL();
             char name[512];
-            if (sscanf(fn + 11, "%511s", name) != 1) return dl_fail("sass listing: unreadable function line: %.80s", line);
+            if (sscanf(fn + 11, "%511s", name) != 1) {
+                rc = dl_fail("sass listing: unreadable function line: %.80s", line);
+                break;
+            }
             cur = new_kernel(c, arch, name);
-            if (!cur) return dl_fail("sass listing: out of memory");
+            if (!cur) rc = dl_fail("sass listing: out of memory");
             continue;
         }
-        if (!cur || line_parse(line, op, sizeof op, form, sizeof form, &operands)) continue;
+        if (!cur) continue;
+        insn x = {0};
+        uint64_t w;
+        if (line_parse(line, op, sizeof op, form, sizeof form, &operands, &x.addr)) {
+            if (pending && control_word(line, &w) == 0) {
+                insn *p = &in.v[in.n - 1];
+                p->stall = (uint8_t)((w >> 41) & 15);
+                p->waits = ((w >> 52) & 63) != 0;
+                p->ctl = 1;
+            }
+            pending = 0;
+            continue;
+        }
         cur->total++;
-        if (add_form(cur, form, operands)) return dl_fail("sass listing: out of memory");
+        if (add_form(cur, form, operands)) rc = dl_fail("sass listing: out of memory");
         int i = dl_census_opcode_index(op);
+        x.cls = -1;
         if (i >= 0) {
             cur->op[i]++;
             cur->cls[opcodes[i].cls]++;
+            x.cls = (int8_t)opcodes[i].cls;
         }
+        if (!strcmp(op, "BRA")) { /* "BRA 0x2470 ;", "BRA.DIV UR8, 0x13620 ;": the last hex operand before ';' */
+            const char *semi = strchr(operands, ';'), *h = strstr(operands, "0x"), *last = NULL;
+            for (; h && (!semi || h < semi); h = strstr(h + 2, "0x")) last = h;
+            if (last) {
+                x.target = (uint32_t)strtoul(last, NULL, 16);
+                x.back = x.target <= x.addr;
+            }
+        }
+        if (!rc && push_insn(&in, &x)) rc = dl_fail("sass listing: out of memory");
+        pending = 1;
     }
-    if (ferror(f)) return dl_fail("sass listing: read error");
-    return 0;
+    if (!rc) END_KERNEL();
+#undef END_KERNEL
+    free(in.v);
+    if (!rc && ferror(f)) rc = dl_fail("sass listing: read error");
+    return rc;
 }
 
 /* kv_dtype from a "(dl_dtype)N" template argument of a demangled name. */
@@ -501,6 +665,39 @@ int dl_census_form_rows(const dl_census *c, const char *kernel_glob, dl_census_r
         if (!m) *n += form_rows_of(c, &c->k[i], "-", *rows + *n);
     }
     return 0;
+}
+
+int dl_census_loop_rows(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out)
+{
+    if (!k->loop.found) return 0;
+    int n = 0;
+    for (int i = 0; i < DL_CENSUS_LOOP_ROWS; i++) {
+        dl_census_row *r = &out[n++];
+        dl_census_row_init(r);
+        snprintf(r->source, sizeof r->source, "sass");
+        snprintf(r->variant, sizeof r->variant, "%s", variant);
+        snprintf(r->kernel, sizeof r->kernel, "%s", k->name);
+        snprintf(r->arch, sizeof r->arch, "%s", k->arch);
+        snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", k->kv_dtype);
+        snprintf(r->unit, sizeof r->unit, "inst");
+        snprintf(r->binary, sizeof r->binary, "%s", c->binary);
+        snprintf(r->tool, sizeof r->tool, "%s", c->tool);
+        if (i < DL_CLS_COUNT) {
+            snprintf(r->metric, sizeof r->metric, "loop:class:%s", class_names[i]);
+            r->value = (double)k->loop.cls[i];
+        } else if (i == DL_CLS_COUNT) {
+            snprintf(r->metric, sizeof r->metric, "loop:total");
+            r->value = (double)k->loop.total;
+        } else if (i == DL_CLS_COUNT + 1) {
+            snprintf(r->metric, sizeof r->metric, "loop:stall_cycles");
+            snprintf(r->unit, sizeof r->unit, "cycles");
+            r->value = (double)k->loop.stall;
+        } else {
+            snprintf(r->metric, sizeof r->metric, "loop:scoreboard_waits");
+            r->value = (double)k->loop.sb_waits;
+        }
+    }
+    return n;
 }
 
 /* ---------------------------------------------------------------- CSV table */

@@ -21,7 +21,7 @@ static void sass_help(FILE *f)
 {
     fprintf(f,
             "usage: decodelab sass [--binary PATH] [--variants GLOB[,GLOB]] [--kernels GLOB] [--out CENSUS.csv]\n"
-            "                      [--all] [--forms]\n\n"
+            "                      [--all] [--forms] [--loop]\n\n"
             "Disassembles the GPU kernels of PATH (default: this decodelab executable) with\n"
             "`cuobjdump -sass` and counts, per kernel instantiation, the instruction classes:\n"
             "  tensor   HMMA HGMMA QGMMA IMMA       fp32     FFMA FMUL FADD\n"
@@ -41,6 +41,17 @@ static void sass_help(FILE *f)
             "                    tab-separated line each: form, kernel, FORM, count, rz_moves (HFMA2 whose\n"
             "                    multiplicands are -RZ and RZ: a move of the addend), the first instance;\n"
             "                    with --out, also one row per kernel and form (metric form:<FORM>)\n"
+            "  --loop            also print, per kernel listed, its hot loop: of the spans from a backward\n"
+            "                    branch's target to the branch, the one with the most tensor instructions (none:\n"
+            "                    the most fp32 + packed16), the shortest on a tie (a tile loop, not the loop\n"
+            "                    around it); its instructions by class, counted statically (paths a full tile\n"
+            "                    skips included); stall_cycles, the cycles its control codes make a warp wait\n"
+            "                    after each instruction, summed (a floor on one warp's time through it; '-' if\n"
+            "                    the listing lacks them); sb_waits, its instructions that wait on a\n"
+            "                    variable-latency result. One tab-separated line each: loop, variant, kernel,\n"
+            "                    first and branch address, total, the classes, stall_cycles, sb_waits; with\n"
+            "                    --out, also rows loop:total, loop:class:<name>, loop:stall_cycles,\n"
+            "                    loop:scoreboard_waits per kernel listed\n"
             "  --out FILE.csv    append the census rows (one per variant, kernel and class/opcode) to FILE.csv\n\n"
             "exit status: 0 ok, 2 bad usage or cuobjdump missing/failing.\n");
 }
@@ -101,12 +112,31 @@ static void print_forms(const char *variant, const dl_census_kernel *k)
     free(v);
 }
 
-enum { O_HELP = 'h', O_ALL = 256, O_FORMS, O_BINARY, O_OUT, O_VARIANTS, O_KERNELS };
+/* The hot loop of k (dl_census.h): "loop<TAB>variant<TAB>kernel<TAB>first<TAB>branch<TAB>total<TAB>classes...
+ * <TAB>stall_cycles<TAB>sb_waits", or "loop<TAB>variant<TAB>kernel<TAB>none" without a backward branch. */
+static void print_loop(const char *variant, const dl_census_kernel *k)
+{
+    char sn[160];
+    short_name(k->name, sn, sizeof sn);
+    const dl_census_loop *L = &k->loop;
+    if (!L->found) {
+        printf("loop\t%s\t%s\tnone\n", variant, sn);
+        return;
+    }
+    printf("loop\t%s\t%s\t0x%x\t0x%x\t%lld", variant, sn, L->first, L->branch, (long long)L->total);
+    for (int c = 0; c < DL_CLS_COUNT; c++) printf("\t%lld", (long long)L->cls[c]);
+    if (L->stall < 0) printf("\t-");
+    else printf("\t%lld", (long long)L->stall);
+    printf("\t%lld\n", (long long)L->sb_waits);
+}
+
+enum { O_HELP = 'h', O_ALL = 256, O_FORMS, O_LOOP, O_BINARY, O_OUT, O_VARIANTS, O_KERNELS };
 
 static const struct option sass_opts[] = {
     {"help", no_argument, 0, O_HELP},
     {"all", no_argument, 0, O_ALL},
     {"forms", no_argument, 0, O_FORMS},
+    {"loop", no_argument, 0, O_LOOP},
     {"binary", required_argument, 0, O_BINARY},
     {"out", required_argument, 0, O_OUT},
     {"variants", required_argument, 0, O_VARIANTS},
@@ -116,7 +146,7 @@ static const struct option sass_opts[] = {
 
 typedef struct {
     const char *binary, *out, *globs, *kglob;
-    int all, forms;
+    int all, forms, loop;
 } sass_args;
 
 /* 0 ok, 1 help printed, -1 error (recorded). */
@@ -131,6 +161,7 @@ static int parse_sass(int argc, char **argv, sass_args *a)
         case O_HELP: sass_help(stdout); return 1;
         case O_ALL: a->all = 1; break;
         case O_FORMS: a->forms = 1; break;
+        case O_LOOP: a->loop = 1; break;
         case O_BINARY: a->binary = optarg; break;
         case O_OUT: a->out = optarg; break;
         case O_VARIANTS: a->globs = optarg; break;
@@ -225,6 +256,12 @@ int dl_cmd_sass(int argc, char **argv)
         printf("\n#form\tkernel\tFORM\tcount\trz_moves\tfirst instance\n");
         for (int j = 0; j < nlisted; j++) print_forms(listed_as[j], listed[j]);
     }
+    if (a.loop && nlisted) {
+        printf("\n#loop\tvariant\tkernel\tfirst\tbranch\ttotal");
+        for (int k = 0; k < DL_CLS_COUNT; k++) printf("\t%s", dl_census_class_name(k));
+        printf("\tstall_cycles\tsb_waits\n");
+        for (int j = 0; j < nlisted; j++) print_loop(listed_as[j], listed[j]);
+    }
     rc = 0;
     if (a.out) {
         dl_census_row *rows = NULL;
@@ -245,6 +282,18 @@ int dl_cmd_sass(int argc, char **argv)
             }
             if (!rc && dl_census_append(a.out, rows, keep)) rc = dl_cli_error("sass");
             else if (!rc) printf("census: %lld form rows appended to %s\n", (long long)keep, a.out);
+            free(rows);
+        }
+        if (!rc && a.loop) {
+            rows = calloc((size_t)(nlisted > 0 ? nlisted : 1) * DL_CENSUS_LOOP_ROWS, sizeof *rows);
+            n = 0;
+            if (!rows) {
+                dl_fail("sass: out of memory");
+                rc = dl_cli_error("sass");
+            }
+            for (int j = 0; !rc && j < nlisted; j++) n += dl_census_loop_rows(&c, listed[j], listed_as[j], rows + n);
+            if (!rc && dl_census_append(a.out, rows, n)) rc = dl_cli_error("sass");
+            else if (!rc) printf("census: %lld loop rows appended to %s\n", (long long)n, a.out);
             free(rows);
         }
     }

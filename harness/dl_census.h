@@ -51,6 +51,20 @@ typedef struct {
     char example[128];      /* the first instance, opcode and operands, without address and encoding */
 } dl_census_form;
 
+/* A kernel's hot loop (`decodelab sass --loop`): of the spans from a backward branch's target to the
+ * branch, the one holding the most tensor instructions (when none holds any: the most fp32 + packed16
+ * instructions), the shortest on a tie, so a tile loop is chosen over the segment loop around it. Static
+ * counts: every instruction of the span once, the paths a full tile skips included. stall: the cycles the
+ * control codes make the warp wait after each instruction (bits 41-44 of an instruction's second 64-bit
+ * word, sm_70 and later), summed: a floor on one warp's time through the span, scoreboard waits (on a
+ * variable-latency result: shared memory, MUFU, shuffles) not timed but counted in sb_waits; -1 when the
+ * listing has no control word for some instruction of the span. */
+typedef struct {
+    int found;              /* 0: the kernel has no backward branch */
+    uint32_t first, branch; /* addresses of the span's first instruction and of its backward branch */
+    int64_t total, cls[DL_CLS_COUNT], stall, sb_waits;
+} dl_census_loop;
+
 /* One kernel function of the listing. */
 typedef struct {
     char arch[16];          /* "sm_90a" */
@@ -62,6 +76,7 @@ typedef struct {
     int64_t *op;            /* [dl_census_num_opcodes()] */
     dl_census_form *forms;  /* every instruction form of the kernel, in order of first appearance */
     int nforms, capforms;
+    dl_census_loop loop;    /* its hot loop */
 } dl_census_kernel;
 
 typedef struct {
@@ -126,6 +141,13 @@ int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n);
  * static count), under every variant whose glob claims the kernel, or "-". Not part of
  * dl_census_rows(): the class/opcode rows stay as they were. *rows allocated (free()). */
 int dl_census_form_rows(const dl_census *c, const char *kernel_glob, dl_census_row **rows, int64_t *n);
+/* The hot-loop rows of kernel k listed under variant (`decodelab sass --loop --out`): metrics
+ * "loop:total", "loop:class:<name>" (unit inst), "loop:stall_cycles" (unit cycles, -1 unknown) and
+ * "loop:scoreboard_waits" (inst), into out (room for DL_CENSUS_LOOP_ROWS). Returns the rows written:
+ * 0 when k has no loop. */
+#define DL_CENSUS_LOOP_ROWS (DL_CLS_COUNT + 3)
+int dl_census_loop_rows(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out);
+
 /* Append rows to a CSV census table (created with its header if absent):
  * flock the directory, read the old file (refusing another header), write old + new
  * to a temporary, fsync, rename. */

@@ -76,6 +76,103 @@ START_TEST(test_parse_listing)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- the hot loop */
+
+/* The second 64-bit word of an sm_70+ instruction with the given stall cycles (bits 41-44) and
+ * scoreboard wait mask (bits 52-57); the other fields zero. */
+static unsigned long long ctl_word(int stall, int wait) { return (unsigned long long)stall << 41 | (unsigned long long)wait << 52; }
+
+/* One instruction at addr, with its control word on the next line (as cuobjdump writes them). */
+static size_t put_insn(char *buf, size_t n, size_t at, unsigned addr, const char *text, int stall, int wait)
+{
+    return at + (size_t)snprintf(buf + at, n - at,
+                                 "        /*%04x*/                   %s ;   /* 0x000000000000000%x */\n"
+                                 "                                                          /* 0x%016llx */\n",
+                                 addr, text, addr & 15, ctl_word(stall, wait));
+}
+
+typedef struct {
+    const char *text;
+    int stall, wait;
+} line_spec;
+
+START_TEST(test_hot_loop)
+{
+    /* a segment loop (0x10..0xb0) around a tile loop (0x20..0x70) whose last iteration is peeled off
+     * after it (the two HMMAs at 0x80, 0x90: the segment loop holds more tensor instructions than the
+     * tile loop, yet the tile loop is the hot one), a wait loop with no tensor work (0x30..0x40), and
+     * a forward branch and a BRA.DIV whose encodings hold hex digits too */
+    const line_spec k0[] = {
+        {"MOV R1, RZ", 1, 0},                                /* 0x00 */
+        {"LDS.128 R4, [R2]", 2, 0},                          /* 0x10: segment loop */
+        {"HMMA.16816.F32 R8, R4, R6, R8", 3, 0},             /* 0x20: tile loop */
+        {"SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R9], R6", 4, 1}, /* 0x30: wait loop */
+        {"@!P0 BRA 0x30", 5, 0},                             /* 0x40 */
+        {"F2FP.F16.E4M3.UNPACK_B R4, R5", 6, 2},             /* 0x50 */
+        {"HMMA.16816.F32 R8, R4, R6, R8", 7, 0},             /* 0x60 */
+        {"@P1 BRA 0x20", 8, 0},                              /* 0x70 */
+        {"HMMA.16816.F32 R8, R4, R6, R8", 9, 0},             /* 0x80 */
+        {"HMMA.16816.F32 R8, R4, R6, R8", 10, 0},            /* 0x90 */
+        {"BRA.DIV UR8, 0x100", 11, 0},                       /* 0xa0 */
+        {"@P2 BRA 0x10", 12, 4},                             /* 0xb0 */
+        {"EXIT", 13, 0},                                     /* 0xc0 */
+    };
+    const int n0 = (int)(sizeof k0 / sizeof k0[0]);
+    static char buf[16384];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "arch = sm_90a\n\t\tFunction : _Z5tilesv\n");
+    for (int i = 0; i < n0; i++) at = put_insn(buf, sizeof buf, at, 16u * (unsigned)i, k0[i].text, k0[i].stall, k0[i].wait);
+    /* a CUDA-core kernel: no tensor work, its inner loop has the FFMAs */
+    at += (size_t)snprintf(buf + at, sizeof buf - at, "\t\tFunction : _Z4simtv\n");
+    const line_spec k1[] = {{"FFMA R1, R2, R3, R1", 1, 0}, {"FFMA R1, R2, R3, R1", 1, 0}, {"@P0 BRA 0x0", 2, 0},
+                            {"LDG.E R2, desc[UR4][R4.64]", 1, 1}, {"@P1 BRA 0x30", 1, 0}, {"EXIT", 1, 0}};
+    for (int i = 0; i < 6; i++) at = put_insn(buf, sizeof buf, at, 16u * (unsigned)i, k1[i].text, k1[i].stall, k1[i].wait);
+    /* no backward branch; and a listing without control words */
+    at += (size_t)snprintf(buf + at, sizeof buf - at,
+                           "\t\tFunction : _Z4flatv\n        /*0000*/   HMMA.16816.F32 R8, R4, R6, R8 ; /* 0x1 */\n"
+                           "\t\tFunction : _Z5nocodev\n        /*0000*/   HMMA.16816.F32 R8, R4, R6, R8 ; /* 0x1 */\n"
+                           "        /*0010*/   @P0 BRA 0x0 ; /* 0x2 */\n");
+    ck_assert_uint_lt(at, sizeof buf - 1);
+    dl_census c;
+    dl_test_census_parse(buf, &c);
+    ck_assert_int_eq(c.n, 4);
+    const dl_census_loop *L = &c.k[0].loop;
+    ck_assert_int_eq(L->found, 1);
+    ck_assert_uint_eq(L->first, 0x20);
+    ck_assert_uint_eq(L->branch, 0x70);
+    int64_t stall = 0, waits = 0;
+    for (int i = 2; i <= 7; i++) { /* the tile loop's instructions: 0x20 .. 0x70 */
+        stall += k0[i].stall;
+        waits += k0[i].wait != 0;
+    }
+    ck_assert_int_eq(L->total, 6);
+    ck_assert_int_eq(L->cls[DL_CLS_TENSOR], 2);
+    ck_assert_int_eq(L->cls[DL_CLS_CONV], 1);
+    ck_assert_int_eq(L->stall, stall);
+    ck_assert_int_eq(L->sb_waits, waits);
+    L = &c.k[1].loop; /* FFMA loop 0x00..0x20, not the LDG loop 0x30..0x40 */
+    ck_assert_int_eq(L->found, 1);
+    ck_assert_uint_eq(L->first, 0x0);
+    ck_assert_uint_eq(L->branch, 0x20);
+    ck_assert_int_eq(L->cls[DL_CLS_FP32], 2);
+    ck_assert_int_eq(L->stall, k1[0].stall + k1[1].stall + k1[2].stall);
+    ck_assert_int_eq(c.k[2].loop.found, 0);
+    ck_assert_int_eq(c.k[3].loop.found, 1);
+    ck_assert_int_eq(c.k[3].loop.stall, -1); /* no control words: stall unknown, not 0 */
+    /* the loop rows: one per class, total, stall, scoreboard waits, with the loop's values */
+    dl_census_row rows[DL_CENSUS_LOOP_ROWS];
+    ck_assert_int_eq(dl_census_loop_rows(&c, &c.k[0], "v", rows), DL_CENSUS_LOOP_ROWS);
+    int seen = 0;
+    for (int i = 0; i < DL_CENSUS_LOOP_ROWS; i++) {
+        if (!strcmp(rows[i].metric, "loop:stall_cycles")) ck_assert(rows[i].value == (double)stall && ++seen);
+        if (!strcmp(rows[i].metric, "loop:class:tensor")) ck_assert(rows[i].value == 2.0 && ++seen);
+        if (!strcmp(rows[i].metric, "loop:total")) ck_assert(rows[i].value == 6.0 && ++seen);
+    }
+    ck_assert_int_eq(seen, 3);
+    ck_assert_int_eq(dl_census_loop_rows(&c, &c.k[2], "v", rows), 0);
+    dl_census_free(&c);
+}
+END_TEST
+
 START_TEST(test_find_tool_error_names_every_place)
 {
     char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
@@ -336,6 +433,48 @@ START_TEST(test_design_in_the_disassembly)
 }
 END_TEST
 
+/* The registry's globs claim each kernel of the binary at most once, and each streaming warp-consumer
+ * kernel (stream_decode_kernel<D, KV, DQ, NT, PAGE>) by the variant of its dequant argument (0 cast,
+ * 1 fast, 2 hw): once the page-stage argument followed NT (attempt #26, 2026-12-04), the globs "<*, 1, *>"
+ * and "<*, 2, *>" also matched NT = 1 and NT = 2, and gave bf16-fast-stream and bf16-hw-stream other
+ * policies' kernels in the census (the committed census runs, 2026-12-01, predate it). Their hot loops hold what the
+ * design says a 64-token tile costs a warp: (64 / 16) x (D / 16) HMMAs for S and as many for P*V per
+ * n8 tile of query heads, and with the hardware conversion at least one F2FP per two FP8 bytes of the
+ * tile's K and V (64 x D x 2 bytes over 32 lanes). */
+START_TEST(test_one_variant_per_kernel)
+{
+    if (!DL_HAVE_CUDA) return;
+    if (!dl_test_have_cuobjdump("test_census", "one_variant_per_kernel")) return;
+    load_real();
+    int stream = 0;
+    for (int k = 0; k < real.n; k++) {
+        const dl_variant *by = NULL;
+        int claims = 0;
+        for (int v = 0; v < dl_num_variants; v++)
+            if (dl_census_kernel_matches(dl_variants[v].kernel, real.k[k].name)) {
+                claims++;
+                by = &dl_variants[v];
+            }
+        ck_assert_msg(claims <= 1, "%s is claimed by %d variants", real.k[k].name, claims);
+        int D, kv, dq, nt;
+        const char *p = strstr(real.k[k].name, "stream_decode_kernel<");
+        if (!p || sscanf(p, "stream_decode_kernel<%d, (dl_dtype)%d, %d, %d", &D, &kv, &dq, &nt) != 4) continue;
+        const dl_dequant want[] = {DL_DEQUANT_CAST, DL_DEQUANT_FAST, DL_DEQUANT_HW};
+        ck_assert_msg(claims == 1 && dq >= 0 && dq < 3 && by->dequant == want[dq], "%s: claimed by %s", real.k[k].name,
+                      by ? by->name : "no variant");
+        const dl_census_loop *L = &real.k[k].loop;
+        ck_assert_msg(L->found && L->cls[DL_CLS_TENSOR] == 2 * (64 / 16) * (D / 16) * nt,
+                      "%s: hot loop with %lld tensor instructions", real.k[k].name, (long long)L->cls[DL_CLS_TENSOR]);
+        if (dq == 2 && (kv == DL_E4M3 || kv == DL_E5M2))
+            ck_assert_msg(L->cls[DL_CLS_CONV] >= 64 * D * 2 / 32 / 2, "%s: %lld conversions in the hot loop",
+                          real.k[k].name, (long long)L->cls[DL_CLS_CONV]);
+        ck_assert_msg(L->stall > 0, "%s: no control words read", real.k[k].name);
+        stream++;
+    }
+    ck_assert_int_ge(stream, 3 * 3 * 4 * 2); /* three policies, D 64/128/256, four KV types, one and two n8 tiles */
+}
+END_TEST
+
 START_TEST(test_rows_cover_every_kernel)
 {
     if (!DL_HAVE_CUDA) return;
@@ -364,4 +503,5 @@ END_TEST
 
 DL_TEST_SUITE("census", 120, NULL, NULL,
               test_parse_listing, test_find_tool_error_names_every_place, test_find_tool_in_site_packages,
-              test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel)
+              test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel, test_hot_loop,
+              test_one_variant_per_kernel)
