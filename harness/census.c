@@ -568,19 +568,25 @@ void dl_census_row_init(dl_census_row *r)
     snprintf(r->generator, sizeof r->generator, "%s", dl_generator_string());
 }
 
+/* A sass row of kernel k under variant: every column but metric and value (unit "inst"). */
+static void sass_row(dl_census_row *r, const dl_census *c, const dl_census_kernel *k, const char *variant)
+{
+    dl_census_row_init(r);
+    snprintf(r->source, sizeof r->source, "sass");
+    snprintf(r->variant, sizeof r->variant, "%s", variant);
+    snprintf(r->kernel, sizeof r->kernel, "%s", k->name);
+    snprintf(r->arch, sizeof r->arch, "%s", k->arch);
+    snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", k->kv_dtype);
+    snprintf(r->unit, sizeof r->unit, "inst");
+    snprintf(r->binary, sizeof r->binary, "%s", c->binary);
+    snprintf(r->tool, sizeof r->tool, "%s", c->tool);
+}
+
 static void kernel_rows(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out,
                         int64_t *n)
 {
     dl_census_row base;
-    dl_census_row_init(&base);
-    snprintf(base.source, sizeof base.source, "sass");
-    snprintf(base.variant, sizeof base.variant, "%s", variant);
-    snprintf(base.kernel, sizeof base.kernel, "%s", k->name);
-    snprintf(base.arch, sizeof base.arch, "%s", k->arch);
-    snprintf(base.kv_dtype, sizeof base.kv_dtype, "%s", k->kv_dtype);
-    snprintf(base.unit, sizeof base.unit, "inst");
-    snprintf(base.binary, sizeof base.binary, "%s", c->binary);
-    snprintf(base.tool, sizeof base.tool, "%s", c->tool);
+    sass_row(&base, c, k, variant);
     dl_census_row *r = &out[(*n)++];
     *r = base;
     snprintf(r->metric, sizeof r->metric, "total");
@@ -627,15 +633,7 @@ static int64_t form_rows_of(const dl_census *c, const dl_census_kernel *k, const
 {
     for (int j = 0; j < k->nforms; j++) {
         dl_census_row *r = &out[j];
-        dl_census_row_init(r);
-        snprintf(r->source, sizeof r->source, "sass");
-        snprintf(r->variant, sizeof r->variant, "%s", variant);
-        snprintf(r->kernel, sizeof r->kernel, "%s", k->name);
-        snprintf(r->arch, sizeof r->arch, "%s", k->arch);
-        snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", k->kv_dtype);
-        snprintf(r->unit, sizeof r->unit, "inst");
-        snprintf(r->binary, sizeof r->binary, "%s", c->binary);
-        snprintf(r->tool, sizeof r->tool, "%s", c->tool);
+        sass_row(r, c, k, variant);
         snprintf(r->metric, sizeof r->metric, "form:%s", k->forms[j].form);
         r->value = (double)k->forms[j].count;
     }
@@ -673,15 +671,7 @@ int dl_census_loop_rows(const dl_census *c, const dl_census_kernel *k, const cha
     int n = 0;
     for (int i = 0; i < DL_CENSUS_LOOP_ROWS; i++) {
         dl_census_row *r = &out[n++];
-        dl_census_row_init(r);
-        snprintf(r->source, sizeof r->source, "sass");
-        snprintf(r->variant, sizeof r->variant, "%s", variant);
-        snprintf(r->kernel, sizeof r->kernel, "%s", k->name);
-        snprintf(r->arch, sizeof r->arch, "%s", k->arch);
-        snprintf(r->kv_dtype, sizeof r->kv_dtype, "%s", k->kv_dtype);
-        snprintf(r->unit, sizeof r->unit, "inst");
-        snprintf(r->binary, sizeof r->binary, "%s", c->binary);
-        snprintf(r->tool, sizeof r->tool, "%s", c->tool);
+        sass_row(r, c, k, variant);
         if (i < DL_CLS_COUNT) {
             snprintf(r->metric, sizeof r->metric, "loop:class:%s", class_names[i]);
             r->value = (double)k->loop.cls[i];
