@@ -10,12 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
 #include "dl_census.h"
 #include "dl_cli.h"
 #include "dl_proc.h"
+#include "dl_results.h"
 
 static void sass_help(FILE *f)
 {
@@ -191,6 +194,12 @@ int dl_cmd_sass(int argc, char **argv)
             dl_fail("--variants: '%s' selects no variant (see decodelab list)", a.globs);
             return dl_cli_error("sass");
         }
+    }
+    if (a.out) { /* its directory, before the disassembly (tens of seconds for this binary) */
+        const int dfd = dl_lock_dir_of("census", a.out);
+        if (dfd < 0) return dl_cli_error("sass");
+        flock(dfd, LOCK_UN);
+        close(dfd);
     }
     dl_census c;
     memset(&c, 0, sizeof c);

@@ -173,6 +173,23 @@ START_TEST(test_hot_loop)
 }
 END_TEST
 
+/* A census file that cannot be written is refused before the disassembly (tens of seconds), in one
+ * line naming it, with nothing written; on any machine, cuobjdump or not. */
+START_TEST(test_sass_out_refused_first)
+{
+    dl_test_mkdir("census");
+    char out[1200];
+    snprintf(out, sizeof out, "%s/no-such-dir/census.csv", dl_test_dir);
+    const int rc = DL_RUN("sass", "--loop", "--out", out);
+    ck_assert_msg(rc == 2, "exit %d, stderr: %s", rc, dl_test_err);
+    ck_assert_msg(dl_test_lines(dl_test_err) == 1 && strstr(dl_test_err, "decodelab sass: ") && strstr(dl_test_err, out),
+                  "stderr: %s", dl_test_err);
+    ck_assert_str_eq(dl_test_out, ""); /* no listing header: refused before cuobjdump ran */
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(dl_test_rmdir(), 0);
+}
+END_TEST
+
 START_TEST(test_find_tool_error_names_every_place)
 {
     char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
@@ -504,4 +521,4 @@ END_TEST
 DL_TEST_SUITE("census", 120, NULL, NULL,
               test_parse_listing, test_find_tool_error_names_every_place, test_find_tool_in_site_packages,
               test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel, test_hot_loop,
-              test_one_variant_per_kernel)
+              test_one_variant_per_kernel, test_sass_out_refused_first)
