@@ -52,8 +52,9 @@ typedef struct {
 } dl_census_form;
 
 /* A kernel's hot loop (`decodelab sass --loop`): of the spans from a backward branch's target to the
- * branch, the one holding the most tensor instructions (when none holds any: the most fp32 + packed16
- * instructions), the shortest on a tie, so a tile loop is chosen over the segment loop around it. Static
+ * branch that hold tensor instructions (when none does: fp32 + packed16 ones), the innermost (no other
+ * such span inside it), then the one holding the most, then the shortest: a tile loop, not the segment
+ * loop around it, even where the tile loop's last iteration is peeled off after it. Static
  * counts: every instruction of the span once, the paths a full tile skips included. stall: the cycles the
  * control codes make the warp wait after each instruction (bits 41-44 of an instruction's second 64-bit
  * word, sm_70 and later), summed: a floor on one warp's time through the span, scoreboard waits (on a
