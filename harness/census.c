@@ -311,65 +311,59 @@ static int first_at(const insn *v, int n, uint32_t addr)
     return lo;
 }
 
+/* A span from a backward branch's target (first) to the branch (last), and its counts of the two keys. */
+typedef struct {
+    int first, last;
+    int64_t tensor, fp; /* tensor instructions; fp32 + packed16 ones */
+} span;
+
 /* k->loop from the kernel's instructions v[0..n); -1 when out of memory. */
 static int find_loop(dl_census_kernel *k, const insn *v, int n)
 {
     memset(&k->loop, 0, sizeof k->loop);
-    /* prefix sums of the two keys: tensor, and fp32 + packed16 */
-    int64_t *pt = malloc((size_t)(n + 1) * sizeof *pt), *pf = malloc((size_t)(n + 1) * sizeof *pf);
-    if (!pt || !pf) {
-        free(pt);
-        free(pf);
-        return -1;
-    }
-    pt[0] = pf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        pt[i + 1] = pt[i] + (v[i].cls == DL_CLS_TENSOR);
-        pf[i + 1] = pf[i] + (v[i].cls == DL_CLS_FP32 || v[i].cls == DL_CLS_PACKED16);
-    }
-    /* the spans, with their counts of the key: tensor where any span holds tensor instructions */
     int nb = 0;
     for (int b = 0; b < n; b++) nb += v[b].back;
-    int *st = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *st), *sb = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *sb);
-    if (!st || !sb) {
-        free(pt);
-        free(pf);
-        free(st);
-        free(sb);
+    if (nb == 0) return 0;
+    int64_t (*pre)[2] = malloc((size_t)(n + 1) * sizeof *pre); /* prefix sums of the two keys */
+    span *sp = malloc((size_t)nb * sizeof *sp);
+    if (!pre || !sp) {
+        free(pre);
+        free(sp);
         return -1;
     }
-    nb = 0;
+    pre[0][0] = pre[0][1] = 0;
+    for (int i = 0; i < n; i++) {
+        pre[i + 1][0] = pre[i][0] + (v[i].cls == DL_CLS_TENSOR);
+        pre[i + 1][1] = pre[i][1] + (v[i].cls == DL_CLS_FP32 || v[i].cls == DL_CLS_PACKED16);
+    }
     int any_tensor = 0;
+    nb = 0;
     for (int b = 0; b < n; b++)
         if (v[b].back) {
-            st[nb] = first_at(v, n, v[b].target);
-            sb[nb] = b;
-            any_tensor |= pt[b + 1] - pt[st[nb]] > 0;
-            nb++;
+            const int t = first_at(v, n, v[b].target);
+            sp[nb] = (span){t, b, pre[b + 1][0] - pre[t][0], pre[b + 1][1] - pre[t][1]};
+            any_tensor |= sp[nb++].tensor > 0;
         }
-    const int64_t *key = any_tensor ? pt : pf;
-#define KEY(j) (key[sb[j] + 1] - key[st[j]])
-    /* innermost: no other span with the key inside it (the tile loop, not the segment loop around it,
-     * even where the tile loop's last iteration is peeled off after it); of those the most, then the shortest */
-    int bt = -1, bb = -1;
+    free(pre);
+    /* the key: tensor where any span holds tensor instructions. Innermost: no other span with the key inside it (the
+     * tile loop, not the segment loop around it, even where the tile loop's last iteration is peeled off after it);
+     * of those the most, then the shortest */
+#define KEY(j) (any_tensor ? sp[j].tensor : sp[j].fp)
+    int best = -1;
     for (int j = 0; j < nb; j++) {
         if (KEY(j) <= 0) continue;
         int inner = 1;
         for (int m = 0; m < nb && inner; m++)
-            if (m != j && KEY(m) > 0 && st[m] >= st[j] && sb[m] <= sb[j] && (st[m] != st[j] || sb[m] != sb[j]))
+            if (m != j && KEY(m) > 0 && sp[m].first >= sp[j].first && sp[m].last <= sp[j].last &&
+                (sp[m].first != sp[j].first || sp[m].last != sp[j].last))
                 inner = 0;
-        if (!inner) continue;
-        const int64_t kv = KEY(j), kbest = bb < 0 ? -1 : key[bb + 1] - key[bt];
-        if (kv > kbest || (kv == kbest && sb[j] - st[j] < bb - bt)) {
-            bt = st[j];
-            bb = sb[j];
-        }
+        if (inner && (best < 0 || KEY(j) > KEY(best) ||
+                      (KEY(j) == KEY(best) && sp[j].last - sp[j].first < sp[best].last - sp[best].first)))
+            best = j;
     }
 #undef KEY
-    free(st);
-    free(sb);
-    free(pt);
-    free(pf);
+    const int bt = best < 0 ? 0 : sp[best].first, bb = best < 0 ? -1 : sp[best].last;
+    free(sp);
     if (bb < 0) return 0;
     dl_census_loop *L = &k->loop;
     L->found = 1;

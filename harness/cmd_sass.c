@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
@@ -195,12 +193,8 @@ int dl_cmd_sass(int argc, char **argv)
             return dl_cli_error("sass");
         }
     }
-    if (a.out) { /* its directory, before the disassembly (tens of seconds for this binary) */
-        const int dfd = dl_lock_dir_of("census", a.out);
-        if (dfd < 0) return dl_cli_error("sass");
-        flock(dfd, LOCK_UN);
-        close(dfd);
-    }
+    if (a.out && dl_check_dir_of("census", a.out)) /* its directory, before the disassembly (tens of seconds) */
+        return dl_cli_error("sass");
     dl_census c;
     memset(&c, 0, sizeof c);
     if (dl_census_disassemble(a.binary, &c)) {

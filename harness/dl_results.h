@@ -144,6 +144,9 @@ void dl_stamp_date_host(char *date_utc, size_t ndate, char *hostname, size_t nho
  * flock on it. Returns the descriptor (close it to unlock), or -1 with a dl_fail message naming
  * who ("results", "census") and the directory. */
 int dl_lock_dir_of(const char *who, const char *path);
+/* Whether the directory holding path can be opened (a table's file checked before long work): 0, or -1 with the
+ * same message as dl_lock_dir_of's. Takes no lock. */
+int dl_check_dir_of(const char *who, const char *path);
 
 /* Write one CSV field (RFC 4180 quoting when it holds a comma, quote, newline or edge space). */
 void dl_csv_put(FILE *f, const char *s);

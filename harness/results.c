@@ -516,12 +516,29 @@ static void dir_of(const char *path, char *buf, size_t n)
     else *slash = 0;
 }
 
+/* The directory of path opened (its fd), or -1 with the error recorded. */
+static int open_dir_of(const char *who, const char *path, char *dir, size_t n)
+{
+    dir_of(path, dir, n);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0) return dl_fail("%s: cannot open directory %s of %s: %s", who, dir, path, strerror(errno));
+    return dfd;
+}
+
+int dl_check_dir_of(const char *who, const char *path)
+{
+    char dir[4100];
+    const int dfd = open_dir_of(who, path, dir, sizeof dir);
+    if (dfd < 0) return -1;
+    close(dfd);
+    return 0;
+}
+
 int dl_lock_dir_of(const char *who, const char *path)
 {
     char dir[4100];
-    dir_of(path, dir, sizeof dir);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd < 0) return dl_fail("%s: cannot open directory %s of %s: %s", who, dir, path, strerror(errno));
+    int dfd = open_dir_of(who, path, dir, sizeof dir);
+    if (dfd < 0) return -1;
     if (flock(dfd, LOCK_EX) != 0) {
         int e = errno;
         close(dfd);
