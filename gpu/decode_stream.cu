@@ -936,23 +936,49 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * (kv_indices in the page table's order) and walks it once per head group, the head groups outermost, so that
  * with boxheads < Hkv the pieces of a token row are read a whole run apart in time (as by warps of different
  * tasks). Thread 0 issues; a stage is reused once its previous copy has landed (ns stages in flight per CTA).
- * Outputs are not written: time it with run --time-failed, beside the read and DL_STREAM_DRY=1. */
+ * Outputs are not written: time it with run --time-failed, beside the read and DL_STREAM_DRY=1.
+ * LDGSTS (DL_STREAM_PROBE_LDGSTS=1): the same boxes, stages and walk, copied by the CTA's 32 threads with 16-byte
+ * cp.async (LDGSTS) instead of TMA, each thread's copies of a stage arriving on its barrier (count 32): whether
+ * TMA itself, rather than the walk or the balance, keeps a stream of these pages from ending with the read (the
+ * read reference uses 16-byte loads). */
 /* timed (DL_STREAM_DRY=7): per CTA, in the timeline's arrays (g_tl: entry, the first copy landed, the last copy
  * landed; g_tl_mark: the first page id loaded, the first copy issued), as the decode kernels' DL_STREAM_DRY=3. */
+/* LDGSTS: thread lane's 16-byte cp.asyncs of one box (heads hg .. hg + bh - 1 of a page, R bytes a row) into dst,
+ * in the global order of its bytes */
+__device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, bool nhd, int64_t page, int hg, int bh,
+                                          int Hkv, int ps, int R, int lane)
+{
+    /* contiguous runs in global memory ("pieces", `stride` bytes apart) of 2^sh 16-byte chunks each (probe_setup
+     * checks the power of 2); offsets from the box's first byte fit 32 bits (a page of all heads does) */
+    const int piece = nhd ? bh * R : ps * R, pieces = nhd ? ps : bh, sh = __ffs(piece / 16) - 1;
+    const uint32_t stride = nhd ? (uint32_t)(Hkv * R) : (uint32_t)piece;
+    const uint8_t *box = cache + (nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R);
+    for (int i = lane; i < pieces << sh; i += 32) {
+        const uint32_t off = (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst + 16 * i)), "l"(box + off)
+                     : "memory");
+    }
+}
+template <bool LDGSTS>
 __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
-                                                         const __grid_constant__ CUtensorMap vmap, int timed)
+                                                         const __grid_constant__ CUtensorMap vmap, int timed,
+                                                         const uint8_t *kc, const uint8_t *vc, int nhd, int ps, int R)
 {
     extern __shared__ __align__(1024) uint8_t probe_smem[];
     __shared__ uint64_t full[kProbeMaxStages];
     const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
-    if (threadIdx.x != 0) return;
-    timed = timed && blockIdx.x < kTlMax;
+    const int lane = threadIdx.x;
+    if (!LDGSTS && lane != 0) return;
+    timed = timed && blockIdx.x < kTlMax && lane == 0;
     if (timed) tl_begin_cta(); /* a CTA with no pages keeps entry = exit and no first landing */
     if (j0 >= j1) return;
-    for (int st = 0; st < ns; st++) mbar_init(&full[st], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (lane == 0) {
+        for (int st = 0; st < ns; st++) mbar_init(&full[st], LDGSTS ? 32 : 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    if (LDGSTS) __syncwarp();
     int n = 0;
     for (int hg = 0; hg < Hkv; hg += boxheads)
         for (int j = j0; j < j1; j++, n++) {
@@ -961,9 +987,17 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
             if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
             if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
-            mbar_expect_tx(&full[st], 2 * box_bytes);
-            tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
-            tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
+            if constexpr (LDGSTS) {
+                ldgsts_box(dst, kc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
+                ldgsts_box(dst + box_bytes, vc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
+                /* this thread's arrival (one of the barrier's 32) once its copies above have landed */
+                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
+                             : "memory");
+            } else {
+                mbar_expect_tx(&full[st], 2 * box_bytes);
+                tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
+                tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
+            }
             if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlIssue] = tl_now();
         }
     for (int m = n > ns ? n - ns : 0; m < n; m++) { /* the last ones land */
@@ -1995,7 +2029,8 @@ struct stream_maps {
     int dry;      /* DL_STREAM_DRY */
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
-    int boxheads, probe_ns, probe_ctas, probe_pages;
+    int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
+    int probe_ldgsts; /* DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies instead of TMA */
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
@@ -2211,9 +2246,11 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     }
     if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
         const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
-        stream_copy_probe<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
+        (m->probe_ldgsts ? stream_copy_probe<true> : stream_copy_probe<false>)<<<m->probe_ctas, 32, smem,
+                                                                                (cudaStream_t)a->stream>>>(
             a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
-            m->dry == 7);
+            m->dry == 7, (const uint8_t *)a->k_cache, (const uint8_t *)a->v_cache, a->kv_layout == DL_NHD,
+            a->page_size, m->probe_row);
         DL_CUDA_CHECK_LAUNCH();
         if (m->dry == 7)
             DL_TRY(tl_report(pl, (cudaStream_t)a->stream, m->probe_ctas, m->probe_pages,
@@ -2422,13 +2459,20 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
                        "two stages (K and V boxes) within 200 KB",
                        m->boxheads, a->num_kv_heads, R, a->page_size);
     m->probe_box = (uint32_t)box;
+    m->probe_row = R;
     m->probe_ns = kProbeSmem / (int)(2 * box);
     if (m->probe_ns > kProbeMaxStages) m->probe_ns = kProbeMaxStages;
     if (m->probe_ns < 2) m->probe_ns = 2;
     const int smem = m->probe_ns * 2 * (int)box;
     int per_sm = 0;
-    DL_CUDA_CHECK(cudaFuncSetAttribute(stream_copy_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, stream_copy_probe, 32, smem));
+    DL_TRY(knob("DL_STREAM_PROBE_LDGSTS", 0, 1, 0, &m->probe_ldgsts));
+    const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
+    if (m->probe_ldgsts && (piece & (piece - 1)))
+        return dl_fail("DL_STREAM_PROBE_LDGSTS=1: a box's contiguous run (%lld chunks of 16 bytes) must be a power of 2",
+                       (long long)piece);
+    const void *kern = m->probe_ldgsts ? (const void *)stream_copy_probe<true> : (const void *)stream_copy_probe<false>;
+    DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 32, smem));
     if (per_sm < 1) return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
     /* DL_STREAM_PROBE_WAVES=k: k times the resident CTAs, each with 1/k of the pages, so that the block scheduler
      * hands the later CTAs to whichever SM frees first (the read reference's grid works that way; the decode
@@ -2441,9 +2485,10 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     m->probe_pages = (int)pages;
     DL_TRY(make_map(&m->pk, a->k_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
-    fprintf(stderr, "DL_STREAM_DRY=4: copy probe, boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
+    fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
                     "%d CTAs (%d resident x %d waves), %d pages\n",
-            m->boxheads, a->page_size, m->probe_box, m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
+            m->probe_ldgsts ? "16-byte cp.async, 32 threads" : "TMA", m->boxheads, a->page_size, m->probe_box,
+            m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
     return 0;
 }
 #endif
