@@ -2468,8 +2468,10 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_TRY(knob("DL_STREAM_PROBE_LDGSTS", 0, 1, 0, &m->probe_ldgsts));
     const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
     if (m->probe_ldgsts && (piece & (piece - 1)))
-        return dl_fail("DL_STREAM_PROBE_LDGSTS=1: a box's contiguous run (%lld chunks of 16 bytes) must be a power of 2",
-                       (long long)piece);
+        return dl_fail("DL_STREAM_PROBE_LDGSTS=1: a box's contiguous run in the cache (%s: %s x rows of %d bytes) is %lld "
+                       "chunks of 16 bytes, not a power of 2",
+                       a->kv_layout == DL_NHD ? "NHD" : "HND",
+                       a->kv_layout == DL_NHD ? "DL_STREAM_BOXHEADS heads" : "page_size tokens", R, (long long)piece);
     const void *kern = m->probe_ldgsts ? (const void *)stream_copy_probe<true> : (const void *)stream_copy_probe<false>;
     DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 32, smem));
