@@ -955,8 +955,7 @@ __device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, b
     const uint8_t *box = cache + (nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R);
     for (int i = lane; i < pieces << sh; i += 32) {
         const uint32_t off = (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst + 16 * i)), "l"(box + off)
-                     : "memory");
+        dl_cp_async16(dst + 16 * i, box + off, 16);
     }
 }
 template <bool LDGSTS>
