@@ -154,6 +154,7 @@ static dl_census_kernel *new_kernel(dl_census *c, const char *arch, const char *
     memset(k, 0, sizeof *k);
     k->op = calloc((size_t)NUM_OPS, sizeof *k->op);
     if (!k->op) return NULL;
+    k->regs = k->stack = -1;
     snprintf(k->arch, sizeof k->arch, "%s", arch);
     snprintf(k->mangled, sizeof k->mangled, "%s", mangled);
     snprintf(k->name, sizeof k->name, "%s", mangled);
@@ -505,11 +506,33 @@ int dl_census_demangle(dl_census *c)
     return 0;
 }
 
-int dl_census_disassemble(const char *binary, dl_census *c)
+int dl_census_parse_resources(FILE *f, dl_census *c)
 {
-    char tool[1024];
-    if (access(binary, R_OK) != 0) return dl_fail("--binary '%s': %s", binary, strerror(errno));
-    DL_TRY(dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool));
+    char line[2048], name[1024] = "";
+    while (fgets(line, sizeof line, f)) {
+        const char *p = line + strspn(line, " \t");
+        if (!strncmp(p, "Function ", 9)) {
+            snprintf(name, sizeof name, "%s", p + 9);
+            name[strcspn(name, ":\r\n")] = 0;
+            continue;
+        }
+        if (!name[0]) continue;
+        int reg = -1, stack = -1;
+        const char *r = strstr(p, "REG:"), *st = strstr(p, "STACK:");
+        if (!r) return dl_fail("sass: cuobjdump -res-usage: function %s: no REG: on the line after it ('%.60s')", name, p);
+        reg = atoi(r + 4);
+        if (st) stack = atoi(st + 6);
+        for (int i = 0; i < c->n; i++)
+            if (!strcmp(c->k[i].mangled, name)) c->k[i].regs = reg, c->k[i].stack = stack;
+        name[0] = 0;
+    }
+    return 0;
+}
+
+/* Run tool with option opt on binary (env: NVDISASM_PATH when the tool's directory holds nvdisasm), its output
+ * in *out (a rewound temporary file, the caller's to close). */
+static int run_tool(const char *tool, const char *opt, const char *binary, FILE **out)
+{
     /* cuobjdump -sass runs nvdisasm: a toolkit from PyPI keeps both in one directory that
      * need not be on PATH, so name that directory when nvdisasm is there. */
     char dir[1024], nvd[1100];
@@ -518,32 +541,56 @@ int dl_census_disassemble(const char *binary, dl_census *c)
     if (slash) *slash = 0;
     snprintf(nvd, sizeof nvd, "%s/nvdisasm", dir);
     const char *env[] = {executable(nvd) ? "NVDISASM_PATH" : NULL, dir, NULL};
-    FILE *out = tmpfile(), *err = tmpfile();
-    if (!out || !err) {
-        if (out) fclose(out);
+    FILE *o = tmpfile(), *err = tmpfile();
+    if (!o || !err) {
+        if (o) fclose(o);
         if (err) fclose(err);
         return dl_fail("sass: cannot create temporary files: %s", strerror(errno));
     }
-    const char *argv[] = {tool, "-sass", binary, NULL};
-    int status = -1, rc = dl_proc_run(argv, -1, fileno(out), fileno(err), env[0] ? env : NULL, &status);
+    const char *argv[] = {tool, opt, binary, NULL};
+    int status = -1, rc = dl_proc_run(argv, -1, fileno(o), fileno(err), env[0] ? env : NULL, &status);
     if (!rc && status != 0) {
         char msg[512] = "";
         rewind(err);
         size_t k = fread(msg, 1, sizeof msg - 1, err);
         msg[k] = 0;
         msg[strcspn(msg, "\n")] = 0;
-        rc = dl_fail("sass: %s -sass %s exited with status %d: %s", tool, binary, status, msg[0] ? msg : "(no message)");
+        rc = dl_fail("sass: %s %s %s exited with status %d: %s", tool, opt, binary, status, msg[0] ? msg : "(no message)");
     }
-    if (!rc) {
-        rewind(out);
-        rc = dl_census_parse(out, c);
-    }
-    fclose(out);
     fclose(err);
+    if (rc) {
+        fclose(o);
+        return rc;
+    }
+    rewind(o);
+    *out = o;
+    return 0;
+}
+
+int dl_census_disassemble(const char *binary, dl_census *c)
+{
+    char tool[1024];
+    if (access(binary, R_OK) != 0) return dl_fail("--binary '%s': %s", binary, strerror(errno));
+    DL_TRY(dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool));
+    FILE *out = NULL;
+    DL_TRY(run_tool(tool, "-sass", binary, &out));
+    int rc = dl_census_parse(out, c);
+    fclose(out);
+    DL_TRY(rc);
+    DL_TRY(run_tool(tool, "-res-usage", binary, &out));
+    rc = dl_census_parse_resources(out, c);
+    fclose(out);
     DL_TRY(rc);
     snprintf(c->tool, sizeof c->tool, "%s", tool);
     snprintf(c->binary, sizeof c->binary, "%s", binary);
     return dl_census_demangle(c);
+}
+
+const dl_census_kernel *dl_census_find(const dl_census *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->k[i].name, name)) return &c->k[i];
+    return NULL;
 }
 
 int dl_census_kernel_matches(const char *glob, const char *demangled)

@@ -4,12 +4,15 @@
  * kernels to variants by the registry's kernel globs, prints a table and
  * optionally appends the census to a CSV table (data/SCHEMA.md). With --forms it also names the
  * full instruction forms (opcode with modifiers: HFMA2.MMA apart from HFMA2) of each kernel shown
- * (issue 13, E2); --kernels GLOB shows any kernel by its name (e.g. the probes, 'e2_probe*'). */
+ * (issue 13, E2); --kernels GLOB shows any kernel by its name (e.g. the probes, 'e2_probe*'); --base compares
+ * each kernel with the same instantiation in another build (registers, stack, instructions, hot loop). */
+#include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
@@ -22,7 +25,7 @@ static void sass_help(FILE *f)
 {
     fprintf(f,
             "usage: decodelab sass [--binary PATH] [--variants GLOB[,GLOB]] [--kernels GLOB] [--out CENSUS.csv]\n"
-            "                      [--all] [--forms] [--loop]\n\n"
+            "                      [--all] [--forms] [--loop] [--base OTHER]\n\n"
             "Disassembles the GPU kernels of PATH (default: this decodelab executable) with\n"
             "`cuobjdump -sass` and counts, per kernel instantiation, the instruction classes:\n"
             "  tensor   HMMA HGMMA QGMMA IMMA       fp32     FFMA FMUL FADD\n"
@@ -53,6 +56,14 @@ static void sass_help(FILE *f)
             "                    tab-separated line each: loop, variant, kernel, first and branch address,\n"
             "                    total, the classes, stall_cycles, sb_waits; with --out, also the rows\n"
             "                    loop:total, loop:class:<name>, loop:stall_cycles, loop:scoreboard_waits\n"
+            "  --base OTHER      compare with another build (a decodelab binary, an object or a cubin): per kernel\n"
+            "                    listed, the same instantiation in OTHER (by demangled name), its registers and\n"
+            "                    stack bytes a thread (cuobjdump -res-usage), instructions, and with --loop its hot\n"
+            "                    loop's instructions, stall cycles and scoreboard waits, written 'OTHER>this' where\n"
+            "                    they differ (stall cycles with the change in %%), once where equal. One\n"
+            "                    tab-separated line each: compare, variant, kernel, regs, stack, total, loop_total,\n"
+            "                    stall_cycles, sb_waits; kernels in one of the two only are named, and a line\n"
+            "                    counts the kernels that differ\n"
             "  --out FILE.csv    append the census rows (one per variant, kernel and class/opcode) to FILE.csv\n\n"
             "exit status: 0 ok, 2 bad usage or cuobjdump missing/failing.\n");
 }
@@ -131,7 +142,48 @@ static void print_loop(const char *variant, const dl_census_kernel *k)
     printf("\t%lld\n", (long long)L->sb_waits);
 }
 
-enum { O_HELP = 'h', O_ALL = 256, O_FORMS, O_LOOP, O_BINARY, O_OUT, O_VARIANTS, O_KERNELS };
+/* "a" where a == b, else "a>b", with the change in % when pct (a > 0); "?" for an unknown (-1) value. */
+static void pair(char *buf, size_t n, int64_t a, int64_t b, int pct)
+{
+    if (a < 0 || b < 0) {
+        char x[24] = "?", y[24] = "?";
+        if (a >= 0) snprintf(x, sizeof x, "%lld", (long long)a);
+        if (b >= 0) snprintf(y, sizeof y, "%lld", (long long)b);
+        snprintf(buf, n, "%s>%s", x, y);
+    } else if (a == b) {
+        snprintf(buf, n, "%lld", (long long)a);
+    } else if (pct && a > 0) {
+        snprintf(buf, n, "%lld>%lld (%+.1f%%)", (long long)a, (long long)b, 100.0 * (double)(b - a) / (double)a);
+    } else {
+        snprintf(buf, n, "%lld>%lld", (long long)a, (long long)b);
+    }
+}
+
+/* The compare line of kernel k (this binary) against o, its instantiation in the base (--base); returns 1 when
+ * they differ in registers, stack or instructions, or in the hot loop's figures when loop is set. */
+static int print_compare(const char *variant, const dl_census_kernel *o, const dl_census_kernel *k, int loop)
+{
+    char sn[160], r[32], st[32], t[64], lt[64], ls[64], lw[64];
+    short_name(k->name, sn, sizeof sn);
+    pair(r, sizeof r, o->regs, k->regs, 0);
+    pair(st, sizeof st, o->stack, k->stack, 0);
+    pair(t, sizeof t, o->total, k->total, 0);
+    int differ = o->regs != k->regs || o->stack != k->stack || o->total != k->total;
+    if (loop && o->loop.found && k->loop.found) {
+        pair(lt, sizeof lt, o->loop.total, k->loop.total, 0);
+        pair(ls, sizeof ls, o->loop.stall, k->loop.stall, 1);
+        pair(lw, sizeof lw, o->loop.sb_waits, k->loop.sb_waits, 0);
+        differ |= o->loop.total != k->loop.total || o->loop.stall != k->loop.stall || o->loop.sb_waits != k->loop.sb_waits;
+    } else {
+        snprintf(lt, sizeof lt, "%s", !loop ? "" : o->loop.found == k->loop.found ? "none" : "found in one only");
+        ls[0] = lw[0] = 0;
+        differ |= loop && o->loop.found != k->loop.found;
+    }
+    printf("compare\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", variant, sn, r, st, t, lt, ls, lw);
+    return differ;
+}
+
+enum { O_HELP = 'h', O_ALL = 256, O_FORMS, O_LOOP, O_BINARY, O_OUT, O_VARIANTS, O_KERNELS, O_BASE };
 
 static const struct option sass_opts[] = {
     {"help", no_argument, 0, O_HELP},
@@ -142,11 +194,12 @@ static const struct option sass_opts[] = {
     {"out", required_argument, 0, O_OUT},
     {"variants", required_argument, 0, O_VARIANTS},
     {"kernels", required_argument, 0, O_KERNELS},
+    {"base", required_argument, 0, O_BASE},
     {0, 0, 0, 0},
 };
 
 typedef struct {
-    const char *binary, *out, *globs, *kglob;
+    const char *binary, *out, *globs, *kglob, *base;
     int all, forms, loop;
 } sass_args;
 
@@ -167,6 +220,7 @@ static int parse_sass(int argc, char **argv, sass_args *a)
         case O_OUT: a->out = optarg; break;
         case O_VARIANTS: a->globs = optarg; break;
         case O_KERNELS: a->kglob = optarg; break;
+        case O_BASE: a->base = optarg; break;
         default: return dl_cli_getopt_fail("sass", code, argv);
         }
     }
@@ -195,13 +249,21 @@ int dl_cmd_sass(int argc, char **argv)
     }
     if (a.out && dl_check_dir_of("census", a.out)) /* its directory, before the disassembly (tens of seconds) */
         return dl_cli_error("sass");
-    dl_census c;
-    memset(&c, 0, sizeof c);
-    if (dl_census_disassemble(a.binary, &c)) {
-        dl_census_free(&c);
+    if (a.base && access(a.base, R_OK) != 0) { /* likewise */
+        dl_fail("--base '%s': %s", a.base, strerror(errno));
         return dl_cli_error("sass");
     }
-    printf("binary: %s\ntool:   %s\nkernels: %d\n\n", a.binary, c.tool, c.n);
+    dl_census c, b;
+    memset(&c, 0, sizeof c);
+    memset(&b, 0, sizeof b);
+    if (dl_census_disassemble(a.binary, &c) || (a.base && dl_census_disassemble(a.base, &b))) {
+        dl_census_free(&c);
+        dl_census_free(&b);
+        return dl_cli_error("sass");
+    }
+    printf("binary: %s\ntool:   %s\nkernels: %d\n", a.binary, c.tool, c.n);
+    if (a.base) printf("base:   %s (kernels: %d)\n", a.base, b.n);
+    printf("\n");
     printf("%-16s %-40s %6s", "variant", "kernel", "total");
     for (int k = 0; k < DL_CLS_COUNT; k++) printf(" %8s", dl_census_class_name(k));
     printf("\n");
@@ -265,6 +327,42 @@ int dl_cmd_sass(int argc, char **argv)
         printf("\tstall_cycles\tsb_waits\n");
         for (int j = 0; j < nlisted; j++) print_loop(listed_as[j], listed[j]);
     }
+    if (a.base && nlisted) {
+        printf("\n#compare\tvariant\tkernel\tregs\tstack\ttotal\tloop_total\tstall_cycles\tsb_waits"
+               "\t(base>this binary: %s>%s)\n", a.base, a.binary);
+        int differ = 0, only_here = 0, only_base = 0;
+        for (int j = 0; j < nlisted; j++) {
+            const dl_census_kernel *o = dl_census_find(&b, listed[j]->name);
+            if (o) {
+                differ += print_compare(listed_as[j], o, listed[j], a.loop);
+            } else {
+                char sn[160];
+                short_name(listed[j]->name, sn, sizeof sn);
+                printf("compare\t%s\t%s\tnot in the base\n", listed_as[j], sn);
+                only_here++;
+            }
+        }
+        /* the base's kernels that this selection would list and this binary lacks */
+        for (int i = 0; i < b.n; i++) {
+            if (dl_census_find(&c, b.k[i].name)) continue;
+            const char *as = NULL;
+            if (a.kglob) {
+                if (!fnmatch(a.kglob, b.k[i].name, 0)) as = "-";
+            } else {
+                for (int v = 0; v < dl_num_variants && !as; v++)
+                    if ((!a.globs || dl_variant_matches(&dl_variants[v], a.globs)) &&
+                        dl_census_kernel_matches(dl_variants[v].kernel, b.k[i].name))
+                        as = dl_variants[v].name;
+            }
+            if (!as) continue;
+            char sn[160];
+            short_name(b.k[i].name, sn, sizeof sn);
+            printf("compare\t%s\t%s\tonly in the base\n", as, sn);
+            only_base++;
+        }
+        printf("compare: %d kernels listed, %d differ, %d not in the base, %d only in the base (differ: in registers, "
+               "stack or instructions%s)\n", nlisted, differ, only_here, only_base, a.loop ? ", or the hot loop's figures" : "");
+    }
     rc = 0;
     if (a.out) {
         dl_census_row *rows = NULL;
@@ -304,5 +402,6 @@ int dl_cmd_sass(int argc, char **argv)
     free(listed_as);
     if (!rc && shown == 0) printf("\nno variant kernel found in %s\n", a.binary);
     dl_census_free(&c);
+    dl_census_free(&b);
     return rc;
 }

@@ -78,6 +78,8 @@ typedef struct {
     dl_census_form *forms;  /* every instruction form of the kernel, in order of first appearance */
     int nforms, capforms;
     dl_census_loop loop;    /* its hot loop */
+    int regs, stack;        /* registers a thread and stack bytes a thread (spills), from `cuobjdump -res-usage`;
+                             * -1 where the listing gave none */
 } dl_census_kernel;
 
 typedef struct {
@@ -95,10 +97,14 @@ int dl_census_find_tool(const char *tool, const char *envvar, char *path, size_t
 
 /* Parse a `cuobjdump -sass` listing from f into c (appends kernels). */
 int dl_census_parse(FILE *f, dl_census *c);
+/* Fill regs and stack of c's kernels from a `cuobjdump -res-usage` listing (" Function <mangled>:" then
+ * "  REG:168 STACK:24 ..."), by mangled name; kernels it does not name keep -1. Returns 0, or dl_fail() on a
+ * Function line without its REG line. */
+int dl_census_parse_resources(FILE *f, dl_census *c);
 /* Demangle every kernel's name through c++filt (left mangled if c++filt is
  * missing; returns 0 either way unless out of memory) and fill kv_dtype. */
 int dl_census_demangle(dl_census *c);
-/* Find cuobjdump (env DL_CUOBJDUMP last), disassemble binary, parse, demangle. */
+/* Find cuobjdump (env DL_CUOBJDUMP last), disassemble binary, parse, read its resource usage, demangle. */
 int dl_census_disassemble(const char *binary, dl_census *c);
 
 /* Instances of the kernel's forms that match glob: fnmatch patterns separated by '|'
@@ -107,6 +113,10 @@ int64_t dl_census_form_count(const dl_census_kernel *k, const char *glob);
 /* The forms of k sorted by count (largest first, then by name) into a new array of k->nforms
  * pointers (free()); NULL when out of memory or k has none. */
 const dl_census_form **dl_census_forms_sorted(const dl_census_kernel *k);
+
+/* The kernel of c whose demangled name is name, or NULL (`decodelab sass --base`: the same instantiation in
+ * another build; the anonymous namespace's hash is not part of the demangled name). */
+const dl_census_kernel *dl_census_find(const dl_census *c, const char *name);
 
 /* Does the demangled kernel name match a variant's kernel glob (fnmatch)? */
 int dl_census_kernel_matches(const char *glob, const char *demangled);

@@ -173,6 +173,33 @@ START_TEST(test_hot_loop)
 }
 END_TEST
 
+/* `cuobjdump -res-usage` read into the kernels of the listing above, by mangled name: registers and stack bytes;
+ * a kernel the usage does not name keeps -1, a Function line without its REG line is an error. */
+START_TEST(test_parse_resources)
+{
+    dl_census c;
+    dl_test_census_parse(listing, &c);
+    ck_assert_int_eq(c.k[0].regs, -1);
+    const char *usage = "\nResource usage:\n Common:\n  GLOBAL:0\n"
+                        " Function _Z3fooILi1EEvv:\n  REG:168 STACK:48 SHARED:1024 LOCAL:0 CONSTANT[0]:1024 TEXTURE:0\n"
+                        " Function _Z9not_therev:\n  REG:12 STACK:0 SHARED:0 LOCAL:0\n";
+    FILE *f = fmemopen((void *)usage, strlen(usage), "r");
+    ck_assert_int_eq(dl_census_parse_resources(f, &c), 0);
+    fclose(f);
+    ck_assert_int_eq(c.k[0].regs, 168);
+    ck_assert_int_eq(c.k[0].stack, 48);
+    ck_assert_int_eq(c.k[1].regs, -1); /* _Z3barv: not in the usage */
+    ck_assert_int_eq(c.k[1].stack, -1);
+    const char *bad = " Function _Z3barv:\n  SHARED:0\n";
+    f = fmemopen((void *)bad, strlen(bad), "r");
+    ck_assert_int_ne(dl_census_parse_resources(f, &c), 0);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "_Z3barv"));
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "REG:"));
+    dl_census_free(&c);
+}
+END_TEST
+
 /* A census file that cannot be written is refused before the disassembly (tens of seconds), in one
  * line naming it, with nothing written; on any machine, cuobjdump or not. */
 START_TEST(test_sass_out_refused_first)
@@ -492,6 +519,47 @@ START_TEST(test_one_variant_per_kernel)
 }
 END_TEST
 
+/* decodelab sass --base: the real binary against itself, every kernel listed pairs with its instantiation and
+ * nothing differs (registers read, a hot loop each); a base that cannot be read is refused in one line naming it,
+ * before any disassembly. */
+START_TEST(test_sass_base)
+{
+    dl_test_mkdir("census_base");
+    char missing[1200];
+    snprintf(missing, sizeof missing, "%s/no-such-binary", dl_test_dir);
+    int rc = DL_RUN("sass", "--base", missing);
+    ck_assert_msg(rc == 2 && dl_test_lines(dl_test_err) == 1 && strstr(dl_test_err, missing) &&
+                      strstr(dl_test_err, "--base"), "exit %d, stderr: %s", rc, dl_test_err);
+    ck_assert_str_eq(dl_test_out, "");
+    if (!DL_HAVE_CUDA || !dl_test_have_cuobjdump("test_census", "sass_base")) {
+        ck_assert_int_eq(dl_test_rmdir(), 0);
+        return;
+    }
+    const char *bin = getenv("DL_BIN") ? getenv("DL_BIN") : "build/decodelab";
+    rc = DL_RUN("sass", "--binary", bin, "--base", bin, "--variants", "bf16-hw-stream", "--loop");
+    ck_assert_msg(rc == 0, "exit %d, stderr: %s", rc, dl_test_err);
+    int lines = 0, listed = -1, differ = -1, here = -1, base = -1;
+    for (const char *p = dl_test_out; (p = strstr(p, "\ncompare\t")); p++) {
+        char variant[64], kernel[256], regs[32], stack[32];
+        ck_assert_int_eq(sscanf(p + 1, "compare\t%63[^\t]\t%255[^\t]\t%31[^\t]\t%31[^\t]", variant, kernel, regs, stack), 4);
+        ck_assert_str_eq(variant, "bf16-hw-stream");
+        ck_assert_msg(!strchr(regs, '>') && atoi(regs) > 0, "%s: regs '%s'", kernel, regs);
+        ck_assert_msg(!strchr(stack, '>') && !strchr(stack, '?'), "%s: stack '%s'", kernel, stack);
+        lines++;
+    }
+    const char *sum = strstr(dl_test_out, "compare: ");
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_int_eq(sscanf(sum, "compare: %d kernels listed, %d differ, %d not in the base, %d only in the base",
+                            &listed, &differ, &here, &base), 4);
+    ck_assert_int_ge(lines, 3 * 4 * 2); /* D 64/128/256, four KV types, one and two n8 tiles */
+    ck_assert_int_eq(listed, lines);
+    ck_assert_int_eq(differ, 0);
+    ck_assert_int_eq(here, 0);
+    ck_assert_int_eq(base, 0);
+    ck_assert_int_eq(dl_test_rmdir(), 0);
+}
+END_TEST
+
 START_TEST(test_rows_cover_every_kernel)
 {
     if (!DL_HAVE_CUDA) return;
@@ -521,4 +589,4 @@ END_TEST
 DL_TEST_SUITE("census", 120, NULL, NULL,
               test_parse_listing, test_find_tool_error_names_every_place, test_find_tool_in_site_packages,
               test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel, test_hot_loop,
-              test_one_variant_per_kernel, test_sass_out_refused_first)
+              test_one_variant_per_kernel, test_sass_out_refused_first, test_parse_resources, test_sass_base)
