@@ -517,11 +517,9 @@ int dl_census_parse_resources(FILE *f, dl_census *c)
             continue;
         }
         if (!name[0]) continue;
-        int reg = -1, stack = -1;
         const char *r = strstr(p, "REG:"), *st = strstr(p, "STACK:");
         if (!r) return dl_fail("sass: cuobjdump -res-usage: function %s: no REG: on the line after it ('%.60s')", name, p);
-        reg = atoi(r + 4);
-        if (st) stack = atoi(st + 6);
+        const int reg = atoi(r + 4), stack = st ? atoi(st + 6) : -1;
         for (int i = 0; i < c->n; i++)
             if (!strcmp(c->k[i].mangled, name)) c->k[i].regs = reg, c->k[i].stack = stack;
         name[0] = 0;
