@@ -142,8 +142,9 @@ static void print_loop(const char *variant, const dl_census_kernel *k)
     printf("\t%lld\n", (long long)L->sb_waits);
 }
 
-/* "a" where a == b, else "a>b", with the change in % when pct (a > 0); "?" for an unknown (-1) value. */
-static void pair(char *buf, size_t n, int64_t a, int64_t b, int pct)
+/* "a" where a == b, else "a>b", with the change in % when pct (a > 0); "?" for an unknown (-1) value. Returns
+ * whether they differ. */
+static int pair(char *buf, size_t n, int64_t a, int64_t b, int pct)
 {
     if (a < 0 || b < 0) {
         char x[24] = "?", y[24] = "?";
@@ -157,6 +158,7 @@ static void pair(char *buf, size_t n, int64_t a, int64_t b, int pct)
     } else {
         snprintf(buf, n, "%lld>%lld", (long long)a, (long long)b);
     }
+    return a != b;
 }
 
 /* The compare line of kernel k (this binary) against o, its instantiation in the base (--base); returns 1 when
@@ -165,15 +167,12 @@ static int print_compare(const char *variant, const dl_census_kernel *o, const d
 {
     char sn[160], r[32], st[32], t[64], lt[64], ls[64], lw[64];
     short_name(k->name, sn, sizeof sn);
-    pair(r, sizeof r, o->regs, k->regs, 0);
-    pair(st, sizeof st, o->stack, k->stack, 0);
-    pair(t, sizeof t, o->total, k->total, 0);
-    int differ = o->regs != k->regs || o->stack != k->stack || o->total != k->total;
+    int differ = pair(r, sizeof r, o->regs, k->regs, 0) | pair(st, sizeof st, o->stack, k->stack, 0) |
+                 pair(t, sizeof t, o->total, k->total, 0);
     if (loop && o->loop.found && k->loop.found) {
-        pair(lt, sizeof lt, o->loop.total, k->loop.total, 0);
-        pair(ls, sizeof ls, o->loop.stall, k->loop.stall, 1);
-        pair(lw, sizeof lw, o->loop.sb_waits, k->loop.sb_waits, 0);
-        differ |= o->loop.total != k->loop.total || o->loop.stall != k->loop.stall || o->loop.sb_waits != k->loop.sb_waits;
+        differ |= pair(lt, sizeof lt, o->loop.total, k->loop.total, 0) |
+                  pair(ls, sizeof ls, o->loop.stall, k->loop.stall, 1) |
+                  pair(lw, sizeof lw, o->loop.sb_waits, k->loop.sb_waits, 0);
     } else {
         snprintf(lt, sizeof lt, "%s", !loop ? "" : o->loop.found == k->loop.found ? "none" : "found in one only");
         ls[0] = lw[0] = 0;
