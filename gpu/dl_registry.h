@@ -56,6 +56,10 @@ const dl_variant *dl_variant_find(const char *name);
 /* The split-KV count variant v launches with when the case resolves to `resolved`
  * (--splits or dl_gpu_choose_splits): resolved, or 1 for a variant that never splits. */
 int dl_variant_splits(const dl_variant *v, int resolved);
+/* want[m] = 1 for every model m that some variant is judged by on cfg (its supports and params_ok
+ * accept cfg and p, whether or not this binary holds its kernel), else 0: the emulated models a
+ * golden file of cfg needs for `decodelab run` (decodelab golden --models auto adds exact and orig). */
+void dl_variant_models(const dl_config *cfg, const dl_model_params *p, int want[DL_MODEL_COUNT]);
 /* Shell-style glob match (fnmatch) of a comma-separated list of patterns. */
 int dl_variant_matches(const dl_variant *v, const char *globs);
 const char *dl_compute_name(dl_compute c);

@@ -176,6 +176,17 @@ const dl_variant *dl_variant_find(const char *name)
     return NULL;
 }
 
+void dl_variant_models(const dl_config *cfg, const dl_model_params *p, int want[DL_MODEL_COUNT])
+{
+    char why[256];
+    for (int m = 0; m < DL_MODEL_COUNT; m++) want[m] = 0;
+    for (int i = 0; i < dl_num_variants; i++) {
+        const dl_variant *v = &dl_variants[i];
+        if (v->supports(v, cfg, why, sizeof why) && (!v->params_ok || v->params_ok(v, p, why, sizeof why)))
+            want[v->model] = 1;
+    }
+}
+
 int dl_variant_matches(const dl_variant *v, const char *globs)
 {
     if (!globs || !*globs) return 1;

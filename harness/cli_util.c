@@ -87,7 +87,8 @@ int dl_parse_models(const char *flag, const char *s, int want[DL_MODEL_COUNT])
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         dl_model m;
         if (dl_model_parse(tok, &m))
-            return dl_fail("%s: model '%s' is unknown (expected exact, orig, fp32, bf16, fp8 or all)", flag, tok);
+            return dl_fail("%s: model '%s' is unknown (expected a list of exact, orig, fp32, bf16, fp8, fp8acc, "
+                           "bf16simt, fp8wg, fp8accwg, or all)", flag, tok);
         want[m] = 1;
     }
     return 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../gpu/dl_registry.h"
 #include "../ref/dl_paged.h"
 #include "cli_util.h"
 #include "dl_cli.h"
@@ -111,7 +112,9 @@ static void usage(FILE *f)
             "                           every query head of the group scores X more on them (default 4, 8)\n"
             "models:\n"
             "  --models LIST            comma-separated of exact,orig,fp32,bf16,fp8,fp8acc,bf16simt,\n"
-            "                           fp8wg,fp8accwg or all (default all)\n"
+            "                           fp8wg,fp8accwg, or all (default), or auto: exact, orig and the\n"
+            "                           models the registry's variants are judged by on this case (a 16-bit\n"
+            "                           cache needs no fp8* model; decodelab list shows each variant's)\n"
             "  --kv-block N             tokens per online-softmax step of fp32/bf16/fp8 (default 64)\n"
             "  --acc-mantissa-bits N    fp8: accumulator mantissa bits, 23 = true FP32 (default 23)\n"
             "  --acc-block N            fp8: k-elements per accumulation block (default 32)\n"
@@ -175,6 +178,7 @@ typedef struct {
     dl_config cfg;
     dl_model_params params;
     int want[DL_MODEL_COUNT];
+    int auto_models; /* --models auto: want[] is settled once the case is (dl_variant_models) */
     const char *out;
     int force;
 } golden_args;
@@ -230,7 +234,11 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
     case O_OVAR: return dl_parse_f64("--outlier-var", v, &c->dist.outlier_var);
     case O_OCH: return dl_parse_i64("--num-outlier-channels", v, 0, DL_MAX_HEAD_DIM, &c->dist.num_outlier_channels);
     case O_CHS: return dl_parse_f64("--channel-scale", v, &c->dist.channel_scale);
-    case O_MODELS: return dl_parse_models("--models", v, a->want);
+    case O_MODELS:
+        a->auto_models = strcmp(v, "auto") == 0;
+        if (a->auto_models) return 0;
+        if (strstr(v, "auto")) return dl_fail("--models: '%s': auto stands alone, not in a list", v);
+        return dl_parse_models("--models", v, a->want);
     case O_OUT:
         if (!v[0]) return dl_fail("--out: '' is not a file name");
         a->out = v;
@@ -393,6 +401,10 @@ int dl_cmd_golden(int argc, char **argv)
     dl_config *cfg = &a.cfg;
     cfg->sm_scale = dl_sm_scale(cfg); /* store the effective value */
     if (dl_config_validate(cfg)) return dl_cli_error("golden");
+    if (a.auto_models) {
+        dl_variant_models(cfg, &a.params, a.want);
+        a.want[DL_MODEL_EXACT] = a.want[DL_MODEL_ORIG] = 1;
+    }
     if (!a.force && dl_file_size(a.out) >= 0) {
         dl_fail("--out: '%s' exists (use --force to overwrite)", a.out);
         return dl_cli_error("golden");
@@ -443,6 +455,12 @@ int dl_cmd_golden(int argc, char **argv)
            (long long)(nhd ? cfg->page_size : cfg->num_kv_heads), (long long)(nhd ? cfg->num_kv_heads : cfg->page_size),
            (long long)cfg->head_dim, dl_layout_name(cfg->kv_layout), dl_dtype_name(cfg->kv_dtype), kvb,
            (long long)c.num_pages, (long long)tokens);
+    if (a.auto_models) {
+        printf("models:  auto:");
+        for (int m = 0, k = 0; m < DL_MODEL_COUNT; m++)
+            if (a.want[m]) printf("%s %s", k++ ? "," : "", dl_model_name((dl_model)m));
+        printf(" (exact, orig and the models of the variants that run this case)\n");
+    }
     printf("time:    build %.3f s", t_build);
     for (int m = 0; m < DL_MODEL_COUNT; m++)
         if (a.want[m]) printf(", %s %.3f s", dl_model_name((dl_model)m), tm[m]);

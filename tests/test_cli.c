@@ -76,6 +76,36 @@ START_TEST(golden_summary_check_inspect)
 }
 END_TEST
 
+/* --models auto: exact, orig and the models some registered variant is judged by on the case. A 16-bit
+ * cache runs no FP8-compute variant (fp8-*, fp8acc-*: "fp8 compute needs an fp8 KV cache"), so none of the
+ * four fp8 models is computed; an e4m3 cache runs one variant of every model; a file made with kv_block 32
+ * leaves the models only the 64-token-tile kernels are judged by (bf16, and with an e4m3 cache the fp8 ones). */
+START_TEST(golden_models_auto)
+{
+    static const struct {
+        const char *kv, *block, *models;
+    } cases[] = {
+        {"bf16", "64", "auto: exact, orig, fp32, bf16, bf16simt ("},
+        {"f16", "64", "auto: exact, orig, fp32, bf16, bf16simt ("},
+        {"e4m3", "64", "auto: exact, orig, fp32, bf16, fp8, fp8acc, bf16simt, fp8wg, fp8accwg ("},
+        {"e4m3", "32", "auto: exact, orig, fp32, bf16simt ("},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/auto_%zu.h5", dl_test_dir, i);
+        int rc = DL_RUN("golden", "--batch", "2", "--seq-len", "5:70", "--kv-dtype", cases[i].kv, "--kv-block",
+                        cases[i].block, "--models", "auto", "--out", p);
+        ck_assert_msg(rc == 0, "%s", dl_test_err);
+        ck_assert_msg(strstr(dl_test_out, cases[i].models) != NULL, "case %zu: %s", i, dl_test_out);
+        /* the file holds those models and verifies */
+        ck_assert_int_eq(DL_RUN("check", p), 0);
+        ck_assert_msg(strstr(dl_test_out, "all models verify") != NULL, "%s", dl_test_out);
+        ck_assert_msg((strstr(dl_test_out, "fp8wg") != NULL) == (strstr(cases[i].models, "fp8wg") != NULL),
+                      "case %zu: %s", i, dl_test_out);
+    }
+}
+END_TEST
+
 /* A golden file whose write fails part-way (a file-size limit standing in for a full disk: the
  * device machine's disk filled during an E8 shard on 2026-12-02): exit 2 with the file and the
  * system's reason named, nothing left behind under the name or as a temporary, and no crash after
@@ -155,6 +185,7 @@ static const bad_flag bad_flags[] = {
     {{"--dist-std", "0"}, "std", "0"},
     {{"--outlier-prob", "1.5"}, "outlier_prob", "1.5"},
     {{"--models", "exact,fp16"}, "--models", "fp16"},
+    {{"--models", "auto,fp8"}, "--models", "auto stands alone"},
     {{"--preset", "gpt5"}, "--preset", "gpt5"},
     {{"--share-prefix", "-1"}, "--share-prefix", "'-1'"},
     {{"--share-prefix", "two"}, "--share-prefix", "'two'"},
@@ -430,8 +461,8 @@ END_TEST
 
 Suite *make_suite(void)
 {
-    const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, check_fails_on_changed_model,
-                            golden_write_fails_cleanly,
+    const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, golden_models_auto,
+                            check_fails_on_changed_model, golden_write_fails_cleanly,
                             check_p_cast_counts, golden_missing_out_and_existing_file, check_usage_errors,
                             run_flush_accepted_and_documented, deterministic_across_threads, golden_share_prefix,
                             canonical_set_verifies};
