@@ -101,11 +101,13 @@ say "flashinfer $FI_VER"
 WARM=$!
 
 # ---- 2./3. one configuration: golden, decodelab run, FlashInfer, compare
+# --models auto where the binary knows it (built from 2026-12-05 on), else all
+MODELS=all; "$BIN" golden --help 2>/dev/null | grep -q 'or auto' && MODELS=auto
 config() {  # name, then decodelab golden flags
     local name=$1; shift
     local g=$WORK/golden/$name.h5 peak
-    say "== $name: golden $*"
-    timeout 150 "$BIN" golden "$@" --models auto --force --out "$g" >> "$LOG" 2>&1 || { say "FAIL: golden $name"; rc=1; return; }
+    say "== $name: golden $* --models $MODELS"
+    timeout 150 "$BIN" golden "$@" --models "$MODELS" --force --out "$g" >> "$LOG" 2>&1 || { say "FAIL: golden $name"; rc=1; return; }
     say "   decodelab run --time"
     timeout 180 "$BIN" run "$g" --time --max-time-s "$RUN_TIME_S" --out "$RES" > "$WORK/run_$name.txt" 2>&1 || rc=1
     cat "$WORK/run_$name.txt" >> "$LOG"
