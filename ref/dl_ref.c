@@ -292,8 +292,11 @@ static float acc_trunc(float x, int bits) { return (bits <= 0 || bits >= 23) ? x
  * normal exponent (its exponent field, 0, means the same scale as 1). */
 static int fp8_exponent(float v, dl_dtype t)
 {
-    int e;
-    (void)frexpf(v, &e);
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    const int field = (int)((u >> 23) & 0xFFu);
+    int e = field - 126; /* frexpf's exponent of a normal float, read off its bits (the hot path of fp8wg) */
+    if (field == 0) (void)frexpf(v, &e); /* a float subnormal */
     const int emin = t == DL_E5M2 ? -13 : -5; /* frexp of the smallest normal: 2^-14, 2^-6 */
     return e < emin ? emin : e;
 }
@@ -320,9 +323,10 @@ float dl_qgmma_sum(float c, const float *x, const float *y, int64_t ystride, int
 {
     if (top == INT_MIN) return c; /* no nonzero term (or a non-finite one: left to float) */
     /* top is frexp-like: the alignment's leading bit is 2^(top - 1) */
-    const double ulp = ldexp(1.0, top - 1 - DL_QGMMA_FRAC_BITS);
-    double s = trunc((double)c / ulp) * ulp; /* exact: every term has at most 15 bits above ulp */
-    for (int64_t i = 0; i < n; i++) s += trunc((double)x[i] * (double)y[i * ystride] / ulp) * ulp;
+    const double ulp = ldexp(1.0, top - 1 - DL_QGMMA_FRAC_BITS), per_ulp = ldexp(1.0, DL_QGMMA_FRAC_BITS + 1 - top);
+    /* x * per_ulp is x / ulp exactly (a power of two, far from the double range's ends) */
+    double s = trunc((double)c * per_ulp) * ulp; /* exact: every term has at most 15 bits above ulp */
+    for (int64_t i = 0; i < n; i++) s += trunc((double)x[i] * (double)y[i * ystride] * per_ulp) * ulp;
     return truncate_mantissa((float)s, DL_QGMMA_FRAC_BITS); /* s has <= 21 significant bits: exact in float */
 }
 
@@ -456,9 +460,22 @@ static void online_softmax_mma(const float *s, const float *V, int64_t len, int6
 static float round_bf16_once(double x)
 {
     if (x == 0.0 || !isfinite(x)) return (float)x;
-    int e;
-    (void)frexp(x, &e);          /* |x| in [2^(e-1), 2^e) */
-    int ulp = e - 8;             /* 8 significant bits */
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    const int e = (int)((u >> 52) & 0x7FFu) - 1022; /* |x| in [2^(e-1), 2^e) for a normal double */
+    if (e - 8 >= -133) { /* so x is a normal double */
+        /* 8 significant bits, round to nearest even on the bits: the 45 low mantissa bits go, the
+         * kept part rounds up past half, or at exactly half when its last bit is odd (a carry steps
+         * into the exponent, as a rounding past 2^e should) - the same value as the path below */
+        const uint64_t low = (UINT64_C(1) << 45) - 1u;
+        u += (low >> 1) + ((u >> 45) & 1u);
+        u &= ~low;
+        memcpy(&x, &u, sizeof u);
+        return (float)x;
+    }
+    int f;
+    (void)frexp(x, &f);          /* |x| in [2^(f-1), 2^f) */
+    int ulp = f - 8;             /* 8 significant bits */
     if (ulp < -133) ulp = -133;  /* BF16 subnormal spacing */
     return (float)ldexp(nearbyint(ldexp(x, -ulp)), ulp);
 }
