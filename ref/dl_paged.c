@@ -184,6 +184,12 @@ void dl_case_free(dl_case *c)
     memset(c, 0, sizeof *c);
 }
 
+void dl_case_drop_originals(dl_case *c)
+{
+    free(c->q_orig); free(c->k_orig); free(c->v_orig);
+    c->q_orig = c->k_orig = c->v_orig = NULL;
+}
+
 /* Per-KV-head scales of one cache tensor from its originals (poison is NaN and skipped). */
 static void choose_scales(const dl_config *cfg, int64_t num_pages, const float *orig, float *scale)
 {

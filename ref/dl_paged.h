@@ -34,6 +34,8 @@ typedef struct {
  * unused slots. Deterministic in cfg alone. Caller owns *out (dl_case_free). */
 int dl_case_build(const dl_config *cfg, dl_case *out);
 void dl_case_free(dl_case *c);
+/* Frees the originals (q_orig, k_orig, v_orig: only the orig model reads them) and sets them NULL. */
+void dl_case_drop_originals(dl_case *c);
 
 /* Sequence length of request b. */
 int64_t dl_case_seq_len(const dl_case *c, int64_t b);

@@ -76,7 +76,7 @@ START_TEST(golden_summary_check_inspect)
 }
 END_TEST
 
-/* --models auto: exact, orig and the models some registered variant is judged by on the case. A 16-bit
+/* --models auto: exact and the models some registered variant is judged by on the case, and no originals. A 16-bit
  * cache runs no FP8-compute variant (fp8-*, fp8acc-*: "fp8 compute needs an fp8 KV cache"), so none of the
  * four fp8 models is computed; an e4m3 cache runs one variant of every model; a file made with kv_block 32
  * leaves the models only the 64-token-tile kernels are judged by (bf16, and with an e4m3 cache the fp8 ones). */
@@ -85,10 +85,10 @@ START_TEST(golden_models_auto)
     static const struct {
         const char *kv, *block, *models;
     } cases[] = {
-        {"bf16", "64", "auto: exact, orig, fp32, bf16, bf16simt ("},
-        {"f16", "64", "auto: exact, orig, fp32, bf16, bf16simt ("},
-        {"e4m3", "64", "auto: exact, orig, fp32, bf16, fp8, fp8acc, bf16simt, fp8wg, fp8accwg ("},
-        {"e4m3", "32", "auto: exact, orig, fp32, bf16simt ("},
+        {"bf16", "64", "auto: exact, fp32, bf16, bf16simt ("},
+        {"f16", "64", "auto: exact, fp32, bf16, bf16simt ("},
+        {"e4m3", "64", "auto: exact, fp32, bf16, fp8, fp8acc, bf16simt, fp8wg, fp8accwg ("},
+        {"e4m3", "32", "auto: exact, fp32, bf16simt ("},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char p[300];
@@ -102,7 +102,16 @@ START_TEST(golden_models_auto)
         ck_assert_msg(strstr(dl_test_out, "all models verify") != NULL, "%s", dl_test_out);
         ck_assert_msg((strstr(dl_test_out, "fp8wg") != NULL) == (strstr(cases[i].models, "fp8wg") != NULL),
                       "case %zu: %s", i, dl_test_out);
+        ck_assert_int_eq(DL_RUN("inspect", p), 0);
+        ck_assert_msg(strstr(dl_test_out, "k_orig") == NULL, "case %zu: originals written without orig: %s", i,
+                      dl_test_out);
     }
+    /* the originals come with orig, listed or in all */
+    char p[300];
+    dl_test_path(p, sizeof p, "with_orig.h5");
+    ck_assert_int_eq(DL_RUN("golden", "--batch", "1", "--seq-len", "9", "--models", "exact,orig", "--out", p), 0);
+    ck_assert_int_eq(DL_RUN("inspect", p), 0);
+    ck_assert_msg(strstr(dl_test_out, "/inputs/k_orig, v_orig") != NULL, "%s", dl_test_out);
 }
 END_TEST
 
