@@ -20,7 +20,8 @@
 #      (one scale for all heads: --kv-scale absmax-tensor, since FlashInfer takes per-tensor
 #      scales); llama-13B (40/40) bf16; then the grid $GRID (batch:length, llama3-8B e4m3) while
 #      the elapsed time is under $BUDGET_S (--models auto: only the models some variant is judged by on
-#      the case, so a bf16 cache skips the four fp8 ones, ~40 of B256 bf16's ~90 s on 16 cores)
+#      the case, so a bf16 cache skips the four fp8 ones, 41 of B256 bf16's 89 s on 16 cores, and no
+#      file holds the f32 originals, 8 of that file's 12 GiB)
 #   3. per golden file: decodelab run --time (every variant, checked then timed), the FlashInfer
 #      baseline (one candidate file per backend, timed the same way), decodelab compare; all
 #      rows go into one results table
