@@ -704,6 +704,12 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 
 /* Attempt #34: the id of the page holding token first-tile-token + 16 q (q < 4) from a slot's sfp record. */
 __device__ __forceinline__ int first_page(const int4 fp, int q) { return q == 0 ? fp.x : q == 1 ? fp.y : q == 2 ? fp.z : fp.w; }
+/* Slot s's sfp record, or zeros where the plan has none (DL_STREAM_FIRST_PAGES=0, or pages under 16 tokens: the
+ * plan leaves sp.sfp NULL there, so a producer that finds it set may take a tile's first copies from it: at most 4). */
+__device__ __forceinline__ int4 slot_first_pages(const stream_params &sp, int s)
+{
+    return sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
+}
 
 /* The one producer warp of a CTA (the wgmma kernels; the warp consumers with make STREAM_PRODUCERS=one):
  * it serves the CTA's W consumers (warps or warpgroups) in turn, one
@@ -736,7 +742,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
         const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
-        cfp[w] = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0);
+        cfp[w] = slot_first_pages(sp, slot);
         ck[w] = e.y;
         kend[w] = e.z;
         TL_MARK(sp, kTlRec, e.z);
@@ -755,7 +761,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int32_t *pages = a.kv_indices + cpb[w];
-            const bool fp = sp.sfp && cj[w] == 0 && ps >= 16; /* lane < ncopy <= 4 */
+            const bool fp = sp.sfp && cj[w] == 0; /* lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (fp ? first_page(cfp[w], lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -818,7 +824,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
             const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-            const bool first = fp && tile == r.y && ps >= 16; /* lane < ncopy <= 4 */
+            const bool first = fp && tile == r.y; /* lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (first ? first_page(*fp, lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -848,7 +854,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
-        const int4 fp = sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
+        const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
         if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
         for (int k = e.y + 1; k < e.z; k++) {
@@ -892,7 +898,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
-    const int4 fp0 = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0); /* attempt #34 */
+    const int4 fp0 = slot_first_pages(sp, slot); /* attempt #34 */
     TL_MARK(sp, kTlRec, e0.z);
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
