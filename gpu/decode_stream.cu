@@ -218,6 +218,16 @@ template <bool F16> __device__ __forceinline__ uint32_t pack2(float lo, float hi
     }
 }
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+/* 2^x as one MUFU.EX2 (issue 10, attempt #39). exp2f compiles to the same MUFU.EX2 inside a range test, a halving
+ * and a squaring, so that results under 2^-126 come out subnormal; this flushes them to zero. Only the warp
+ * consumers' softmax uses it: there every exponent is s - m <= 0 with the row's largest term 1, so a flushed term
+ * (under 2^-126) changes neither the FP32 sum nor P*V, and P rounded to f16 flushes it anyway. */
+__device__ __forceinline__ float ex2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 
 /* f16x2 -> bf16x2 (the bf16 model rounds an f16 cache to bf16) */
 __device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
@@ -1229,7 +1239,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     float f[2];
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        f[e] = m[nt][e] == -INFINITY ? 0.0f : exp2f(m[nt][e] - mx[nt][e]);
+                        f[e] = m[nt][e] == -INFINITY ? 0.0f : ex2_ftz(m[nt][e] - mx[nt][e]);
                         dsum[nt][e] *= f[e];
                         m[nt][e] = mx[nt][e];
                     }
@@ -1251,7 +1261,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     float p[4];
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        p[i] = exp2f(s[mt][nt][i] - m[nt][i & 1]);
+                        p[i] = ex2_ftz(s[mt][nt][i] - m[nt][i & 1]);
                         dsum[nt][i & 1] += p[i];
                     }
                     uint32_t lo, hi;
