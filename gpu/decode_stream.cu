@@ -371,6 +371,29 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
     for (int i = tid; i < (page_shape::ROWS - from) * CH; i += n)
         *(uint4 *)(const_cast<uint8_t *>(rows) + tile_off<R>(from + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
 }
+
+/* The lane's V bytes of k-step kk of a tile (tokens 2c, 2c+1, 2c+8, 2c+9 of its 16; VB bytes each from dim g*VB):
+ * w[r][q], r the token, q the 32-bit word (attempt #41: the tile rings load k-step 0's before the softmax). */
+template <int SW, int VB>
+__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, int g, int c, int swz, uint32_t (&w)[4][VB / 4])
+{
+    constexpr int VW = VB / 4;
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = page ? tok & 15 : tok;
+#pragma unroll
+        for (int q = 0; q < VW; q += 4) {
+            if constexpr (VW >= 4) {
+                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, swz));
+                w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+            }
+        }
+        if constexpr (VW == 2) {
+            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, swz) + (g & 1) * 8);
+            w[r][0] = x.x; w[r][1] = x.y;
+        }
+    }
+}
 /* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
  * the ring's 8j + i; its head's rows, its wait, and the release of n stages from i (one proxy fence: see the tile
  * rings' release). A consumer releases its tile's four K stages together after S and its four V stages after
@@ -1074,6 +1097,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
      * arrays as before #37 (with seg_in there too, ptxas took D 64 8-bit caches with two n8 tiles from 128 registers
      * to 160-164: one CTA an SM instead of two) */
     constexpr bool kEarlyIn = D == 128 && NT == 1;
+    constexpr bool kEarlyV = FP8 && !PAGE && D == 128; /* attempt #41, below */
     const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
     const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
     seg_in<D, NT> in;
@@ -1205,6 +1229,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
             if constexpr (PAGE) {
                 if (sync) page_release<S>(empty, j, 0, 4); /* K0..K3 */
             }
+            /* attempt #41: the tile rings' first k-step of V loaded now, before the softmax's rescale branch (a
+             * basic block ptxas does not schedule across), so that its shared-memory latency hides under the softmax.
+             * D 128 only: at D 64 with two n8 tiles ptxas took 128 registers to 160-174 (one CTA an SM instead of two),
+             * at D 256 it spilled more */
+            uint32_t v0[4][VB / 4];
+            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, g, c, sp.swz, v0);
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1297,19 +1327,26 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                         }
                     }
                     uint32_t w[4][VW];
+                    if (kEarlyV && kk == 0) {
 #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+                        for (int r = 0; r < 4; r++)
 #pragma unroll
-                        for (int q = 0; q < VW; q += 4) {
-                            if constexpr (VW >= 4) {
-                                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
-                                w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+                            for (int q = 0; q < VW; q++) w[r][q] = v0[r][q];
+                    } else {
+#pragma unroll
+                        for (int r = 0; r < 4; r++) {
+                            const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+#pragma unroll
+                            for (int q = 0; q < VW; q += 4) {
+                                if constexpr (VW >= 4) {
+                                    const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
+                                    w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+                                }
                             }
-                        }
-                        if constexpr (VW == 2) {
-                            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
-                            w[r][0] = x.x; w[r][1] = x.y;
+                            if constexpr (VW == 2) {
+                                const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
+                                w[r][0] = x.x; w[r][1] = x.y;
+                            }
                         }
                     }
 #pragma unroll
