@@ -374,8 +374,9 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
 
 /* The lane's V bytes of k-step kk of a tile (tokens 2c, 2c+1, 2c+8, 2c+9 of its 16; VB bytes each from dim g*VB):
  * w[r][q], r the token, q the 32-bit word (attempt #41: the tile rings load k-step 0's before the softmax). The
- * consumer's P*V loop keeps its own copy of these loads: called from there too (page as a template argument or
- * not), it changed the code of 24 kernels #41 does not touch, the D 64 hw tile loop's stall cycles 2127 -> 2394. */
+ * consumer's P*V loop keeps its own copy of these loads: called from there too it changed the code of kernels #41
+ * does not touch (page as a runtime argument: the D 64 hw tile loop's stall cycles 2127 -> 2394; as a template
+ * argument: D 256 kernels among 24 that differed). */
 template <int SW, int VB>
 __device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, int g, int c, int swz, uint32_t (&w)[4][VB / 4])
 {
