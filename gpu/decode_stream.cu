@@ -1026,7 +1026,7 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
  * lets registers bind first nor trades registers for an occupancy the shared memory forbids. Without one, its own
  * choice moved with small edits (attempt #44, static hot-loop figures in gpu/NOTES.md): bf16-hw-stream D128
  * e4m3 went from 168 registers to 180 (one CTA an SM), the D128 16-bit kernels from 160 to 134 registers with
- * 63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
+ * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
 template <int D, dl_dtype KV, int NT, bool PAGE> constexpr int stream_min_ctas()
 {
     using SH = stream_shape_of<D, KV, PAGE>;
@@ -2566,7 +2566,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_UNIT: '%d' is not 16, 32 or 64 tokens, or not a multiple of this case's copies' %d "
                        "rows (page_size %d, %s): a unit must start a copy", unit, box_rows_of, a->page_size,
                        sh.page ? "the page stage's 16-row pieces" : "the tile rings' boxes of min(page_size, 64) rows");
-    const int per_tile = kTile / unit; /* units in a tile: min_tiles and seg_cost are counted in tiles */
+    const int per_tile = kTile / unit; /* units in a tile: min_tiles, seg_cost and the pool chunk are counted in tiles */
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
     /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h):
      * 1 always, 0 never; unset: where the plan needs the merge kernel (below) */
@@ -2650,7 +2650,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     auto build = [&](int walk) { /* the plan for this walk and the current cut; on failure the tensor maps go too */
         if (!dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, sms, sms * per_sm, min_units,
-                                 waves, pool_pct, pool_chunk, walk, seg_cost * per_tile | apportion_flag, &p))
+                                 waves, pool_pct, pool_chunk * per_tile, walk, seg_cost * per_tile | apportion_flag, &p))
             return 0;
         dl_gpu_plan_free(out);
         return -1;
