@@ -2557,15 +2557,16 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     /* the plan's unit in tokens (attempt #44): 64, its tiles (the default), or 32 or 16, a cut at pages: a segment
      * may then start and end inside a 64-token tile of its sequence, and the kernels take 64-token tiles from its
      * first token (the last one partial, masked as a sequence's last tile is), so that the warps' shares of the
-     * bytes differ by a unit, not a tile. A unit must hold whole copies: a multiple of the boxes' rows (the page
-     * stage's 16; else min(page_size, 64)) */
+     * bytes differ by a unit, not a tile. A unit starts a copy: where the copies' boxes are longer than the unit
+     * asked (the tile rings' boxes are min(page_size, 64) rows; the page stage's 16), the unit is theirs
+     * (model_schedule names the unit taken) */
     int unit;
     DL_TRY(knob("DL_STREAM_UNIT", 16, kTile, kTile, &unit));
-    const int box_rows_of = sh.page ? page_shape::ROWS : a->page_size < kTile ? a->page_size : kTile;
-    if ((unit != 16 && unit != 32 && unit != kTile) || unit % box_rows_of)
-        return dl_fail("DL_STREAM_UNIT: '%d' is not 16, 32 or 64 tokens, or not a multiple of this case's copies' %d "
-                       "rows (page_size %d, %s): a unit must start a copy", unit, box_rows_of, a->page_size,
-                       sh.page ? "the page stage's 16-row pieces" : "the tile rings' boxes of min(page_size, 64) rows");
+    if (unit != 16 && unit != 32 && unit != kTile)
+        return dl_fail("DL_STREAM_UNIT: '%d' is not 16, 32 or 64 (tokens per unit of the plan's cut; 64: its tiles)",
+                       unit);
+    const int copy_rows = sh.page ? page_shape::ROWS : a->page_size < kTile ? a->page_size : kTile;
+    if (unit < copy_rows) unit = copy_rows; /* page sizes 32 and up on the tile rings: the page */
     const int per_tile = kTile / unit; /* units in a tile: min_tiles, seg_cost and the pool chunk are counted in tiles */
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
     /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h):
