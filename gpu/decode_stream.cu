@@ -218,6 +218,16 @@ template <bool F16> __device__ __forceinline__ uint32_t pack2(float lo, float hi
     }
 }
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+/* 2^x as one MUFU.EX2 (issue 10, attempt #39). exp2f compiles to the same MUFU.EX2 inside a range test, a halving
+ * and a squaring, so that results under 2^-126 come out subnormal; this flushes them to zero. Only the warp
+ * consumers' softmax uses it: there every exponent is s - m <= 0 with the row's largest term 1, so a flushed term
+ * (under 2^-126) changes neither the FP32 sum nor P*V, and P rounded to f16 flushes it anyway. */
+__device__ __forceinline__ float ex2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 
 /* f16x2 -> bf16x2 (the bf16 model rounds an f16 cache to bf16) */
 __device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
@@ -236,7 +246,7 @@ __device__ __forceinline__ uint32_t h2_to_bf2(uint32_t w)
  * d0 + 2 for an 8-bit cache, d0 + 8 for a 16-bit one): the order of the B operand above. */
 template <int D, bool FP8> __device__ __forceinline__ int q_dim0(int ks, int c) { return FP8 ? c * (D / 4) + 4 * ks : 16 * ks + 2 * c; }
 template <int D, int NT> struct seg_in {
-    int4 r, e;                  /* the segment's record (grec): {task, tile0, tile1, page base}, {length, k, k+1, out} */
+    int4 r, e;                  /* the segment's record (grec): {task, tok0, tok1, page base}, {length, k, k+1, out} */
     uint32_t q[NT][D / 16][2];  /* Q, raw pairs */
     float ks, vs;               /* k_scale, v_scale of its KV head */
 };
@@ -332,7 +342,10 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
 {
     constexpr int CPS = SW / 16;
     const int slab = ch / CPS, c = ch % CPS;
-    const int x = swz == 2 ? (r & 7) : (swz == 1 ? ((r >> 1) & 3) : 0);
+    /* the 16-byte chunk's XOR: 128-byte swizzle (swz 2) r & 7, 64-byte (swz 1) (r >> 1) & 3 = (r & 6) >> 1, none 0;
+     * as a mask and a shift, so that ptxas selects instead of branching three ways at every use (attempt #43) */
+    const int xm = swz == 2 ? 7 : (swz == 1 ? 6 : 0), xs = swz == 1;
+    const int x = (r & xm) >> xs;
     return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
 }
 
@@ -360,6 +373,32 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
     constexpr int CH = R / 16;
     for (int i = tid; i < (page_shape::ROWS - from) * CH; i += n)
         *(uint4 *)(const_cast<uint8_t *>(rows) + tile_off<R>(from + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
+}
+
+/* The lane's V bytes of k-step kk of a tile (tokens 2c, 2c+1, 2c+8, 2c+9 of its 16; VB bytes each from dim g*VB):
+ * w[r][q], r the token, q the 32-bit word (attempt #41: the tile rings load k-step 0's before the softmax). The
+ * consumer's P*V loop keeps its own copy of these loads: called from there too it changed the code of kernels #41
+ * does not touch (page as a runtime argument: the D 64 hw tile loop's stall cycles 2127 -> 2394; as a template
+ * argument: D 256 kernels among 24 that differed). */
+template <int SW, int VB>
+__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, int g, int c, int swz, uint32_t (&w)[4][VB / 4])
+{
+    constexpr int VW = VB / 4;
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = page ? tok & 15 : tok;
+#pragma unroll
+        for (int q = 0; q < VW; q += 4) {
+            if constexpr (VW >= 4) {
+                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, swz));
+                w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+            }
+        }
+        if constexpr (VW == 2) {
+            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, swz) + (g & 1) * 8);
+            w[r][0] = x.x; w[r][1] = x.y;
+        }
+    }
 }
 /* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
  * the ring's 8j + i; its head's rows, its wait, and the release of n stages from i (one proxy fence: see the tile
@@ -451,10 +490,11 @@ struct stream_params {
     int num_slots, num_segs, num_tasks;
     int num_static;       /* slots [num_static, num_slots) are the pool (dl_plan.h): claimed at run time */
     const int4 *srec;     /* per slot, two int4: its first segment's record with k0, k1 = the slot's segments */
-    const int4 *grec;     /* per segment, two int4: {task, tile0, tile1, page base}, {length, k, k + 1, out}
+    const int4 *grec;     /* per segment, two int4: {task, tok0, tok1, page base}, {length, k, k + 1, out}, its
+                           * tokens [tok0, tok1) (64-token tiles from tok0; tok1 <= length)
                            * (plan_records: the producers' first copy waits on two loads, not four) */
     const int4 *sfp;      /* attempt #34 (DL_STREAM_FIRST_PAGES=1; else NULL): per slot, the ids of the pages that hold
-                           * tokens tile0 * 64 + 16 i (i < 4) of its first segment's first tile (page size >= 16), so
+                           * tokens tok0 + 16 i (i < 4) of its first segment's first tile (page size >= 16), so
                            * that its first copies wait on one load (the record), not on the record, then the ids */
     int swz;              /* tile_off swizzle mode */
     int dry;              /* diagnosis only, wrong outputs (DL_STREAM_DRY, in a DIAG=1 build): 1 = the
@@ -533,13 +573,16 @@ __device__ __forceinline__ void tl_begin_cta()
 #define TL_MARK(sp, what, dep) ((void)0)
 #endif
 
-/* Valid tokens of 64-token tile `tile` of a sequence of len tokens. */
-__device__ __forceinline__ int tile_tokens(int len, int tile)
+/* Valid tokens of 64-token tile `tile` of a segment of n tokens, `left` the sequence's tokens from the segment's
+ * first (>= n): a segment's tiles count from its first token (attempt #44: a plan cut at pages starts segments
+ * inside a 64-token tile of the sequence). */
+__device__ __forceinline__ int tile_tokens(int n, int tile, int left)
 {
-#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the last token is never read */
-    return min(kTile, len - 1 - tile * kTile);
+#if DL_PLANT_SKIP_LAST_TOKEN /* a planted bug (make PLANT=skip_last_token): the sequence's last token is never read */
+    return min(kTile, min(n, left - 1) - tile * kTile);
 #else
-    return min(kTile, len - tile * kTile);
+    (void)left;
+    return min(kTile, n - tile * kTile);
 #endif
 }
 
@@ -704,6 +747,12 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
 
 /* Attempt #34: the id of the page holding token first-tile-token + 16 q (q < 4) from a slot's sfp record. */
 __device__ __forceinline__ int first_page(const int4 fp, int q) { return q == 0 ? fp.x : q == 1 ? fp.y : q == 2 ? fp.z : fp.w; }
+/* Slot s's sfp record, or zeros where the plan has none (DL_STREAM_FIRST_PAGES=0, or pages under 16 tokens: the
+ * plan leaves sp.sfp NULL there, so a producer that finds it set may take a tile's first copies from it: at most 4). */
+__device__ __forceinline__ int4 slot_first_pages(const stream_params &sp, int s)
+{
+    return sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
+}
 
 /* The one producer warp of a CTA (the wgmma kernels; the warp consumers with make STREAM_PRODUCERS=one):
  * it serves the CTA's W consumers (warps or warpgroups) in turn, one
@@ -722,27 +771,26 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     const int Hkv = a.num_kv_heads, ps = a.page_size;
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
-    int ck[W], kend[W], ctile[W], ct1[W], ckvh[W], clen[W], cpb[W], cj[W];
+    int ck[W], kend[W], ctok[W], ct1[W], ckvh[W], cpb[W], cj[W];
     int4 cfp[W]; /* attempt #34: the first tile's page ids (sp.sfp) */
-    /* consumer w starts a segment of record r = {task, tile0, tile1, page base}, len tokens */
-    auto start_segment = [&](int w, const int4 r, int len) {
+    /* consumer w starts a segment of record r = {task, tok0, tok1, page base} */
+    auto start_segment = [&](int w, const int4 r) {
         ckvh[w] = r.x % Hkv;
-        clen[w] = len;
         cpb[w] = r.w;
-        ctile[w] = r.y;
+        ctok[w] = r.y;
         ct1[w] = r.z;
     };
 #pragma unroll
     for (int w = 0; w < W; w++) {
         const int slot = blockIdx.x * W + w;
         const int4 r = sp.srec[2 * slot], e = sp.srec[2 * slot + 1];
-        cfp[w] = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0);
+        cfp[w] = slot_first_pages(sp, slot);
         ck[w] = e.y;
         kend[w] = e.z;
         TL_MARK(sp, kTlRec, e.z);
         cj[w] = 0;
-        ctile[w] = ct1[w] = ckvh[w] = clen[w] = cpb[w] = 0;
-        if (ck[w] < kend[w]) start_segment(w, r, e.x);
+        ctok[w] = ct1[w] = ckvh[w] = cpb[w] = 0;
+        if (ck[w] < kend[w]) start_segment(w, r);
     }
     for (;;) {
         bool any = false;
@@ -752,10 +800,10 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             any = true;
             const int st = cj[w] % S;
             uint8_t *tk = smem + (w * S + st) * STAGE, *tv = tk + TILE_BYTES;
-            const int tok0 = ctile[w] * kTile, ntok = min(kTile, clen[w] - tok0);
+            const int tok0 = ctok[w], ntok = min(kTile, ct1[w] - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
             const int32_t *pages = a.kv_indices + cpb[w];
-            const bool fp = sp.sfp && cj[w] == 0 && ps >= 16; /* lane < ncopy <= 4 */
+            const bool fp = sp.sfp && cj[w] == 0; /* lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (fp ? first_page(cfp[w], lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -781,10 +829,10 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
             }
             if (cj[w] == 0) TL_MARK(sp, kTlIssue, pg0);
             cj[w]++;
-            if (++ctile[w] == ct1[w] && ++ck[w] < kend[w]) {
+            if ((ctok[w] += kTile) >= ct1[w] && ++ck[w] < kend[w]) {
                 const int4 rk = sp.grec[2 * ck[w]];
                 q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-                start_segment(w, rk, sp.grec[2 * ck[w] + 1].x);
+                start_segment(w, rk);
             }
         }
         if (!any) break;
@@ -809,16 +857,16 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const int rows = ps < kTile ? ps : kTile; /* box rows */
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
-    /* segment k from its record r = {task, tile0, tile1, page base}, len tokens */
-    auto produce_segment = [&](const int4 r, int len, int k, const int4 *fp) { /* fp: sfp of a slot's first */
+    /* segment k from its record r = {task, tok0, tok1, page base} */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
-        for (int tile = r.y; tile < r.z; tile++, j++) {
+        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
-            const int tok0 = tile * kTile, ntok = min(kTile, len - tok0);
+            const int ntok = min(kTile, r.z - tok0);
             const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-            const bool first = fp && tile == r.y && ps >= 16; /* lane < ncopy <= 4 */
+            const bool first = fp && tok0 == r.y; /* lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (first ? first_page(*fp, lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -848,13 +896,13 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
-        const int4 fp = sp.sfp ? sp.sfp[s] : make_int4(0, 0, 0, 0);
+        const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.x, e.y, sp.sfp ? &fp : nullptr);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, sp.grec[2 * k + 1].x, k, nullptr);
+            produce_segment(rk, k, nullptr);
         }
     };
     produce_slot(slot);
@@ -882,7 +930,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 /* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
  * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles), each tile 8 stages of the
  * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
- * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the sequence end,
+ * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the segment's end,
  * arrives with no bytes (the consumers mask those scores and zero those V rows). Warp-uniform loop. */
 template <int W, int S, int STAGE>
 __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
@@ -892,19 +940,18 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
-    const int4 fp0 = sp.sfp ? sp.sfp[slot] : make_int4(0, 0, 0, 0); /* attempt #34 */
+    const int4 fp0 = slot_first_pages(sp, slot); /* attempt #34 */
     TL_MARK(sp, kTlRec, e0.z);
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
-        const int4 r = k == e0.y ? r0 : sp.grec[2 * k];
-        const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x;
+        const int4 r = k == e0.y ? r0 : sp.grec[2 * k]; /* {task, tok0, tok1, page base} */
         if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
-        for (int tile = r.y; tile < r.z; tile++, n += 8) {
-            const int tok = tile * kTile + piece * page_shape::ROWS;
+        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
+            const int tok = tok0 + piece * page_shape::ROWS;
             if (lane < 8) {
                 const int i = n + lane, st = i % S;
-                const bool copy = tok < len && !(DL_STREAM_DIAG && sp.dry == 2);
+                const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
@@ -1007,13 +1054,23 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
 }
 #endif
 
+/* The minimum CTAs per SM the tile rings' kernels are compiled for: the CTAs their shared memory admits (2 or 1),
+ * 1 for D 128 with an 8-bit cache and two n8 tiles (groups 9-16: 213-237 registers, #23), so that ptxas neither
+ * lets registers bind first nor trades registers for an occupancy the shared memory forbids. Without one, its own
+ * choice moved with small edits (attempt #44, static hot-loop figures in gpu/NOTES.md): bf16-hw-stream D128
+ * e4m3 went from 168 registers to 180 (one CTA an SM), the D128 16-bit kernels from 160 to 134 registers with
+ * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
+template <int D, dl_dtype KV, int NT, bool PAGE> constexpr int stream_min_ctas()
+{
+    using SH = stream_shape_of<D, KV, PAGE>;
+    if (DL_STREAM_SETMAXNREG) return SH::SMR ? 2 : 1; /* attempt #22's experiment, as it was built */
+    if (PAGE) return 0;
+    const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
+    return two && !(D == 128 && dl_kv_size<KV>::value == 1 && NT == 2) ? 2 : 1;
+}
 /* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape). */
 template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false>
-#if DL_STREAM_SETMAXNREG /* a minimum CTAs-per-SM argument, even 1, changes ptxas's allocation: only here */
-__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, stream_shape_of<D, KV, PAGE>::SMR ? 2 : 1)
-#else
-__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
-#endif
+__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream_min_ctas<D, KV, NT, PAGE>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
@@ -1091,8 +1148,8 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
      * arrays as before #37 (with seg_in there too, ptxas took D 64 8-bit caches with two n8 tiles from 128 registers
      * to 160-164: one CTA an SM instead of two) */
     constexpr bool kEarlyIn = D == 128 && NT == 1;
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs;
+    constexpr bool kEarlyV = FP8 && !PAGE && D == 128; /* attempt #41, below */
+    const int32_t *slot_ptr = sp.plan;
     seg_in<D, NT> in;
     bool have = false; /* kEarlyIn: in holds segment k's */
     int k, kend;
@@ -1113,17 +1170,18 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
             kend = k + 1;
             have = false;
         }
-        int t, len, part = -1, tile0, tile1, t_next = -1;
+        int t, len, part = -1, tok0, tok1, t_next = -1; /* the segment: tokens [tok0, tok1) of task t */
         float ksc, vsc;
         uint32_t qf[NT][MT][2];
         if constexpr (kEarlyIn) {
             if (!have) seg_in_load<D, NT, FP8>(a, sp.grec, k, sp.grec[2 * k].x, g, c, in);
             have = k + 1 < kend; /* the slot's next segment: its task now, its inputs at this one's end */
             if (have) t_next = sp.grec[2 * (k + 1)].x;
-            t = in.r.x, len = in.e.x, part = in.e.w, tile0 = in.r.y, tile1 = in.r.z, ksc = in.ks, vsc = in.vs;
+            t = in.r.x, len = in.e.x, part = in.e.w, tok0 = in.r.y, tok1 = in.r.z, ksc = in.ks, vsc = in.vs;
             q_operand<F16, D, NT>(in.q, a.q_dtype, kQMul, qf);
         } else {
-            t = seg_task[k], len = dl_seq_len(a, t / Hkv), tile0 = seg_t0[k], tile1 = seg_t1[k];
+            const int4 r = sp.grec[2 * k]; /* {task, tok0, tok1, page base} (plan_records) */
+            t = r.x, len = dl_seq_len(a, t / Hkv), tok0 = r.y, tok1 = r.z;
             q_load_operand<F16, D, NT, FP8>(a, t, g, c, kQMul, qf);
             ksc = a.k_scale[t % Hkv], vsc = a.v_scale[t % Hkv];
         }
@@ -1141,10 +1199,11 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) m[nt][0] = m[nt][1] = -INFINITY, dsum[nt][0] = dsum[nt][1] = 0.0f;
 
-        for (int tile = tile0; tile < tile1; tile++, j++) {
+        const int ntok = tok1 - tok0, ntile = (ntok + kTile - 1) / kTile; /* tiles from the segment's first token */
+        for (int tile = 0; tile < ntile; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-            const int nvalid = tile_tokens(len, tile);
+            const int nvalid = tile_tokens(ntok, tile, len - tok0);
             const bool partial = nvalid < kTile;
             const bool sync = !(DL_STREAM_DIAG && sp.dry == 5); /* DL_STREAM_DRY=5: the page ring unsynchronized */
             if constexpr (PAGE) {
@@ -1222,6 +1281,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
             if constexpr (PAGE) {
                 if (sync) page_release<S>(empty, j, 0, 4); /* K0..K3 */
             }
+            /* attempt #41: the tile rings' first k-step of V loaded now, before the softmax's rescale branch (a
+             * basic block ptxas does not schedule across), so that its shared-memory latency hides under the softmax.
+             * D 128 only: at D 64 with two n8 tiles ptxas took 128 registers to 160-174 (one CTA an SM instead of two),
+             * at D 256 it spilled more */
+            uint32_t v0[4][VB / 4];
+            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, g, c, sp.swz, v0);
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1256,7 +1321,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     float f[2];
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        f[e] = m[nt][e] == -INFINITY ? 0.0f : exp2f(m[nt][e] - mx[nt][e]);
+                        f[e] = m[nt][e] == -INFINITY ? 0.0f : ex2_ftz(m[nt][e] - mx[nt][e]);
                         dsum[nt][e] *= f[e];
                         m[nt][e] = mx[nt][e];
                     }
@@ -1278,7 +1343,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                     float p[4];
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
-                        p[i] = exp2f(s[mt][nt][i] - m[nt][i & 1]);
+                        p[i] = ex2_ftz(s[mt][nt][i] - m[nt][i & 1]);
                         dsum[nt][i & 1] += p[i];
                     }
                     uint32_t lo, hi;
@@ -1314,19 +1379,26 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS)
                         }
                     }
                     uint32_t w[4][VW];
+                    if (kEarlyV && kk == 0) {
 #pragma unroll
-                    for (int r = 0; r < 4; r++) {
-                        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+                        for (int r = 0; r < 4; r++)
 #pragma unroll
-                        for (int q = 0; q < VW; q += 4) {
-                            if constexpr (VW >= 4) {
-                                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
-                                w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+                            for (int q = 0; q < VW; q++) w[r][q] = v0[r][q];
+                    } else {
+#pragma unroll
+                        for (int r = 0; r < 4; r++) {
+                            const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+#pragma unroll
+                            for (int q = 0; q < VW; q += 4) {
+                                if constexpr (VW >= 4) {
+                                    const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
+                                    w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
+                                }
                             }
-                        }
-                        if constexpr (VW == 2) {
-                            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
-                            w[r][0] = x.x; w[r][1] = x.y;
+                            if constexpr (VW == 2) {
+                                const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
+                                w[r][0] = x.x; w[r][1] = x.y;
+                            }
                         }
                     }
 #pragma unroll
@@ -1526,15 +1598,15 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
     uint8_t *ring = smem + wg * S * SH::STAGE;
     uint8_t *sQ = extra + wg * SH::PER_WG, *sP = sQ + SH::QB;
     float *sRed = (float *)(sP + SH::PB); /* [0, 64): tile maxima (2 buffers); [64, 96): sums; [96, 104): q scales */
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    const int32_t *slot_ptr = sp.plan, *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
     const int slot = blockIdx.x * W + wg;
     const uint32_t qaddr = smem_u32(sQ), paddr = smem_u32(sP);
 
     int j = 0; /* tiles consumed */
     for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
-        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+        const int4 rec = sp.grec[2 * k]; /* {task, tok0, tok1, page base} (plan_records) */
+        const int t = rec.x, b = t / Hkv, kvh = t % Hkv;
         const int len = dl_seq_len(a, b);
         const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
 
@@ -1570,10 +1642,11 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
         for (int i = 0; i < MB; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
         float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
-        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+        const int ntok = rec.z - rec.y, ntile = (ntok + kTile - 1) / kTile; /* tiles from the segment's first token */
+        for (int tile = 0; tile < ntile; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-            const int nvalid = tile_tokens(len, tile);
+            const int nvalid = tile_tokens(ntok, tile, len - rec.y);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
@@ -1808,8 +1881,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
     uint8_t *ring = smem + wg * S * SH::STAGE;
     uint8_t *sQ = extra + wg * SH::PER_WG, *sP = sQ + SH::QB;
     float *sRed = (float *)(sP + SH::PB); /* [0, 64): tile maxima (2 buffers); [64, 96): sums */
-    const int32_t *slot_ptr = sp.plan, *seg_task = sp.plan + sp.num_slots + 1;
-    const int32_t *seg_t0 = seg_task + sp.num_segs, *seg_t1 = seg_t0 + sp.num_segs, *seg_out = seg_t1 + sp.num_segs;
+    const int32_t *slot_ptr = sp.plan, *seg_out = sp.plan + sp.num_slots + 1 + 3 * sp.num_segs;
     const int G = a.num_qo_heads / a.num_kv_heads, Hkv = a.num_kv_heads;
     const int slot = blockIdx.x * W + wg;
     const uint32_t qaddr = smem_u32(sQ), paddr = smem_u32(sP);
@@ -1821,7 +1893,8 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
 
     int j = 0; /* tiles consumed */
     for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) {
-        const int t = seg_task[k], b = t / Hkv, kvh = t % Hkv;
+        const int4 rec = sp.grec[2 * k]; /* {task, tok0, tok1, page base} (plan_records) */
+        const int t = rec.x, b = t / Hkv, kvh = t % Hkv;
         const int len = dl_seq_len(a, b);
         const size_t row0 = (size_t)b * a.num_qo_heads + kvh * G;
 
@@ -1847,10 +1920,11 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
         for (int i = 0; i < MB; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
         float m[2] = {-INFINITY, -INFINITY}, dsum[2] = {0.0f, 0.0f};
 
-        for (int tile = seg_t0[k]; tile < seg_t1[k]; tile++, j++) {
+        const int ntok = rec.z - rec.y, ntile = (ntok + kTile - 1) / kTile; /* tiles from the segment's first token */
+        for (int tile = 0; tile < ntile; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = ring + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
-            const int nvalid = tile_tokens(len, tile);
+            const int nvalid = tile_tokens(ntok, tile, len - rec.y);
             mbar_wait(&full[wg * S + st], (j / S) & 1);
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
@@ -2092,8 +2166,10 @@ static double tl_us(unsigned long long x, unsigned long long t0) { return x == ~
 static int tl_dump(const char *prefix, int launch, const unsigned long long *h, const unsigned long long *mk, int n,
                    unsigned long long t0, const dl_gpu_plan *pl, int probe_pages, int probe_groups)
 {
-    /* the plan's work list head (gpu/dl_plan.h): slot_ptr[num_slots + 1], seg_task, seg_t0, seg_t1 [num_segs] */
-    const size_t nplan = probe_pages > 0 ? 0 : (size_t)pl->num_slots + 1 + 3 * (size_t)pl->num_segs; /* none: probe */
+    /* the plan (gpu/dl_plan.h: slot_ptr[num_slots + 1] first) through the segments' records (plan_records: per
+     * segment {task, tok0, tok1, page base}, ...) */
+    const size_t grec = probe_pages > 0 ? 0 : ((const stream_maps *)pl->host)->grec;
+    const size_t nplan = probe_pages > 0 ? 0 : grec + 8 * (size_t)pl->num_segs; /* none: probe */
     unsigned int *sm = (unsigned int *)malloc(sizeof(unsigned int) * (size_t)n);
     int32_t *plan = (int32_t *)malloc(sizeof(int32_t) * nplan);
     if (!sm || (nplan && !plan)) {
@@ -2106,8 +2182,7 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
         free(sm), free(plan);
         return dl_fail("timeline: copy back of the SM ids or the plan failed: %s", cudaGetErrorString(e));
     }
-    const int32_t *slot_ptr = plan, *seg_t0 = nplan ? plan + pl->num_slots + 1 + pl->num_segs : NULL;
-    const int32_t *seg_t1 = nplan ? seg_t0 + pl->num_segs : NULL;
+    const int32_t *slot_ptr = plan, *rec = nplan ? plan + grec : NULL;
     char path[kTlPrefixMax + 32], part[kTlPrefixMax + 40]; /* make_plan checked the prefix's length */
     snprintf(path, sizeof path, "%s.%d.tsv", prefix, launch);
     snprintf(part, sizeof part, "%s.part", path);
@@ -2127,7 +2202,8 @@ static int tl_dump(const char *prefix, int launch, const unsigned long long *h, 
         for (int w = 0; w < pl->warps && probe_pages == 0; w++) {
             const int slot = i * pl->warps + w;
             if (slot >= pl->num_static) break;
-            for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) segs++, tiles += seg_t1[k] - seg_t0[k];
+            for (int k = slot_ptr[slot]; k < slot_ptr[slot + 1]; k++) /* 64-token tiles from each segment's start */
+                segs++, tiles += (rec[8 * k + 2] - rec[8 * k + 1] + kTile - 1) / kTile;
         }
         const unsigned long long *m = mk + kTlMarks * i;
         fprintf(f, "%d\t%u\t%.3f\t%.3f\t%.3f\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", i, sm[i], tl_us(h[3 * i], t0),
@@ -2362,12 +2438,13 @@ template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 } // namespace
 
 /* The plan's buffer followed by the producers' records (issue 10, attempt #20), 16-byte aligned: per
- * segment k two int4 {task, tile0, tile1, page base (kv_indptr[b])}, {length of b, k, k + 1, seg_out[k]};
+ * segment k two int4 {task, tok0, tok1, page base (kv_indptr[b])}, {length of b, k, k + 1, seg_out[k]}, its tokens
+ * [tok0, tok1): the plan's units [seg_t0, seg_t1) in tokens (p->tile a unit: attempt #44), tok1 at most the length;
  * per slot s its first segment's record with k0, k1 = the slot's segments [slot_ptr[s], slot_ptr[s + 1])
  * in the second int4 (an empty slot: zeros, k0 = k1). A producer's first copy then waits on the slot's
  * record and the page ids, not on slot_ptr, the segment, kv_indptr and the length, then the page ids.
  * With maps->first_pages (attempt #34, page sizes >= 16), then per slot one int4: the ids of the pages that hold
- * tokens tile0 * 64 + 16 q (q < 4) of its first segment's first tile, 0 past the request's end (sp.sfp).
+ * tokens tok0 + 16 q (q < 4) of its first segment's first tile, 0 past the segment's end (sp.sfp).
  * Sets maps->srec, maps->grec, maps->sfp; returns the buffer (malloc'd, *len int32s) or NULL after dl_fail(). */
 static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32_t *h_seq_len, stream_maps *maps,
                              size_t *len)
@@ -2404,7 +2481,8 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
     for (int k = 0; k < p->num_segs; k++) {
         const int t = seg_task[k], b = t / Hkv;
         int32_t *r = all + grec + 8 * (size_t)k;
-        r[0] = t, r[1] = seg_t0[k], r[2] = seg_t1[k], r[3] = indptr[b];
+        const int64_t end = (int64_t)seg_t1[k] * p->tile;
+        r[0] = t, r[1] = seg_t0[k] * p->tile, r[2] = end < h_seq_len[b] ? (int32_t)end : h_seq_len[b], r[3] = indptr[b];
         r[4] = h_seq_len[b], r[5] = k, r[6] = k + 1, r[7] = seg_out[k];
     }
     for (int s = 0; s < p->num_slots; s++) {
@@ -2429,10 +2507,10 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
         for (int s = 0; s < p->num_slots; s++) {
             const int k0 = slot_ptr[s];
             if (k0 >= slot_ptr[s + 1]) continue;
-            const int b = seg_task[k0] / Hkv;
+            const int32_t *rec = all + grec + 8 * (size_t)k0; /* {task, tok0, tok1, page base} */
             for (int q = 0; q < 4; q++) {
-                const int tok = seg_t0[k0] * kTile + 16 * q;
-                all[sfp + 4 * (size_t)s + q] = tok < h_seq_len[b] ? ids[indptr[b] + tok / a->page_size] : 0;
+                const int tok = rec[1] + 16 * q;
+                all[sfp + 4 * (size_t)s + q] = tok < rec[2] ? ids[rec[3] + tok / a->page_size] : 0;
             }
         }
         free(ids);
@@ -2521,7 +2599,21 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * run crossed one ended last at the 70B shape. Default kSegCost where the plan merges by ticket; where it
      * needs the merge kernel, the apportioned cut (below) */
     int seg_cost;
-    DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST, kSegCost, &seg_cost));
+    DL_TRY(knob("DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST / (kTile / 16), kSegCost, &seg_cost));
+    /* the plan's unit in tokens (attempt #44): 64, its tiles (the default), or 32 or 16, a cut at pages: a segment
+     * may then start and end inside a 64-token tile of its sequence, and the kernels take 64-token tiles from its
+     * first token (the last one partial, masked as a sequence's last tile is), so that the warps' shares of the
+     * bytes differ by a unit, not a tile. A unit starts a copy: where the copies' boxes are longer than the unit
+     * asked (the tile rings' boxes are min(page_size, 64) rows; the page stage's 16), the unit is theirs
+     * (model_schedule names the unit taken) */
+    int unit;
+    DL_TRY(knob("DL_STREAM_UNIT", 16, kTile, kTile, &unit));
+    if (unit != 16 && unit != 32 && unit != kTile)
+        return dl_fail("DL_STREAM_UNIT: '%d' is not 16, 32 or 64 (tokens per unit of the plan's cut; 64: its tiles)",
+                       unit);
+    const int copy_rows = sh.page ? page_shape::ROWS : a->page_size < kTile ? a->page_size : kTile;
+    if (unit < copy_rows) unit = copy_rows; /* page sizes 32 and up on the tile rings: the page */
+    const int per_tile = kTile / unit; /* units in a tile: min_tiles, seg_cost and the pool chunk are counted in tiles */
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
     /* each request its own runs where there are at least as many runs as requests (attempt #31, dl_plan.h):
      * 1 always, 0 never; unset: where the plan needs the merge kernel (below) */
@@ -2580,8 +2672,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                                                               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     int max_len = 1;
     for (int b = 0; b < a->batch_size; b++) max_len = h_seq_len[b] > max_len ? h_seq_len[b] : max_len;
-    const int max_tiles = (max_len + kTile - 1) / kTile;
-    if (min_tiles < (max_tiles + max_segs - 1) / max_segs) min_tiles = (max_tiles + max_segs - 1) / max_segs;
+    const int max_units = (max_len + unit - 1) / unit;
+    int min_units = min_tiles * per_tile; /* the plan counts units */
+    if (min_units < (max_units + max_segs - 1) / max_segs) min_units = (max_units + max_segs - 1) / max_segs;
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
@@ -2603,8 +2696,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
 #endif
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     auto build = [&](int walk) { /* the plan for this walk and the current cut; on failure the tensor maps go too */
-        if (!dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, kTile, sh.W, sms, sms * per_sm, min_tiles,
-                                 waves, pool_pct, pool_chunk, walk, seg_cost | apportion_flag, &p))
+        if (!dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, sms, sms * per_sm, min_units,
+                                 waves, pool_pct, pool_chunk * per_tile, walk, seg_cost * per_tile | apportion_flag, &p))
             return 0;
         dl_gpu_plan_free(out);
         return -1;
@@ -2632,7 +2725,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
     if (sh.page && (!dl_plan_ctas_share_tiles(&p, a->num_kv_heads) ||
-                    p.num_tiles < (int64_t)sh.page_min_run * a->num_kv_heads * p.ctas)) { /* the tile rings instead */
+                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * a->num_kv_heads * p.ctas)) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;
@@ -2662,7 +2755,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
     out->order = p.order;
     out->cut = p.cut;
-    out->seg_cost = p.seg_cost;
+    out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */
+    out->unit = unit;
     out->page_stage = sh.page;
     out->warps = p.warps;
     out->ctas = p.ctas;

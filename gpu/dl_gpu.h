@@ -50,6 +50,7 @@ typedef struct {
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */
+    int unit;                         /* tokens per unit of the plan's cut: 64 (its tiles) or 16, 32 (DL_STREAM_UNIT) */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t *sched_indptr, *sched_begin;
     void *dev;                        /* device copy of the work list */

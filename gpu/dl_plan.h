@@ -2,8 +2,10 @@
  * (gpu/decode_stream.cu), built on the host from the page table, plain C so the
  * CPU tests and the split-aware model use the very schedule the kernel runs.
  *
- * Work = 64-token tiles of every (request, KV head) task, task t = b * Hkv + kvh,
- * laid end to end (task-major, tiles in token order). The N tiles are cut into
+ * Work = tiles of `tile` tokens of every (request, KV head) task, task t = b * Hkv + kvh,
+ * laid end to end (task-major, tiles in token order). The streaming kernels plan with their 64-token tiles, or
+ * (DL_STREAM_UNIT=16 or 32, attempt #44) with tiles of 16 or 32 tokens, a cut at pages: a segment then starts
+ * and ends inside a 64-token tile of its sequence, and the kernels take 64-token tiles from its first token. The N tiles are cut into
  * `num_slots` contiguous runs of floor/ceil(N / num_slots) tiles, one per consumer
  * warp (slot = cta * warps + warp). A run that crosses task boundaries is a list
  * of segments; a task whose tiles land in more than one slot is "split": each of
@@ -21,7 +23,8 @@
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
  * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks] | pool[2], S = num_segs;
- * seg_t0/t1 are tile indices inside the task, seg_out is -1 (whole task) or the
+ * seg_t0/t1 are tile indices inside the task (the kernels' records hold them in tokens, plan_records in
+ * gpu/decode_stream.cu), seg_out is -1 (whole task) or the
  * workspace row of a partial; the rows of a split task's partials are task_ptr[t]..task_ptr[t + 1] in
  * token order (an unsplit task has none: task_ptr[t + 1] == task_ptr[t]);
  * tickets (zero, and left zero by every launch) count the finished segments of a
@@ -40,7 +43,7 @@ extern "C" {
 #endif
 
 typedef struct {
-    int tile;              /* tokens per tile */
+    int tile;              /* tokens per tile (the unit of the cut: 64, or 16 / 32 with DL_STREAM_UNIT) */
     int warps;             /* consumer warps per CTA */
     int ctas;              /* grid size */
     int num_tasks, num_slots, num_segs, num_partials;
@@ -77,10 +80,10 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * run adds when the walk is cut (0: equal runs; DL_STREAM_SEG_COST, attempt #30), or'ed with DL_PLAN_APPORTION:
  * where there are at least as many runs as requests, each request gets its own runs, the highest-averages rule
  * (DL_STREAM_APPORTION, attempt #31); the cost is used where there are fewer. */
-#define DL_PLAN_MAX_SEG_COST 64
+#define DL_PLAN_MAX_SEG_COST 256
 enum { DL_CUT_EQUAL = 0, DL_CUT_COST = 1, DL_CUT_APPORTION = 2 };
-#define DL_PLAN_SEG_COST_MASK 0xff
-#define DL_PLAN_APPORTION 0x100
+#define DL_PLAN_SEG_COST_MASK 0xfff
+#define DL_PLAN_APPORTION 0x1000
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                        int pool_pct, int chunk, int order, int cuts, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a

@@ -344,10 +344,12 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
             char merge[24] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
             if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
             else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
+            char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
+            if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
             char sched[128];
-            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s", plan->ctas, plan->warps,
+            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s", plan->ctas, plan->warps,
                                      plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
-                                     plan->page_stage ? ":page" : "");
+                                     plan->page_stage ? ":page" : "", unit);
             if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
                 return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                                "(%zu characters)", sched, sizeof r->model_schedule - 1);

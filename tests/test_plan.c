@@ -641,11 +641,118 @@ START_TEST(test_apportioned_heads_plan)
     ck_assert_int_le(longest_run(&p, 8, &crosses), most_tiles);
     ck_assert_int_eq(crosses, 0);
     dl_plan_free(&p);
-    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 0x200, &p), 0); /* unknown bit */
+    ck_assert_int_ne(dl_plan_build_pool(4, 8, len, 64, 8, 132, 1, 0, 1, DL_ORDER_HEADS, 0x2000, &p), 0); /* unknown bit */
+}
+END_TEST
+
+/* A slot's work as the streaming kernels run it (attempt #44): its tokens, and its 64-token tiles, taken from each
+ * segment's first token (the plan's units [t0, t1) of `unit` tokens, the last ending at the sequence's end). */
+static void slot_work(const dl_plan *p, int Hkv, const int32_t *len, int s, int64_t *tokens, int64_t *tiles64)
+{
+    const views v = view_of(p);
+    *tokens = *tiles64 = 0;
+    for (int k = v.slot_ptr[s]; k < v.slot_ptr[s + 1]; k++) {
+        const int64_t end = (int64_t)v.seg_t1[k] * p->tile, l = len[v.seg_task[k] / Hkv];
+        const int64_t n = (end < l ? end : l) - (int64_t)v.seg_t0[k] * p->tile;
+        *tokens += n;
+        *tiles64 += (n + 63) / 64;
+    }
+}
+
+/* The plan cut at pages (DL_STREAM_UNIT=16, attempt #44) against the cut at tiles, heads order, equal runs, on
+ * 264 CTAs x 3 warps (99 runs of 8 heads): a whole plan either way (check_built in units); the costliest slot
+ * holds ceil(units a head / 99) units, so its tokens fall from 6 tiles (384) to 21 units (336) at llama3-8B B1
+ * L32768 and from 11 tiles (704) to 42 units (672) at B64 L1024 (equal runs), while its 64-token tiles of compute
+ * stay 6 at B1 and may rise at B64 (a segment's last tile partial, below); at B1 the kernel's CTA count is the same
+ * with min_tiles x 4 as the unit. */
+START_TEST(test_unit_cut)
+{
+    static int32_t len1[1] = {32768}, len64[64];
+    for (int b = 0; b < 64; b++) len64[b] = 1024;
+    const struct { int B; const int32_t *len; int64_t u64, u16; } cases[] = {
+        {1, len1, 512, 2048},
+        {64, len64, 1024, 4096},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t most_tok[2] = {0, 0}, most_tiles[2] = {0, 0}, sum_tok[2] = {0, 0};
+        for (int u = 0; u < 2; u++) {
+            const int unit = u ? 16 : 64;
+            dl_plan p;
+            ck_assert_int_eq(dl_plan_build_pool(cases[i].B, 8, cases[i].len, unit, 3, 264, 1, 0, 1, DL_ORDER_HEADS,
+                                                0, &p), 0);
+            ck_assert_int_eq(p.tile, unit);
+            ck_assert_int_eq(p.num_slots, 792);
+            const int64_t units = u ? cases[i].u16 : cases[i].u64, want = (units + 98) / 99;
+            ck_assert_int_eq(check_built(&p, cases[i].B, 8, cases[i].len, unit, 3, 264), want);
+            for (int s = 0; s < p.num_slots; s++) {
+                int64_t tok, t64;
+                slot_work(&p, 8, cases[i].len, s, &tok, &t64);
+                sum_tok[u] += tok;
+                most_tok[u] = tok > most_tok[u] ? tok : most_tok[u];
+                most_tiles[u] = t64 > most_tiles[u] ? t64 : most_tiles[u];
+            }
+            ck_assert_int_eq(most_tok[u], want * unit); /* whole units: the lengths are multiples of 64 */
+            dl_plan_free(&p);
+        }
+        ck_assert_int_eq(sum_tok[0], (int64_t)cases[i].B * 8 * cases[i].len[0]); /* every token once, either cut */
+        ck_assert_int_eq(sum_tok[1], sum_tok[0]);
+        ck_assert_int_lt(most_tok[1], most_tok[0]);
+        /* compute: at B1 a slot is one segment, ceil(21 / 4) = 6 tiles either way; at B64 a run of 42 units crosses
+         * at most one request boundary (64 units a request), two partial tiles: up to ceil(42 / 4) + 1 = 12, which
+         * the equal cut reaches (a boundary 1 mod 4 units into a run) where the tile cut's costliest is 11 */
+        ck_assert_int_eq(most_tiles[0], (cases[i].u64 + 98) / 99);
+        if (cases[i].B == 1) ck_assert_int_eq(most_tiles[1], most_tiles[0]);
+        else ck_assert_int_le(most_tiles[1], ((cases[i].u16 + 98) / 99 + 3) / 4 + 1);
+    }
+    /* with the kernel's default cut where it merges by ticket (4 tiles a request boundary, dl_plan.h #30; 16 units at
+     * unit 16) the page cut leaves B64 L1024's costliest slot as it was (the cost cut's runs end at request
+     * boundaries, which the tile cut already reaches), and still trims B1's (one request: no boundary) */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t most[2];
+        for (int u = 0; u < 2; u++) {
+            dl_plan p;
+            ck_assert_int_eq(dl_plan_build_pool(cases[i].B, 8, cases[i].len, u ? 16 : 64, 3, 264, 1, 0, 1,
+                                                DL_ORDER_HEADS, u ? 16 : 4, &p), 0);
+            most[u] = 0;
+            for (int s = 0; s < p.num_slots; s++) {
+                int64_t tok, t64;
+                slot_work(&p, 8, cases[i].len, s, &tok, &t64);
+                most[u] = tok > most[u] ? tok : most[u];
+            }
+            dl_plan_free(&p);
+        }
+        if (cases[i].B == 1) ck_assert_int_lt(most[1], most[0]);
+        else ck_assert_int_eq(most[1], most[0]);
+    }
+    /* B1 L32768 with the kernel's waves (132 SMs, 2 CTAs each): min_tiles 6 and min 24 units give the same grid */
+    dl_plan a, b;
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len1, 64, 3, 132, 264, 6, 1, 0, 1, DL_ORDER_AUTO, 0, &a), 0);
+    ck_assert_int_eq(dl_plan_build_waves(1, 8, len1, 16, 3, 132, 264, 24, 1, 0, 1, DL_ORDER_AUTO, 0, &b), 0);
+    ck_assert_int_eq(a.ctas, b.ctas);
+    ck_assert_int_eq(a.order, b.order);
+    dl_plan_free(&a);
+    dl_plan_free(&b);
+    /* ragged lengths cut at 16: a whole plan, each segment's tokens inside its sequence */
+    static int32_t ragged[100];
+    for (int r = 0; r < 100; r++) ragged[r] = 1 + (r * 2654435761u) % 3000;
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build_pool(100, 8, ragged, 16, 3, 264, 1, 0, 1, DL_ORDER_HEADS, 0, &p), 0);
+    check_built(&p, 100, 8, ragged, 16, 3, 264);
+    int64_t total = 0;
+    for (int s = 0; s < p.num_slots; s++) {
+        int64_t tok, t64;
+        slot_work(&p, 8, ragged, s, &tok, &t64);
+        ck_assert_int_ge(tok, 0);
+        total += tok;
+    }
+    int64_t want = 0;
+    for (int r = 0; r < 100; r++) want += 8 * (int64_t)ragged[r];
+    ck_assert_int_eq(total, want);
+    dl_plan_free(&p);
 }
 END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_seg_cost_heads_plan, test_apportioned_heads_plan)
+              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut)
