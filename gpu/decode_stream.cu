@@ -987,7 +987,13 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * LDGSTS (DL_STREAM_PROBE_LDGSTS=1): the same boxes, stages and walk, copied by the CTA's 32 threads with 16-byte
  * cp.async (LDGSTS) instead of TMA, each thread's copies of a stage arriving on its barrier (count 32): whether
  * TMA itself, rather than the walk or the balance, keeps a stream of these pages from ending with the read (the
- * read reference uses 16-byte loads). */
+ * read reference uses 16-byte loads).
+ * LDG (DL_STREAM_PROBE_LDG=1): the same boxes and walk, each thread loading its 16-byte pieces of a page's K and V
+ * box into registers (kProbeLdgBatch of each before their fold, 512 bytes a thread, 48 KB an SM at 3 CTAs; compiled
+ * for 16 CTAs an SM, ptxas issues 19 of the 32 loads before the first fold, 126 registers) and folding them
+ * into one word; nothing is staged in shared memory (the CTA still reserves the TMA probe's, so that the same
+ * number of CTAs share an SM): whether staging in shared memory, rather than the walk, is what the probes lose
+ * against the page-order read. */
 /* timed (DL_STREAM_DRY=7): per CTA, in the timeline's arrays (g_tl: entry, the first copy landed, the last copy
  * landed; g_tl_mark: the first page id loaded, the first copy issued), as the decode kernels' DL_STREAM_DRY=3. */
 /* LDGSTS: thread lane's 16-byte cp.asyncs of one box (heads hg .. hg + bh - 1 of a page, R bytes a row) into dst,
@@ -1005,8 +1011,34 @@ __device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, b
         dl_cp_async16(dst + 16 * i, box + off, 16);
     }
 }
-template <bool LDGSTS>
-__global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
+constexpr int kProbeTma = 0, kProbeLdgsts = 1, kProbeLdg = 2, kProbeLdgBatch = 16;
+__device__ unsigned g_probe_sink; /* LDG: written only if the fold hits an impossible key (keeps the loads) */
+/* LDG: thread lane's 16-byte pieces of the K and the V box at the same offsets (ldgsts_box's order), loaded
+ * kProbeLdgBatch at a time before any is used, folded into *acc */
+__device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, bool nhd, int64_t page, int hg, int bh,
+                                          int Hkv, int ps, int R, int lane, unsigned *acc)
+{
+    const int piece = nhd ? bh * R : ps * R, pieces = nhd ? ps : bh, sh = __ffs(piece / 16) - 1, n = pieces << sh;
+    const uint32_t stride = nhd ? (uint32_t)(Hkv * R) : (uint32_t)piece;
+    const int64_t first = nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R;
+    for (int i0 = lane; i0 < n; i0 += 32 * kProbeLdgBatch) {
+        uint4 k[kProbeLdgBatch], v[kProbeLdgBatch];
+#pragma unroll
+        for (int u = 0; u < kProbeLdgBatch; u++) {
+            const int i = i0 + 32 * u;
+            const uint32_t off = (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16;
+            k[u] = v[u] = make_uint4(0, 0, 0, 0);
+            if (i < n) {
+                k[u] = __ldcs((const uint4 *)(kc + first + off));
+                v[u] = __ldcs((const uint4 *)(vc + first + off));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kProbeLdgBatch; u++) *acc ^= k[u].x ^ k[u].y ^ k[u].z ^ k[u].w ^ v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+}
+template <int MODE>
+__global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
                                                          const __grid_constant__ CUtensorMap vmap, int timed,
@@ -1016,15 +1048,28 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
     __shared__ uint64_t full[kProbeMaxStages];
     const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
     const int lane = threadIdx.x;
-    if (!LDGSTS && lane != 0) return;
+    if (MODE == kProbeTma && lane != 0) return;
     timed = timed && blockIdx.x < kTlMax && lane == 0;
     if (timed) tl_begin_cta(); /* a CTA with no pages keeps entry = exit and no first landing */
     if (j0 >= j1) return;
+    if constexpr (MODE == kProbeLdg) {
+        unsigned acc = 0;
+        for (int hg = 0, n = 0; hg < Hkv; hg += boxheads)
+            for (int j = j0; j < j1; j++, n++) {
+                const int page = kv_indices[j];
+                if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
+                ldg_boxes(kc, vc, nhd, page, hg, boxheads, Hkv, ps, R, lane, &acc);
+                if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
+            }
+        if (acc == 0x9E3779B9u) g_probe_sink = acc;
+        if (timed) g_tl[3 * blockIdx.x + 2] = tl_now();
+        return;
+    }
     if (lane == 0) {
-        for (int st = 0; st < ns; st++) mbar_init(&full[st], LDGSTS ? 32 : 1);
+        for (int st = 0; st < ns; st++) mbar_init(&full[st], MODE == kProbeLdgsts ? 32 : 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    if (LDGSTS) __syncwarp();
+    if (MODE == kProbeLdgsts) __syncwarp();
     int n = 0;
     for (int hg = 0; hg < Hkv; hg += boxheads)
         for (int j = j0; j < j1; j++, n++) {
@@ -1033,7 +1078,7 @@ __global__ void __launch_bounds__(32) stream_copy_probe(const int32_t *kv_indice
             if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
             if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
-            if constexpr (LDGSTS) {
+            if constexpr (MODE == kProbeLdgsts) {
                 ldgsts_box(dst, kc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
                 ldgsts_box(dst + box_bytes, vc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
                 /* this thread's arrival (one of the barrier's 32) once its copies above have landed */
@@ -2103,7 +2148,8 @@ struct stream_maps {
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
-    int probe_ldgsts; /* DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies instead of TMA */
+    int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
+                       * 16-byte loads into registers */
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
@@ -2321,8 +2367,9 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     }
     if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
         const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
-        (m->probe_ldgsts ? stream_copy_probe<true> : stream_copy_probe<false>)<<<m->probe_ctas, 32, smem,
-                                                                                (cudaStream_t)a->stream>>>(
+        (m->probe_mode == kProbeLdg      ? stream_copy_probe<kProbeLdg>
+         : m->probe_mode == kProbeLdgsts ? stream_copy_probe<kProbeLdgsts>
+                                         : stream_copy_probe<kProbeTma>)<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
             a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
             m->dry == 7, (const uint8_t *)a->k_cache, (const uint8_t *)a->v_cache, a->kv_layout == DL_NHD,
             a->page_size, m->probe_row);
@@ -2542,14 +2589,21 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     if (m->probe_ns < 2) m->probe_ns = 2;
     const int smem = m->probe_ns * 2 * (int)box;
     int per_sm = 0;
-    DL_TRY(knob("DL_STREAM_PROBE_LDGSTS", 0, 1, 0, &m->probe_ldgsts));
+    int ldgsts, ldg;
+    DL_TRY(knob("DL_STREAM_PROBE_LDGSTS", 0, 1, 0, &ldgsts));
+    DL_TRY(knob("DL_STREAM_PROBE_LDG", 0, 1, 0, &ldg));
+    if (ldgsts && ldg) return dl_fail("DL_STREAM_PROBE_LDGSTS=1 and DL_STREAM_PROBE_LDG=1: the probe copies one way, set one");
+    m->probe_mode = ldg ? kProbeLdg : ldgsts ? kProbeLdgsts : kProbeTma;
+    const char *mode_knob = ldg ? "DL_STREAM_PROBE_LDG=1" : "DL_STREAM_PROBE_LDGSTS=1";
     const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
-    if (m->probe_ldgsts && (piece & (piece - 1)))
-        return dl_fail("DL_STREAM_PROBE_LDGSTS=1: a box's contiguous run in the cache (%s: %s x rows of %d bytes) is %lld "
-                       "chunks of 16 bytes, not a power of 2",
-                       a->kv_layout == DL_NHD ? "NHD" : "HND",
+    if (m->probe_mode != kProbeTma && (piece & (piece - 1)))
+        return dl_fail("%s: a box's contiguous run in the cache (%s: %s x rows of %d bytes) is %lld chunks of 16 bytes, "
+                       "not a power of 2",
+                       mode_knob, a->kv_layout == DL_NHD ? "NHD" : "HND",
                        a->kv_layout == DL_NHD ? "DL_STREAM_BOXHEADS heads" : "page_size tokens", R, (long long)piece);
-    const void *kern = m->probe_ldgsts ? (const void *)stream_copy_probe<true> : (const void *)stream_copy_probe<false>;
+    const void *kern = m->probe_mode == kProbeLdg      ? (const void *)stream_copy_probe<kProbeLdg>
+                       : m->probe_mode == kProbeLdgsts ? (const void *)stream_copy_probe<kProbeLdgsts>
+                                                       : (const void *)stream_copy_probe<kProbeTma>;
     DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 32, smem));
     if (per_sm < 1) return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
@@ -2566,7 +2620,10 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
                     "%d CTAs (%d resident x %d waves), %d pages\n",
-            m->probe_ldgsts ? "16-byte cp.async, 32 threads" : "TMA", m->boxheads, a->page_size, m->probe_box,
+            m->probe_mode == kProbeLdg      ? "16-byte loads into registers, 32 threads, no staging"
+            : m->probe_mode == kProbeLdgsts ? "16-byte cp.async, 32 threads"
+                                            : "TMA",
+            m->boxheads, a->page_size, m->probe_box,
             m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
     return 0;
 }
