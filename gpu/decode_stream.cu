@@ -996,41 +996,45 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * against the page-order read. */
 /* timed (DL_STREAM_DRY=7): per CTA, in the timeline's arrays (g_tl: entry, the first copy landed, the last copy
  * landed; g_tl_mark: the first page id loaded, the first copy issued), as the decode kernels' DL_STREAM_DRY=3. */
-/* LDGSTS: thread lane's 16-byte cp.asyncs of one box (heads hg .. hg + bh - 1 of a page, R bytes a row) into dst,
- * in the global order of its bytes */
-__device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, bool nhd, int64_t page, int hg, int bh,
-                                          int Hkv, int ps, int R, int lane)
-{
-    /* contiguous runs in global memory ("pieces", `stride` bytes apart) of 2^sh 16-byte chunks each (probe_setup
-     * checks the power of 2); offsets from the box's first byte fit 32 bits (a page of all heads does) */
-    const int piece = nhd ? bh * R : ps * R, pieces = nhd ? ps : bh, sh = __ffs(piece / 16) - 1;
-    const uint32_t stride = nhd ? (uint32_t)(Hkv * R) : (uint32_t)piece;
-    const uint8_t *box = cache + (nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R);
-    for (int i = lane; i < pieces << sh; i += 32) {
-        const uint32_t off = (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16;
-        dl_cp_async16(dst + 16 * i, box + off, 16);
+/* One box of the probe (heads hg .. hg + bh - 1 of a page, R bytes a row) as n 16-byte chunks in the global order
+ * of its bytes: contiguous runs ("pieces", `stride` bytes apart) of 2^sh chunks each (probe_setup checks the power
+ * of 2); chunk i lies off(i) bytes from the box's first byte, `first` bytes into the cache (offsets in a box fit 32
+ * bits: a page of all heads does). */
+struct box_chunks {
+    int n, sh;
+    uint32_t stride;
+    int64_t first;
+    __device__ box_chunks(bool nhd, int64_t page, int hg, int bh, int Hkv, int ps, int R)
+    {
+        const int piece = nhd ? bh * R : ps * R, pieces = nhd ? ps : bh;
+        sh = __ffs(piece / 16) - 1;
+        n = pieces << sh;
+        stride = nhd ? (uint32_t)(Hkv * R) : (uint32_t)piece;
+        first = nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R;
     }
+    __device__ uint32_t off(int i) const { return (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16; }
+};
+/* LDGSTS: thread lane's 16-byte cp.asyncs of one box into dst */
+__device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, const box_chunks &bx, int lane)
+{
+    for (int i = lane; i < bx.n; i += 32) dl_cp_async16(dst + 16 * i, cache + bx.first + bx.off(i), 16);
 }
 constexpr int kProbeTma = 0, kProbeLdgsts = 1, kProbeLdg = 2, kProbeLdgBatch = 16;
 __device__ unsigned g_probe_sink; /* LDG: written only if the fold hits an impossible key (keeps the loads) */
-/* LDG: thread lane's 16-byte pieces of the K and the V box at the same offsets (ldgsts_box's order), loaded
- * kProbeLdgBatch at a time before any is used, folded into *acc */
-__device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, bool nhd, int64_t page, int hg, int bh,
-                                          int Hkv, int ps, int R, int lane, unsigned *acc)
+/* LDG: thread lane's 16-byte chunks of the K and the V box at the same offsets, loaded kProbeLdgBatch at a time
+ * before any is used, folded into *acc */
+__device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, const box_chunks &bx, int lane,
+                                          unsigned *acc)
 {
-    const int piece = nhd ? bh * R : ps * R, pieces = nhd ? ps : bh, sh = __ffs(piece / 16) - 1, n = pieces << sh;
-    const uint32_t stride = nhd ? (uint32_t)(Hkv * R) : (uint32_t)piece;
-    const int64_t first = nhd ? (page * ps * Hkv + hg) * R : (page * Hkv + hg) * ps * R;
-    for (int i0 = lane; i0 < n; i0 += 32 * kProbeLdgBatch) {
+    for (int i0 = lane; i0 < bx.n; i0 += 32 * kProbeLdgBatch) {
         uint4 k[kProbeLdgBatch], v[kProbeLdgBatch];
 #pragma unroll
         for (int u = 0; u < kProbeLdgBatch; u++) {
             const int i = i0 + 32 * u;
-            const uint32_t off = (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16;
             k[u] = v[u] = make_uint4(0, 0, 0, 0);
-            if (i < n) {
-                k[u] = __ldcs((const uint4 *)(kc + first + off));
-                v[u] = __ldcs((const uint4 *)(vc + first + off));
+            if (i < bx.n) {
+                k[u] = __ldcs((const uint4 *)(kc + bx.first + bx.off(i)));
+                v[u] = __ldcs((const uint4 *)(vc + bx.first + bx.off(i)));
             }
         }
 #pragma unroll
@@ -1058,7 +1062,7 @@ __global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_pr
             for (int j = j0; j < j1; j++, n++) {
                 const int page = kv_indices[j];
                 if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
-                ldg_boxes(kc, vc, nhd, page, hg, boxheads, Hkv, ps, R, lane, &acc);
+                ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), lane, &acc);
                 if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
             }
         if (acc == 0x9E3779B9u) g_probe_sink = acc;
@@ -1079,8 +1083,9 @@ __global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_pr
             if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
             if constexpr (MODE == kProbeLdgsts) {
-                ldgsts_box(dst, kc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
-                ldgsts_box(dst + box_bytes, vc, nhd, page, hg, boxheads, Hkv, ps, R, lane);
+                const box_chunks bx(nhd, page, hg, boxheads, Hkv, ps, R);
+                ldgsts_box(dst, kc, bx, lane);
+                ldgsts_box(dst + box_bytes, vc, bx, lane);
                 /* this thread's arrival (one of the barrier's 32) once its copies above have landed */
                 asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
                              : "memory");
