@@ -178,11 +178,10 @@ const dl_variant *dl_variant_find(const char *name)
 
 void dl_variant_models(const dl_config *cfg, const dl_model_params *p, int want[DL_MODEL_COUNT])
 {
-    char why[256];
     for (int m = 0; m < DL_MODEL_COUNT; m++) want[m] = 0;
-    for (int i = 0; i < dl_num_variants; i++) {
+    for (int i = 0; i < dl_num_variants; i++) { /* no reason wanted: skip() writes none into NULL */
         const dl_variant *v = &dl_variants[i];
-        if (v->supports(v, cfg, why, sizeof why) && (!v->params_ok || v->params_ok(v, p, why, sizeof why)))
+        if (v->supports(v, cfg, NULL, 0) && (!v->params_ok || v->params_ok(v, p, NULL, 0)))
             want[v->model] = 1;
     }
 }

@@ -180,7 +180,7 @@ void dl_case_free(dl_case *c)
     free(c->q); free(c->k_cache); free(c->v_cache);
     free(c->k_scale); free(c->v_scale);
     free(c->kv_indptr); free(c->kv_indices); free(c->kv_last_page_len);
-    free(c->q_orig); free(c->k_orig); free(c->v_orig);
+    dl_case_drop_originals(c);
     memset(c, 0, sizeof *c);
 }
 
