@@ -2153,6 +2153,7 @@ struct stream_maps {
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
+    int probe_smem;   /* the probe's dynamic shared memory a CTA (0: the LDG probe with DL_STREAM_PROBE_LDG_SMEM=0) */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
                        * 16-byte loads into registers */
     uint32_t probe_box;
@@ -2371,7 +2372,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         merge_dry = v;
     }
     if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
-        const int smem = m->probe_ns * 2 * (int)m->probe_box; /* its attribute set by make_plan */
+        const int smem = m->probe_smem; /* its attribute set by make_plan */
         (m->probe_mode == kProbeLdg      ? stream_copy_probe<kProbeLdg>
          : m->probe_mode == kProbeLdgsts ? stream_copy_probe<kProbeLdgsts>
                                          : stream_copy_probe<kProbeTma>)<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
@@ -2592,13 +2593,20 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     m->probe_ns = kProbeSmem / (int)(2 * box);
     if (m->probe_ns > kProbeMaxStages) m->probe_ns = kProbeMaxStages;
     if (m->probe_ns < 2) m->probe_ns = 2;
-    const int smem = m->probe_ns * 2 * (int)box;
+    int smem = m->probe_ns * 2 * (int)box;
     int per_sm = 0;
     int ldgsts, ldg;
     DL_TRY(knob("DL_STREAM_PROBE_LDGSTS", 0, 1, 0, &ldgsts));
     DL_TRY(knob("DL_STREAM_PROBE_LDG", 0, 1, 0, &ldg));
     if (ldgsts && ldg) return dl_fail("DL_STREAM_PROBE_LDGSTS=1 and DL_STREAM_PROBE_LDG=1: the probe copies one way, set one");
     m->probe_mode = ldg ? kProbeLdg : ldgsts ? kProbeLdgsts : kProbeTma;
+    /* DL_STREAM_PROBE_LDG_SMEM=0: the LDG probe reserves no shared memory, so that registers alone bound its CTAs an
+     * SM (16 by its launch bounds: ~1 page a CTA at B1 L32768, many loads in flight an SM, as the page-order read) */
+    int ldg_smem;
+    DL_TRY(knob("DL_STREAM_PROBE_LDG_SMEM", 0, 1, 1, &ldg_smem));
+    if (!ldg_smem && !ldg) return dl_fail("DL_STREAM_PROBE_LDG_SMEM=0 is the LDG probe's (set DL_STREAM_PROBE_LDG=1)");
+    if (!ldg_smem) smem = 0;
+    m->probe_smem = smem;
     const char *mode_knob = ldg ? "DL_STREAM_PROBE_LDG=1" : "DL_STREAM_PROBE_LDGSTS=1";
     const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
     if (m->probe_mode != kProbeTma && (piece & (piece - 1)))
