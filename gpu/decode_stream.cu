@@ -1014,12 +1014,13 @@ struct box_chunks {
     }
     __device__ uint32_t off(int i) const { return (uint32_t)(i >> sh) * stride + (uint32_t)(i & ((1 << sh) - 1)) * 16; }
 };
-/* LDGSTS: thread lane's 16-byte cp.asyncs of one box into dst */
-__device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, const box_chunks &bx, int lane)
+/* LDGSTS: thread tid's 16-byte cp.asyncs of one box into dst, of nt threads */
+__device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, const box_chunks &bx, int tid, int nt)
 {
-    for (int i = lane; i < bx.n; i += 32) dl_cp_async16(dst + 16 * i, cache + bx.first + bx.off(i), 16);
+    for (int i = tid; i < bx.n; i += nt) dl_cp_async16(dst + 16 * i, cache + bx.first + bx.off(i), 16);
 }
 constexpr int kProbeTma = 0, kProbeLdgsts = 1, kProbeLdg = 2, kProbeLdgBatch = 16;
+constexpr int kProbeMaxThreads = 256; /* LDGSTS: DL_STREAM_PROBE_THREADS (32 .. 256) share a CTA's copies */
 __device__ unsigned g_probe_sink; /* LDG: written only if the fold hits an impossible key (keeps the loads) */
 /* LDG: thread lane's 16-byte chunks of the K and the V box at the same offsets, loaded kProbeLdgBatch at a time
  * before any is used, folded into *acc */
@@ -1042,7 +1043,7 @@ __device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, 
     }
 }
 template <int MODE>
-__global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
+__global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MODE == kProbeLdg ? 16 : 1) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
                                                          const __grid_constant__ CUtensorMap vmap, int timed,
@@ -1070,10 +1071,10 @@ __global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_pr
         return;
     }
     if (lane == 0) {
-        for (int st = 0; st < ns; st++) mbar_init(&full[st], MODE == kProbeLdgsts ? 32 : 1);
+        for (int st = 0; st < ns; st++) mbar_init(&full[st], MODE == kProbeLdgsts ? (int)blockDim.x : 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    if (MODE == kProbeLdgsts) __syncwarp();
+    if (MODE == kProbeLdgsts) __syncthreads();
     int n = 0;
     for (int hg = 0; hg < Hkv; hg += boxheads)
         for (int j = j0; j < j1; j++, n++) {
@@ -1084,9 +1085,9 @@ __global__ void __launch_bounds__(32, MODE == kProbeLdg ? 16 : 1) stream_copy_pr
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
             if constexpr (MODE == kProbeLdgsts) {
                 const box_chunks bx(nhd, page, hg, boxheads, Hkv, ps, R);
-                ldgsts_box(dst, kc, bx, lane);
-                ldgsts_box(dst + box_bytes, vc, bx, lane);
-                /* this thread's arrival (one of the barrier's 32) once its copies above have landed */
+                ldgsts_box(dst, kc, bx, lane, blockDim.x);
+                ldgsts_box(dst + box_bytes, vc, bx, lane, blockDim.x);
+                /* this thread's arrival (one of the barrier's blockDim.x) once its copies above have landed */
                 asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
                              : "memory");
             } else {
@@ -2154,6 +2155,7 @@ struct stream_maps {
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
     int probe_smem;   /* the probe's dynamic shared memory a CTA (0: the LDG probe with DL_STREAM_PROBE_LDG_SMEM=0) */
+    int probe_threads; /* threads a probe CTA (DL_STREAM_PROBE_THREADS with LDGSTS; else 32) */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
                        * 16-byte loads into registers */
     uint32_t probe_box;
@@ -2375,7 +2377,8 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         const int smem = m->probe_smem; /* its attribute set by make_plan */
         (m->probe_mode == kProbeLdg      ? stream_copy_probe<kProbeLdg>
          : m->probe_mode == kProbeLdgsts ? stream_copy_probe<kProbeLdgsts>
-                                         : stream_copy_probe<kProbeTma>)<<<m->probe_ctas, 32, smem, (cudaStream_t)a->stream>>>(
+                                         : stream_copy_probe<kProbeTma>)<<<m->probe_ctas, m->probe_threads, smem,
+                                                                           (cudaStream_t)a->stream>>>(
             a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
             m->dry == 7, (const uint8_t *)a->k_cache, (const uint8_t *)a->v_cache, a->kv_layout == DL_NHD,
             a->page_size, m->probe_row);
@@ -2607,6 +2610,12 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     if (!ldg_smem && !ldg) return dl_fail("DL_STREAM_PROBE_LDG_SMEM=0 is the LDG probe's (set DL_STREAM_PROBE_LDG=1)");
     if (!ldg_smem) smem = 0;
     m->probe_smem = smem;
+    /* DL_STREAM_PROBE_THREADS=N (LDGSTS): N threads a CTA share its copies, same stages and walk: whether more threads
+     * issuing 16-byte copies an SM, as the LDG probe's 16 CTAs an SM, bring the staged copies to the read */
+    DL_TRY(knob("DL_STREAM_PROBE_THREADS", 32, kProbeMaxThreads, 32, &m->probe_threads));
+    if (m->probe_threads % 32) return dl_fail("DL_STREAM_PROBE_THREADS: '%d' is not a multiple of 32", m->probe_threads);
+    if (m->probe_threads != 32 && !ldgsts)
+        return dl_fail("DL_STREAM_PROBE_THREADS=%d is the LDGSTS probe's (set DL_STREAM_PROBE_LDGSTS=1)", m->probe_threads);
     const char *mode_knob = ldg ? "DL_STREAM_PROBE_LDG=1" : "DL_STREAM_PROBE_LDGSTS=1";
     const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
     if (m->probe_mode != kProbeTma && (piece & (piece - 1)))
@@ -2618,7 +2627,7 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
                        : m->probe_mode == kProbeLdgsts ? (const void *)stream_copy_probe<kProbeLdgsts>
                                                        : (const void *)stream_copy_probe<kProbeTma>;
     DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 32, smem));
+    DL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, m->probe_threads, smem));
     if (per_sm < 1) return dl_fail("DL_STREAM_DRY=4: a CTA of %d bytes of stages fits no SM", smem);
     /* DL_STREAM_PROBE_WAVES=k: k times the resident CTAs, each with 1/k of the pages, so that the block scheduler
      * hands the later CTAs to whichever SM frees first (the read reference's grid works that way; the decode
@@ -2631,12 +2640,12 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     m->probe_pages = (int)pages;
     DL_TRY(make_map(&m->pk, a->k_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
-    fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
+    fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s, %d threads a CTA), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
                     "%d CTAs (%d resident x %d waves), %d pages\n",
-            m->probe_mode == kProbeLdg      ? "16-byte loads into registers, 32 threads, no staging"
-            : m->probe_mode == kProbeLdgsts ? "16-byte cp.async, 32 threads"
+            m->probe_mode == kProbeLdg      ? "16-byte loads into registers, no staging"
+            : m->probe_mode == kProbeLdgsts ? "16-byte cp.async"
                                             : "TMA",
-            m->boxheads, a->page_size, m->probe_box,
+            m->probe_threads, m->boxheads, a->page_size, m->probe_box,
             m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
     return 0;
 }
