@@ -187,6 +187,14 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
+/* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF */
+__device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(map), "r"(x),
+                 "r"(slot), "r"(head), "r"(page)
+                 : "memory");
+}
+
 __device__ __forceinline__ uint32_t movmatrix_t(uint32_t x)
 {
     uint32_t y;
@@ -1047,7 +1055,8 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
                                                          const __grid_constant__ CUtensorMap vmap, int timed,
-                                                         const uint8_t *kc, const uint8_t *vc, int nhd, int ps, int R)
+                                                         const uint8_t *kc, const uint8_t *vc, int nhd, int ps, int R,
+                                                         int l2pf)
 {
     extern __shared__ __align__(1024) uint8_t probe_smem[];
     __shared__ uint64_t full[kProbeMaxStages];
@@ -1075,9 +1084,18 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     if (MODE == kProbeLdgsts) __syncthreads();
+    const int nrun = (j1 - j0) * (Hkv / boxheads); /* copies of the CTA's run, in the walk's order */
+    auto prefetch = [&](int m) { /* TMA (DL_STREAM_PROBE_L2PF): copy m's boxes into L2 only, by thread 0 */
+        if (MODE != kProbeTma || m >= nrun) return;
+        const int pg = kv_indices[j0 + m % (j1 - j0)], hgm = (m / (j1 - j0)) * boxheads;
+        tma_prefetch_l2(&kmap, 0, 0, hgm, pg);
+        tma_prefetch_l2(&vmap, 0, 0, hgm, pg);
+    };
+    for (int m = 0; m < l2pf; m++) prefetch(m);
     int n = 0;
     for (int hg = 0; hg < Hkv; hg += boxheads)
         for (int j = j0; j < j1; j++, n++) {
+            if (l2pf) prefetch(n + l2pf);
             const int st = n % ns, page = kv_indices[j];
             if (timed && n == 0 && page != INT_MIN) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
             if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
@@ -2156,6 +2174,7 @@ struct stream_maps {
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
     int probe_smem;   /* the probe's dynamic shared memory a CTA (0: the LDG probe with DL_STREAM_PROBE_LDG_SMEM=0) */
     int probe_threads; /* threads a probe CTA (DL_STREAM_PROBE_THREADS with LDGSTS; else 32) */
+    int probe_l2pf;   /* TMA: copies prefetched into L2 ahead of the ring (DL_STREAM_PROBE_L2PF) */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
                        * 16-byte loads into registers */
     uint32_t probe_box;
@@ -2381,7 +2400,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
                                                                            (cudaStream_t)a->stream>>>(
             a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
             m->dry == 7, (const uint8_t *)a->k_cache, (const uint8_t *)a->v_cache, a->kv_layout == DL_NHD,
-            a->page_size, m->probe_row);
+            a->page_size, m->probe_row, m->probe_l2pf);
         DL_CUDA_CHECK_LAUNCH();
         if (m->dry == 7)
             DL_TRY(tl_report(pl, (cudaStream_t)a->stream, m->probe_ctas, m->probe_pages,
@@ -2616,6 +2635,13 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     if (m->probe_threads % 32) return dl_fail("DL_STREAM_PROBE_THREADS: '%d' is not a multiple of 32", m->probe_threads);
     if (m->probe_threads != 32 && !ldgsts)
         return dl_fail("DL_STREAM_PROBE_THREADS=%d is the LDGSTS probe's (set DL_STREAM_PROBE_LDGSTS=1)", m->probe_threads);
+    /* DL_STREAM_PROBE_L2PF=P (TMA): thread 0 asks for the CTA's first P copies' boxes into L2 at its start
+     * (cp.async.bulk.prefetch.tensor) and for copy n + P's as it issues copy n: whether asking for more pages at once
+     * than the ring holds (the LDG probe's 16 CTAs an SM ask for every page at once) brings the staged copies of the
+     * small cases to the read. 0: off */
+    DL_TRY(knob("DL_STREAM_PROBE_L2PF", 0, 64, 0, &m->probe_l2pf));
+    if (m->probe_l2pf && m->probe_mode != kProbeTma)
+        return dl_fail("DL_STREAM_PROBE_L2PF=%d is the TMA probe's (unset DL_STREAM_PROBE_LDG and _LDGSTS)", m->probe_l2pf);
     const char *mode_knob = ldg ? "DL_STREAM_PROBE_LDG=1" : "DL_STREAM_PROBE_LDGSTS=1";
     const int64_t piece = (a->kv_layout == DL_NHD ? (int64_t)m->boxheads : a->page_size) * R / 16; /* 16-byte chunks */
     if (m->probe_mode != kProbeTma && (piece & (piece - 1)))
