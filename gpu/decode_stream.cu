@@ -197,7 +197,8 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
-/* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF */
+/* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF and
+ * attempt #46's producers (make STREAM_L2PF) */
 __device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
 {
     asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(map), "r"(x),
