@@ -20,8 +20,6 @@
 #             decode_stream.cu's stream_shape), e.g. `make static BUILD=build-s51 STREAM_SHAPE=5,1 STREAM_PRODUCERS=one`
 #   STREAM_SETMAXNREG  0 | 1   with STREAM_SHAPE=4,S: the producers' warpgroup gives its registers to the
 #             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
-#   STREAM_L2PF  0-8 (0)    the tile rings' producers ask for their slot's next N tiles beyond the ring into L2
-#             once its first tile is issued (attempt #46, an experiment), e.g. `make static BUILD=build-l2pf STREAM_L2PF=4`
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -131,13 +129,6 @@ ifneq ($(STREAM_PAGE_S),)
     $(error STREAM_PAGE_S must be the page stage's ring in stages, 8-13, not '$(STREAM_PAGE_S)')
   endif
   NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
-endif
-STREAM_L2PF ?= 0
-ifeq ($(shell echo '$(STREAM_L2PF)' | grep -Ex '[0-8]'),)
-  $(error STREAM_L2PF must be 0-8 (tiles prefetched into L2 beyond the ring), not '$(STREAM_L2PF)')
-endif
-ifneq ($(STREAM_L2PF),0)
-  NVCCFLAGS += -DDL_STREAM_L2PF=$(STREAM_L2PF)
 endif
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)

@@ -121,16 +121,6 @@ template <int D, int ES> struct stream_shape {
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
  * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
-/* Attempt #46 (built 2026-12-05, eleventh session; not run), make STREAM_L2PF=N (1..8; 0: off, the default): the
- * tile rings' producer (stream_produce_one), once it has issued the first tile of its slot, asks for the next N
- * tiles beyond its ring (tiles S .. S + N - 1 of that segment) into L2 (cp.async.bulk.prefetch.tensor, one per copy
- * box, a lane each), so that a short run's pages are asked for at once rather than a ring at a time (the copy probes
- * of 2026-12-05b: loads that ask for every page at once end 4 us earlier at B1 and B64 L1024; gpu/NOTES.md). */
-#ifndef DL_STREAM_L2PF
-#define DL_STREAM_L2PF 0
-#endif
-static_assert(DL_STREAM_L2PF >= 0 && DL_STREAM_L2PF <= 8, "STREAM_L2PF: 0..8 tiles");
-
 /* The page ring's stages, from make STREAM_PAGE_S=N (8..13; an experiment: 12 is the default and the measured). */
 #ifndef DL_STREAM_PAGE_S
 #define DL_STREAM_PAGE_S 12
@@ -197,8 +187,8 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
-/* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF and
- * attempt #46's producers (make STREAM_L2PF) */
+/* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF (attempt
+ * #46's producers used it too: branch attempt46) */
 __device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
 {
     asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(map), "r"(x),
@@ -877,7 +867,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tok0, tok1, page base} */
-    auto produce_segment = [&](const int4 r, int k, const int4 *fp, bool slot_first) { /* fp: sfp of a slot's first */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
@@ -911,30 +901,17 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                 }
             }
             if (j == 0) TL_MARK(sp, kTlIssue, pg0);
-            if constexpr (DL_STREAM_L2PF > 0) { /* attempt #46: the slot's next tiles beyond the ring, into L2 */
-                const int cpt = ps >= kTile ? 1 : kTile / ps; /* copies a whole tile */
-                const int t = S + lane / cpt, tok = tok0 + kTile * t + (lane % cpt) * rows;
-                if (slot_first && tok0 == r.y && lane < DL_STREAM_L2PF * cpt && tok < r.z &&
-                    !(DL_STREAM_DIAG && sp.dry == 2)) {
-                    const int page = pages[tok / ps], slot0 = tok % ps;
-#pragma unroll
-                    for (int sl = 0; sl < SLABS; sl++) {
-                        tma_prefetch_l2(kmap, sl * SW, slot0, kvh, page);
-                        tma_prefetch_l2(vmap, sl * SW, slot0, kvh, page);
-                    }
-                }
-            }
         }
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, true);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, k, nullptr, false);
+            produce_segment(rk, k, nullptr);
         }
     };
     produce_slot(slot);
@@ -2636,7 +2613,15 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
                        m->boxheads, a->num_kv_heads, R, a->page_size);
     m->probe_box = (uint32_t)box;
     m->probe_row = R;
-    m->probe_ns = kProbeSmem / (int)(2 * box);
+    /* DL_STREAM_PROBE_RING=KB: the stages' bytes a CTA (default 64): a smaller ring lets more CTAs share an SM, each
+     * with a shorter run (TMA at 16 KB with 2-head boxes: ~13 CTAs an SM, ~1.2 pages a CTA at B1 L32768), to tell the
+     * LDG probe's 16 CTAs an SM from its loads into registers */
+    int ring_kb;
+    DL_TRY(knob("DL_STREAM_PROBE_RING", 1, 200, kProbeSmem / 1024, &ring_kb));
+    if ((int64_t)ring_kb * 1024 < 2 * 2 * box)
+        return dl_fail("DL_STREAM_PROBE_RING=%d: two stages of a K and a V box of %lld bytes do not fit %d KB", ring_kb,
+                       (long long)box, ring_kb);
+    m->probe_ns = (int)((int64_t)ring_kb * 1024 / (2 * box));
     if (m->probe_ns > kProbeMaxStages) m->probe_ns = kProbeMaxStages;
     if (m->probe_ns < 2) m->probe_ns = 2;
     int smem = m->probe_ns * 2 * (int)box;
