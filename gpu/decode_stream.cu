@@ -187,6 +187,7 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, uint
                  : "memory");
 }
 
+#if DL_STREAM_DIAG
 /* A TMA prefetch of a box into L2 (no shared memory, no barrier): the copy probe's DL_STREAM_PROBE_L2PF (attempt
  * #46's producers used it too: branch attempt46) */
 __device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, int slot, int head, int page)
@@ -195,6 +196,7 @@ __device__ __forceinline__ void tma_prefetch_l2(const CUtensorMap *map, int x, i
                  "r"(slot), "r"(head), "r"(page)
                  : "memory");
 }
+#endif
 
 __device__ __forceinline__ uint32_t movmatrix_t(uint32_t x)
 {
