@@ -2615,17 +2615,18 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
                        m->boxheads, a->num_kv_heads, R, a->page_size);
     m->probe_box = (uint32_t)box;
     m->probe_row = R;
-    /* DL_STREAM_PROBE_RING=KB: the stages' bytes a CTA (default 64): a smaller ring lets more CTAs share an SM, each
-     * with a shorter run (TMA at 16 KB with 2-head boxes: ~13 CTAs an SM, ~1.2 pages a CTA at B1 L32768), to tell the
-     * LDG probe's 16 CTAs an SM from its loads into registers */
+    /* DL_STREAM_PROBE_RING=KB: the stages' bytes a CTA (unset: 64 KB, and at least two stages where a stage is more
+     * than 32 KB); a smaller ring lets more CTAs share an SM, each with a shorter run (2-head boxes in 16 KB: 12 CTAs
+     * an SM on the H200, ~1.3 pages a CTA at B1 L32768), to tell the LDG probe's 16 CTAs an SM from its loads into
+     * registers */
     int ring_kb;
-    DL_TRY(knob("DL_STREAM_PROBE_RING", 1, 200, kProbeSmem / 1024, &ring_kb));
-    if ((int64_t)ring_kb * 1024 < 2 * 2 * box)
+    DL_TRY(knob("DL_STREAM_PROBE_RING", 0, 200, 0, &ring_kb));
+    if (ring_kb && (int64_t)ring_kb * 1024 < 2 * 2 * box)
         return dl_fail("DL_STREAM_PROBE_RING=%d: two stages of a K and a V box of %lld bytes do not fit %d KB", ring_kb,
                        (long long)box, ring_kb);
-    m->probe_ns = (int)((int64_t)ring_kb * 1024 / (2 * box));
+    m->probe_ns = (int)((ring_kb ? (int64_t)ring_kb * 1024 : kProbeSmem) / (2 * box));
     if (m->probe_ns > kProbeMaxStages) m->probe_ns = kProbeMaxStages;
-    if (m->probe_ns < 2) m->probe_ns = 2;
+    if (m->probe_ns < 2) m->probe_ns = 2; /* the default ring with stages over 32 KB */
     int smem = m->probe_ns * 2 * (int)box;
     int per_sm = 0;
     int ldgsts, ldg;
