@@ -7,7 +7,8 @@
 #   - a FAIL of any other variant fails the run, a MISSING row too;
 #   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
 #     log without its summary line;
-#   - every device job script (tests/gpu/*.sh) parses (bash -n).
+#   - every device job script (tests/gpu/*.sh) parses (bash -n);
+#   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub.
 # `make test-gpu-script` (part of `make test`).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -148,4 +149,38 @@ if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes 48e6 > "$T/tl
 else
     echo "FAIL test_gpu_script tl_ctas_summary --bytes:"; cat "$T/tl_rate.out"; fails=1
 fi
+# modes_job.sh's checks through a stub decodelab (golden touches --out; run appends one row a variant to the CSV
+# twin of --out, with the timing mode and flush its flags ask for; MSTUB=resume: --resume appends too, MSTUB=fail:
+# the graph rows FAIL, MSTUB=untimed: the hot rows have no median): clean passes, each defect fails with its message
+mkdir -p "$T/mstub"
+cat > "$T/mstub/dl" <<'STUB'
+#!/usr/bin/env bash
+cmd=$1; shift
+if [ "$cmd" = golden ]; then while [ $# -gt 0 ]; do [ "$1" = --out ] && : > "$2"; shift; done; exit 0; fi
+g=$1; out=; resume=0; graph=; hot=0; flush=write; vars=
+while [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --variants) vars=$2; shift;; --resume) resume=1;;
+    --hot-l2) hot=1;; --graph) graph=graph-;; --flush) flush=$2; shift;; esac; shift; done
+mode=${graph}cold-l2; [ $hot = 1 ] && { mode=${graph}hot-l2; flush=none; }
+csv=${out%.h5}.csv
+[ -f "$csv" ] || echo "golden_path,variant,timing_mode,flush,verdict,time_median_s,ref_read_s,frac_ref" > "$csv"
+[ $resume = 1 ] && [ "${MSTUB:-}" != resume ] && exit 0
+verdict=PASS; med=1e-5; [ "${MSTUB:-}" = fail ] && [ -n "$graph" ] && verdict=FAIL
+[ "${MSTUB:-}" = untimed ] && [ $hot = 1 ] && med=nan
+for v in ${vars//,/ }; do echo "$g,$v,$mode,$flush,$verdict,$med,0.9e-5,0.9" >> "$csv"; done
+[ $verdict = FAIL ] && exit 1; exit 0
+STUB
+chmod +x "$T/mstub/dl"
+mcheck() { # name, expected exit, expected text, then env settings
+    local name=$1 want=$2 text=$3; shift 3
+    rm -rf "$T/mstub/out" "$T/mstub/w"
+    local rc=0
+    (cd "$ROOT" && env "$@" DECODELAB="$T/mstub/dl" OUT="$T/mstub/out" DL_WORKDIR="$T/mstub/w" bash tests/gpu/modes_job.sh) \
+        > "$T/mstub/$name.log" 2>&1 || rc=$?
+    if [ $rc -eq "$want" ] && grep -q -- "$text" "$T/mstub/$name.log"; then echo "PASS test_gpu_script modes_job $name"
+    else echo "FAIL test_gpu_script modes_job $name: exit $rc (want $want), '$text' expected:"; tail -5 "$T/mstub/$name.log"; fails=1; fi
+}
+mcheck clean 0 "every row PASS and timed; --resume appended nothing"
+mcheck resume_appends 1 "--resume appended 3 rows on 8b_b64_l1024_e4m3" MSTUB=resume
+mcheck graph_fails 1 "exit 1: a row FAILed" MSTUB=fail
+mcheck hot_untimed 1 "a check FAILED" MSTUB=untimed
 exit $fails
