@@ -1064,9 +1064,9 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
     extern __shared__ __align__(1024) uint8_t probe_smem[];
     __shared__ uint64_t full[kProbeMaxStages];
     const int per = (npages + gridDim.x - 1) / gridDim.x, j0 = blockIdx.x * per, j1 = min(npages, j0 + per);
-    const int lane = threadIdx.x;
-    if (MODE == kProbeTma && lane != 0) return;
-    timed = timed && blockIdx.x < kTlMax && lane == 0;
+    const int tid = threadIdx.x; /* the LDG probe: its lane (32 threads a CTA) */
+    if (MODE == kProbeTma && tid != 0) return;
+    timed = timed && blockIdx.x < kTlMax && tid == 0;
     if (timed) tl_begin_cta(); /* a CTA with no pages keeps entry = exit and no first landing */
     if (j0 >= j1) return;
     if constexpr (MODE == kProbeLdg) {
@@ -1075,14 +1075,14 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
             for (int j = j0; j < j1; j++, n++) {
                 const int page = kv_indices[j];
                 if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
-                ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), lane, &acc);
+                ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), tid, &acc);
                 if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
             }
         if (acc == 0x9E3779B9u) g_probe_sink = acc;
         if (timed) g_tl[3 * blockIdx.x + 2] = tl_now();
         return;
     }
-    if (lane == 0) {
+    if (tid == 0) {
         for (int st = 0; st < ns; st++) mbar_init(&full[st], MODE == kProbeLdgsts ? (int)blockDim.x : 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1106,8 +1106,8 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
             uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
             if constexpr (MODE == kProbeLdgsts) {
                 const box_chunks bx(nhd, page, hg, boxheads, Hkv, ps, R);
-                ldgsts_box(dst, kc, bx, lane, blockDim.x);
-                ldgsts_box(dst + box_bytes, vc, bx, lane, blockDim.x);
+                ldgsts_box(dst, kc, bx, tid, blockDim.x);
+                ldgsts_box(dst + box_bytes, vc, bx, tid, blockDim.x);
                 /* this thread's arrival (one of the barrier's blockDim.x) once its copies above have landed */
                 asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
                              : "memory");

@@ -18,6 +18,7 @@ fi
 # shellcheck source=tests/gpu/memfloor_configs.sh
 source "$(dirname "$0")/memfloor_configs.sh" # C (name -> golden flags)
 res=$OUT/modes.h5; rm -f "$res" "${res%.h5}.csv"
+rows() { python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "${res%.h5}.csv"; }
 bad=0
 for cfg in $CONFIGS; do
     [ -n "${C[$cfg]:-}" ] || { echo "modes_job: unknown config '$cfg'" >&2; exit 2; }
@@ -33,11 +34,11 @@ for cfg in $CONFIGS; do
         if [ $rc -eq 1 ]; then echo "   exit 1: a row FAILed (see $log)" >&2; bad=1
         elif [ $rc -ne 0 ]; then echo "   exit $rc (see $log)" >&2; cat "$log" >&2; exit 2; fi
     done
-    before=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "${res%.h5}.csv")
+    before=$(rows)
     log=$OUT/${cfg}_resume.log
     "$DECODELAB" run "$g" --variants "$VARIANTS" --time --max-time-s "$MAXT" --out "$res" --resume > "$log" 2>&1 ||
         { echo "   resume run exit $? (see $log)" >&2; bad=1; }
-    after=$(python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1]))))' "${res%.h5}.csv")
+    after=$(rows)
     if [ "$after" != "$before" ]; then echo "modes_job: --resume appended $((after - before)) rows on $cfg" >&2; bad=1
     else echo "   --resume: no row appended ($after rows)" >&2; fi
 done
