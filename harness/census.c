@@ -278,10 +278,11 @@ const dl_census_form **dl_census_forms_sorted(const dl_census_kernel *k)
 
 /* What the hot loop needs of one instruction (dl_census.h, dl_census_loop). */
 typedef struct {
-    uint32_t addr, target; /* target: of a backward branch */
+    uint32_t addr, target; /* target: of a branch */
     int8_t cls;            /* -1: a class the census does not count */
     uint8_t stall, waits;  /* from the control word: stall cycles, and whether it waits on a scoreboard */
     uint8_t ctl, back;     /* its control word was read; it branches back (target <= addr) */
+    uint8_t fwd, zero_st;  /* a predicated forward branch; a store of RZ to shared memory (STS* [..], RZ) */
 } insn;
 
 typedef struct {
@@ -379,7 +380,44 @@ static int find_loop(dl_census_kernel *k, const insn *v, int n)
         all_ctl &= v[i].ctl;
     }
     if (!all_ctl) L->stall = -1;
+    /* the zeroing blocks: what a predicated forward branch of the loop skips, up to a target inside the loop, where
+     * that holds a store of RZ to shared memory and no tensor instruction (a partial tile's zeroing) */
+    unsigned char *z = calloc((size_t)(bb - bt + 1), 1);
+    if (!z) return -1;
+    for (int i = bt; i <= bb; i++) {
+        if (!v[i].fwd || v[i].target > v[bb].addr) continue;
+        const int e = first_at(v, n, v[i].target);
+        int zs = 0, tensor = 0;
+        for (int m = i + 1; m < e; m++) {
+            zs |= v[m].zero_st;
+            tensor |= v[m].cls == DL_CLS_TENSOR;
+        }
+        if (zs && !tensor)
+            for (int m = i + 1; m < e; m++) z[m - bt] = 1;
+    }
+    for (int i = 0; i <= bb - bt; i++) L->zeroing += z[i];
+    free(z);
     return 0;
+}
+
+/* Whether the instruction line s is predicated: "@P1 BRA 0x41d0 ;" after the address comment. */
+static int predicated(const char *s)
+{
+    const char *p = strstr(s, "*/");
+    if (!p) return 0;
+    p += 2;
+    while (*p == ' ' || *p == '\t' || *p == '{') p++;
+    return *p == '@';
+}
+
+/* Whether an STS's operands "[R36], RZ ;" store RZ. */
+static int stores_rz(const char *operands)
+{
+    const char *p = strstr(operands, "],");
+    if (!p) return 0;
+    p += 2;
+    while (*p == ' ') p++;
+    return p[0] == 'R' && p[1] == 'Z' && (p[2] == ' ' || p[2] == ';' || p[2] == 0);
 }
 
 static int push_insn(insns *s, const insn *x)
@@ -451,8 +489,10 @@ int dl_census_parse(FILE *f, dl_census *c)
             if (last) {
                 x.target = (uint32_t)strtoul(last, NULL, 16);
                 x.back = x.target <= x.addr;
+                x.fwd = !x.back && predicated(line);
             }
         }
+        x.zero_st = !strncmp(op, "STS", 3) && stores_rz(operands);
         if (!rc && push_insn(&in, &x)) rc = dl_fail("sass listing: out of memory");
         pending = 1;
     }
@@ -721,9 +761,12 @@ int dl_census_loop_rows(const dl_census *c, const dl_census_kernel *k, const cha
             snprintf(r->metric, sizeof r->metric, "loop:stall_cycles");
             snprintf(r->unit, sizeof r->unit, "cycles");
             r->value = (double)k->loop.stall;
-        } else {
+        } else if (i == DL_CLS_COUNT + 2) {
             snprintf(r->metric, sizeof r->metric, "loop:scoreboard_waits");
             r->value = (double)k->loop.sb_waits;
+        } else {
+            snprintf(r->metric, sizeof r->metric, "loop:zeroing");
+            r->value = (double)k->loop.zeroing;
         }
     }
     return n;

@@ -52,10 +52,14 @@ static void sass_help(FILE *f)
             "                    statically (every path once, those a full tile skips included); stall_cycles,\n"
             "                    the cycles its control codes make a warp wait after each instruction, summed\n"
             "                    (a floor on one warp's time through it; '-' if the listing lacks them);\n"
-            "                    sb_waits, its instructions that wait on a variable-latency result. One\n"
+            "                    sb_waits, its instructions that wait on a variable-latency result;\n"
+            "                    zeroing, those of total in blocks that a predicated forward branch skips\n"
+            "                    and that store RZ to shared memory with no tensor instruction (a partial\n"
+            "                    tile's zeroing: total - zeroing is nearer a full tile's path). One\n"
             "                    tab-separated line each: loop, variant, kernel, first and branch address,\n"
-            "                    total, the classes, stall_cycles, sb_waits; with --out, also the rows\n"
-            "                    loop:total, loop:class:<name>, loop:stall_cycles, loop:scoreboard_waits\n"
+            "                    total, the classes, stall_cycles, sb_waits, zeroing; with --out, also the\n"
+            "                    rows loop:total, loop:class:<name>, loop:stall_cycles,\n"
+            "                    loop:scoreboard_waits, loop:zeroing\n"
             "  --base OTHER      compare with another build (a decodelab binary, an object or a cubin): per kernel\n"
             "                    listed, the same instantiation in OTHER (by demangled name), its registers and\n"
             "                    stack bytes a thread (cuobjdump -res-usage), instructions, and with --loop its hot\n"
@@ -125,7 +129,7 @@ static void print_forms(const char *variant, const dl_census_kernel *k)
 }
 
 /* The hot loop of k (dl_census.h): "loop<TAB>variant<TAB>kernel<TAB>first<TAB>branch<TAB>total<TAB>classes...
- * <TAB>stall_cycles<TAB>sb_waits", or "loop<TAB>variant<TAB>kernel<TAB>none" without a backward branch. */
+ * <TAB>stall_cycles<TAB>sb_waits<TAB>zeroing", or "loop<TAB>variant<TAB>kernel<TAB>none" without a backward branch. */
 static void print_loop(const char *variant, const dl_census_kernel *k)
 {
     char sn[160];
@@ -139,7 +143,7 @@ static void print_loop(const char *variant, const dl_census_kernel *k)
     for (int c = 0; c < DL_CLS_COUNT; c++) printf("\t%lld", (long long)L->cls[c]);
     if (L->stall < 0) printf("\t-");
     else printf("\t%lld", (long long)L->stall);
-    printf("\t%lld\n", (long long)L->sb_waits);
+    printf("\t%lld\t%lld\n", (long long)L->sb_waits, (long long)L->zeroing);
 }
 
 /* "a" where a == b, else "a>b", with the change in % when pct (a > 0); "?" for an unknown (-1) value. Returns
@@ -323,7 +327,7 @@ int dl_cmd_sass(int argc, char **argv)
     if (a.loop && nlisted) {
         printf("\n#loop\tvariant\tkernel\tfirst\tbranch\ttotal");
         for (int k = 0; k < DL_CLS_COUNT; k++) printf("\t%s", dl_census_class_name(k));
-        printf("\tstall_cycles\tsb_waits\n");
+        printf("\tstall_cycles\tsb_waits\tzeroing\n");
         for (int j = 0; j < nlisted; j++) print_loop(listed_as[j], listed[j]);
     }
     if (a.base && nlisted) {

@@ -64,6 +64,9 @@ typedef struct {
     int found;              /* 0: the kernel has no backward branch */
     uint32_t first, branch; /* addresses of the span's first instruction and of its backward branch */
     int64_t total, cls[DL_CLS_COUNT], stall, sb_waits;
+    int64_t zeroing; /* of total: what a predicated forward branch skips inside the span where that holds a store
+                      * of RZ to shared memory and no tensor instruction (a partial tile's zeroing, which a full
+                      * tile skips): total - zeroing counts a full tile's path more nearly */
 } dl_census_loop;
 
 /* One kernel function of the listing. */
@@ -153,10 +156,10 @@ int dl_census_rows(const dl_census *c, dl_census_row **rows, int64_t *n);
  * dl_census_rows(): the class/opcode rows stay as they were. *rows allocated (free()). */
 int dl_census_form_rows(const dl_census *c, const char *kernel_glob, dl_census_row **rows, int64_t *n);
 /* The hot-loop rows of kernel k listed under variant (`decodelab sass --loop --out`): metrics
- * "loop:total", "loop:class:<name>" (unit inst), "loop:stall_cycles" (unit cycles, -1 unknown) and
- * "loop:scoreboard_waits" (inst), into out (room for DL_CENSUS_LOOP_ROWS). Returns the rows written:
+ * "loop:total", "loop:class:<name>" (unit inst), "loop:stall_cycles" (unit cycles, -1 unknown),
+ * "loop:scoreboard_waits" and "loop:zeroing" (inst), into out (room for DL_CENSUS_LOOP_ROWS). Returns the rows written:
  * 0 when k has no loop. */
-#define DL_CENSUS_LOOP_ROWS (DL_CLS_COUNT + 3)
+#define DL_CENSUS_LOOP_ROWS (DL_CLS_COUNT + 4)
 int dl_census_loop_rows(const dl_census *c, const dl_census_kernel *k, const char *variant, dl_census_row *out);
 
 /* Append rows to a CSV census table (created with its header if absent):

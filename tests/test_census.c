@@ -173,6 +173,50 @@ START_TEST(test_hot_loop)
 }
 END_TEST
 
+/* A partial tile's zeroing inside the hot loop: the instructions a predicated forward branch skips where they store
+ * RZ to shared memory and hold no tensor instruction are counted in loop.zeroing (and its row); a block storing a
+ * register, a block with an HMMA, and what an unpredicated branch jumps over are not. */
+START_TEST(test_loop_zeroing)
+{
+    const char *k[] = {
+        "MOV R1, RZ",                      /* 0x00 */
+        "HMMA.16816.F32 R8, R4, R6, R8",   /* 0x10: the loop */
+        "@P0 BRA 0x50",                    /* 0x20: skips 0x30, 0x40: zeroing */
+        "IADD3 R2, R2, 0x10, RZ",          /* 0x30 */
+        "STS.128 [R2], RZ",                /* 0x40 */
+        "@P1 BRA 0x70",                    /* 0x50: skips a store of R4 */
+        "STS.128 [R2], R4",                /* 0x60 */
+        "@!P2 BRA 0xa0",                   /* 0x70: skips a zeroing store and an HMMA */
+        "STS [R2+0x10], RZ",               /* 0x80 */
+        "HMMA.16816.F32 R8, R4, R6, R8",   /* 0x90 */
+        "BRA 0xc0",                        /* 0xa0: not predicated */
+        "STS.64 [R2], RZ",                 /* 0xb0 */
+        "@P3 BRA 0x10",                    /* 0xc0: back to the loop's top */
+        "EXIT",                            /* 0xd0 */
+    };
+    static char buf[8192];
+    size_t at = (size_t)snprintf(buf, sizeof buf, "arch = sm_90a\n\t\tFunction : _Z4zerov\n");
+    for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) at = put_insn(buf, sizeof buf, at, 16u * i, k[i], 1, 0);
+    ck_assert_uint_lt(at, sizeof buf - 1);
+    dl_census c;
+    dl_test_census_parse(buf, &c);
+    ck_assert_int_eq(c.n, 1);
+    const dl_census_loop *L = &c.k[0].loop;
+    ck_assert_int_eq(L->found, 1);
+    ck_assert_uint_eq(L->first, 0x10);
+    ck_assert_uint_eq(L->branch, 0xc0);
+    ck_assert_int_eq(L->total, 12);
+    ck_assert_int_eq(L->zeroing, 2);
+    dl_census_row rows[DL_CENSUS_LOOP_ROWS];
+    ck_assert_int_eq(dl_census_loop_rows(&c, &c.k[0], "v", rows), DL_CENSUS_LOOP_ROWS);
+    int seen = 0;
+    for (int i = 0; i < DL_CENSUS_LOOP_ROWS; i++)
+        if (!strcmp(rows[i].metric, "loop:zeroing")) ck_assert(rows[i].value == 2.0 && ++seen);
+    ck_assert_int_eq(seen, 1);
+    dl_census_free(&c);
+}
+END_TEST
+
 /* `cuobjdump -res-usage` read into the kernels of the listing above, by mangled name: registers and stack bytes;
  * a kernel the usage does not name keeps -1, a Function line without its REG line is an error. */
 START_TEST(test_parse_resources)
@@ -589,4 +633,5 @@ END_TEST
 DL_TEST_SUITE("census", 120, NULL, NULL,
               test_parse_listing, test_find_tool_error_names_every_place, test_find_tool_in_site_packages,
               test_csv_round_trip, test_design_in_the_disassembly, test_rows_cover_every_kernel, test_hot_loop,
-              test_one_variant_per_kernel, test_sass_out_refused_first, test_parse_resources, test_sass_base)
+              test_one_variant_per_kernel, test_sass_out_refused_first, test_parse_resources, test_sass_base,
+              test_loop_zeroing)
