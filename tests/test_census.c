@@ -96,6 +96,21 @@ typedef struct {
     int stall, wait;
 } line_spec;
 
+/* The census of a hand-built listing buf (at bytes written, of cap) with n kernels, and kernel k's hot loop spanning
+ * first..branch. */
+static const dl_census_loop *loop_of(const char *buf, size_t at, size_t cap, dl_census *c, int n, int k,
+                                     uint32_t first, uint32_t branch)
+{
+    ck_assert_uint_lt(at, cap - 1);
+    dl_test_census_parse(buf, c);
+    ck_assert_int_eq(c->n, n);
+    const dl_census_loop *L = &c->k[k].loop;
+    ck_assert_int_eq(L->found, 1);
+    ck_assert_uint_eq(L->first, first);
+    ck_assert_uint_eq(L->branch, branch);
+    return L;
+}
+
 START_TEST(test_hot_loop)
 {
     /* a segment loop (0x10..0xb0) around a tile loop (0x20..0x70) whose last iteration is peeled off
@@ -131,14 +146,8 @@ START_TEST(test_hot_loop)
                            "\t\tFunction : _Z4flatv\n        /*0000*/   HMMA.16816.F32 R8, R4, R6, R8 ; /* 0x1 */\n"
                            "\t\tFunction : _Z5nocodev\n        /*0000*/   HMMA.16816.F32 R8, R4, R6, R8 ; /* 0x1 */\n"
                            "        /*0010*/   @P0 BRA 0x0 ; /* 0x2 */\n");
-    ck_assert_uint_lt(at, sizeof buf - 1);
     dl_census c;
-    dl_test_census_parse(buf, &c);
-    ck_assert_int_eq(c.n, 4);
-    const dl_census_loop *L = &c.k[0].loop;
-    ck_assert_int_eq(L->found, 1);
-    ck_assert_uint_eq(L->first, 0x20);
-    ck_assert_uint_eq(L->branch, 0x70);
+    const dl_census_loop *L = loop_of(buf, at, sizeof buf, &c, 4, 0, 0x20, 0x70);
     int64_t stall = 0, waits = 0;
     for (int i = 2; i <= 7; i++) { /* the tile loop's instructions: 0x20 .. 0x70 */
         stall += k0[i].stall;
@@ -197,14 +206,8 @@ START_TEST(test_loop_zeroing)
     static char buf[8192];
     size_t at = (size_t)snprintf(buf, sizeof buf, "arch = sm_90a\n\t\tFunction : _Z4zerov\n");
     for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++) at = put_insn(buf, sizeof buf, at, 16u * i, k[i], 1, 0);
-    ck_assert_uint_lt(at, sizeof buf - 1);
     dl_census c;
-    dl_test_census_parse(buf, &c);
-    ck_assert_int_eq(c.n, 1);
-    const dl_census_loop *L = &c.k[0].loop;
-    ck_assert_int_eq(L->found, 1);
-    ck_assert_uint_eq(L->first, 0x10);
-    ck_assert_uint_eq(L->branch, 0xc0);
+    const dl_census_loop *L = loop_of(buf, at, sizeof buf, &c, 1, 0, 0x10, 0xc0);
     ck_assert_int_eq(L->total, 12);
     ck_assert_int_eq(L->zeroing, 2);
     dl_census_row rows[DL_CENSUS_LOOP_ROWS];
