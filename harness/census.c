@@ -163,10 +163,11 @@ static dl_census_kernel *new_kernel(dl_census *c, const char *arch, const char *
 }
 
 /* The base opcode of an instruction line "        /x0040x/   @!P0 FFMA.FTZ R1, ..." (x = '*'),
- * written into op, and its address into *addr; 0 if the line holds an instruction, -1 if not. With form != NULL also the full
- * opcode with its modifiers ("FFMA.FTZ") into form, and *operands set to the text after it. */
+ * written into op, its address into *addr and whether it is predicated into *pred; 0 if the line holds an
+ * instruction, -1 if not. With form != NULL also the full opcode with its modifiers ("FFMA.FTZ") into form, and
+ * *operands set to the text after it. */
 static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, const char **operands,
-                      uint32_t *addr)
+                      uint32_t *addr, int *pred)
 {
     while (*s == ' ' || *s == '\t') s++;
     if (s[0] != '/' || s[1] != '*') return -1;
@@ -179,7 +180,8 @@ static int line_parse(const char *s, char *op, size_t n, char *form, size_t fn, 
     while (*p == ' ' || *p == '\t') p++;
     if (*p == '{') p++; /* dual-issue braces of old architectures */
     while (*p == ' ' || *p == '\t') p++;
-    if (*p == '@') { /* predicate */
+    *pred = *p == '@';
+    if (*pred) { /* predicate */
         while (*p && *p != ' ' && *p != '\t') p++;
         while (*p == ' ' || *p == '\t') p++;
     }
@@ -400,16 +402,6 @@ static int find_loop(dl_census_kernel *k, const insn *v, int n)
     return 0;
 }
 
-/* Whether the instruction line s is predicated: "@P1 BRA 0x41d0 ;" after the address comment. */
-static int predicated(const char *s)
-{
-    const char *p = strstr(s, "*/");
-    if (!p) return 0;
-    p += 2;
-    while (*p == ' ' || *p == '\t' || *p == '{') p++;
-    return *p == '@';
-}
-
 /* Whether an STS's operands "[R36], RZ ;" store RZ. */
 static int stores_rz(const char *operands)
 {
@@ -439,7 +431,7 @@ int dl_census_parse(FILE *f, dl_census *c)
     const char *operands = "";
     dl_census_kernel *cur = NULL;
     insns in = {0};
-    int pending = 0, rc = 0; /* pending: the last instruction still lacks its control word */
+    int pending = 0, rc = 0, pred = 0; /* pending: the last instruction still lacks its control word */
 #define END_KERNEL() do { if (cur && find_loop(cur, in.v, in.n)) rc = dl_fail("sass listing: out of memory"); in.n = 0; } while (0)
     while (!rc && fgets(line, sizeof line, f)) {
         const char *a = strstr(line, "arch = ");
@@ -464,7 +456,7 @@ int dl_census_parse(FILE *f, dl_census *c)
         if (!cur) continue;
         insn x = {0};
         uint64_t w;
-        if (line_parse(line, op, sizeof op, form, sizeof form, &operands, &x.addr)) {
+        if (line_parse(line, op, sizeof op, form, sizeof form, &operands, &x.addr, &pred)) {
             if (pending && control_word(line, &w) == 0) {
                 insn *p = &in.v[in.n - 1];
                 p->stall = (uint8_t)((w >> 41) & 15);
@@ -489,7 +481,7 @@ int dl_census_parse(FILE *f, dl_census *c)
             if (last) {
                 x.target = (uint32_t)strtoul(last, NULL, 16);
                 x.back = x.target <= x.addr;
-                x.fwd = !x.back && predicated(line);
+                x.fwd = !x.back && pred;
             }
         }
         x.zero_st = !strncmp(op, "STS", 3) && stores_rz(operands);
