@@ -125,8 +125,8 @@ STREAM_SETMAXNREG ?= 0
 $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
 STREAM_PAGE_S ?=
 ifneq ($(STREAM_PAGE_S),)
-  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '[89]|1[0-3]'),)
-    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8-13, not '$(STREAM_PAGE_S)')
+  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '8|12'),)
+    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8 or 12 (a multiple of 4), not '$(STREAM_PAGE_S)')
   endif
   NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
 endif

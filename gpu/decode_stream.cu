@@ -121,20 +121,23 @@ template <int D, int ES> struct stream_shape {
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
  * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
-/* The page ring's stages, from make STREAM_PAGE_S=N (8..13; an experiment: 12 is the default and the measured). */
+/* The page ring's stages, from make STREAM_PAGE_S=N (8 or 12; an experiment: 12 is the default and the measured;
+ * 13 measured no better, 2026-12-04b; a multiple of 4 since attempt #48: a tile's four K and four V stages are then
+ * always an aligned four of the ring, one barrier each). */
 #ifndef DL_STREAM_PAGE_S
 #define DL_STREAM_PAGE_S 12
 #endif
-static_assert(DL_STREAM_PAGE_S >= 8 && DL_STREAM_PAGE_S <= 13, "STREAM_PAGE_S: 8..13 stages of 16 KB");
+static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
 struct page_shape {
     static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = 8;
     static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB */
     static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
     static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
     static constexpr int W = HEADS, S = DL_STREAM_PAGE_S, NP = 1;
+    static constexpr int Q = S / 4; /* quads: a full and an empty barrier each (attempt #48) */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = false;
-    static constexpr int SMEM = S * STAGE + 1024 + 2 * S * 8;
+    static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
 template <int D, dl_dtype KV, bool PAGE>
 using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value>>;
@@ -411,26 +414,30 @@ __device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, in
         }
     }
 }
-/* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
- * the ring's 8j + i; its head's rows, its wait, and the release of n stages from i (one proxy fence: see the tile
- * rings' release). A consumer releases its tile's four K stages together after S and its four V stages after
- * P*V: each stage released after its own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream
- * 70B B64 L4096 e4m3 176.10 us against 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and
- * bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04, call 5). */
-template <int S> __device__ __forceinline__ int page_idx(int j, int i) { return (8 * j + i) % S; }
-template <int S> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
+/* The page stage's ring (page_shape, S stages, S a multiple of 4): stage i of a consumer's tile j (K0..K3 = 0..3,
+ * V0..V3 = 4..7) is the ring's (8j + i) mod S, and its head's rows are page_rows (from the quad: below). The barriers are per quad (attempt
+ * #48): a tile's four K stages, or its four V stages, are always an aligned four of the ring, quad u = 2j + h (h 0:
+ * K, 1: V), barrier u mod Q at phase (u / Q) & 1. A consumer waits for its tile's K quad before S's first MMA and
+ * for its V quad before P*V (so that ptxas interleaves the four m-tiles' chains, attempt #27), and releases the K
+ * quad after S, the V quad after P*V (one proxy fence: see the tile rings' release). Each stage released after its
+ * own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream 70B B64 L4096 e4m3 176.10 us against
+ * 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04,
+ * call 5); a barrier per stage (8 waits and 8 arrivals a tile, before #48) costs ~60 instructions a tile more. */
+template <int Q> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
-    return ring + page_idx<S>(j, i) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
+    const unsigned qd = (2u * j + i / 4) % Q; /* stage (8j + i) mod S = 4 qd + i mod 4 */
+    return ring + (4 * qd + i % 4) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
 }
-template <int S> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int i)
+template <int Q> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int h)
 {
-    mbar_wait(&full[page_idx<S>(j, i)], ((8 * j + i) / S) & 1);
+    const unsigned u = 2u * j + h;
+    mbar_wait(&full[u % Q], (u / Q) & 1);
 }
-template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int i, int n = 1)
+template <int Q> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int h)
 {
     fence_async_smem();
     __syncwarp();
-    for (int u = 0; u < n; u++) mbar_arrive(&empty[page_idx<S>(j, i + u)]);
+    mbar_arrive(&empty[(2u * j + h) % Q]);
 }
 
 /* Merge the partials of one split task (workspace rows k0..k1 in token order, each
@@ -597,13 +604,14 @@ __device__ __forceinline__ int tile_tokens(int n, int tile, int left)
 #endif
 }
 
-/* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on the producer's
- * arrival plus the stage's bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
-__device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers)
+/* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on `producers` arrivals (the page
+ * stage's quads: 4 lanes) plus the bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
+__device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers,
+                                                   int producers = 1)
 {
     if (threadIdx.x == 0) {
         for (int i = 0; i < n; i++) {
-            mbar_init(&full[i], 1);
+            mbar_init(&full[i], producers);
             mbar_init(&empty[i], consumers);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -941,13 +949,16 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 /* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
  * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles), each tile 8 stages of the
  * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
- * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the segment's end,
- * arrives with no bytes (the consumers mask those scores and zero those V rows). Warp-uniform loop. */
+ * id, waits for the stage's quad to be free (lanes 0-3 the K quad, 4-7 the V quad: page_wait), and copies the box
+ * of all 8 heads with its bytes on the quad's full barrier, or, for a piece past the segment's end, arrives with no
+ * bytes (the consumers mask those scores and zero those V rows); a full barrier completes on its four lanes'
+ * arrivals and bytes. Warp-uniform loop. */
 template <int W, int S, int STAGE>
 __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
                                                      const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
                                                      uint64_t *full, uint64_t *empty, int lane)
 {
+    constexpr int Q = S / 4;
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
@@ -961,20 +972,20 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
             const int tok = tok0 + piece * page_shape::ROWS;
             if (lane < 8) {
-                const int i = n + lane, st = i % S;
+                const unsigned i = n + lane, st = i % S, u = i / 4, qd = u % Q; /* stage, quad, its barriers */
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
-                if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
-                    if (i >= S) mbar_wait(&full[st], ((i / S) - 1) & 1);
+                if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the quad's previous copies have landed */
+                    if (u >= (unsigned)Q) mbar_wait(&full[qd], ((u / Q) - 1) & 1);
                 } else {
-                    mbar_wait(&empty[st], ((i / S) & 1) ^ 1);
+                    mbar_wait(&empty[qd], ((u / Q) & 1) ^ 1);
                 }
                 if (copy) {
-                    mbar_expect_tx(&full[st], (uint32_t)STAGE);
-                    tma_load(ring + st * STAGE, map, &full[st], 0, tok % ps, 0, page);
+                    mbar_expect_tx(&full[qd], (uint32_t)STAGE);
+                    tma_load(ring + st * STAGE, map, &full[qd], 0, tok % ps, 0, page);
                 } else {
-                    mbar_arrive(&full[st]);
+                    mbar_arrive(&full[qd]);
                 }
                 if (n == 0) TL_MARK(sp, kTlIssue, page);
             }
@@ -982,7 +993,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
         }
     }
     if (DL_STREAM_DIAG && sp.dry == 5 && lane == 0) /* no copy in flight when the CTA exits */
-        for (int m = n > S ? n - S : 0; m < n; m++) mbar_wait(&full[m % S], (m / S) & 1);
+        for (int m = n / 4 > Q ? n / 4 - Q : 0; m < n / 4; m++) mbar_wait(&full[m % Q], (m / Q) & 1);
 }
 
 #if DL_STREAM_DIAG
@@ -1151,6 +1162,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
+    constexpr int NB = PAGE ? S / 4 : RING; /* full and empty barriers: a quad's (attempt #48), or a stage's */
     constexpr bool FP8 = ES == 1;
     using POL = dl_fp8_dq<FP8 ? KV : DL_E4M3, DQ>;
     constexpr bool F16 = FP8 ? POL::F16 : false;
@@ -1163,12 +1175,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     /* 1024-byte alignment for the 128-byte swizzle, by offset so the compiler
      * keeps shared-memory loads (LDS), not generic ones */
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-    uint64_t *full = (uint64_t *)(smem + RING * SH::STAGE), *empty = full + RING;
-    volatile int *hdr = (volatile int *)(empty + RING); /* the segment of each stage (pool: attempt #19) */
+    uint64_t *full = (uint64_t *)(smem + RING * SH::STAGE), *empty = full + NB;
+    volatile int *hdr = (volatile int *)(empty + NB); /* the segment of each stage (pool: attempt #19) */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    ring_barriers_init(full, empty, RING, PAGE ? 32 * W : 32);
+    ring_barriers_init(full, empty, NB, PAGE ? 32 * W : 32, PAGE ? 4 : 1);
 
     /* the plan's seg_out (split_ticket_merge finds task_ptr and the tickets after it); the segments themselves come
      * from the records (sp.srec, sp.grec: seg_in) */
@@ -1278,19 +1290,18 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
             const int nvalid = tile_tokens(ntok, tile, len - tok0);
             const bool partial = nvalid < kTile;
             const bool sync = !(DL_STREAM_DIAG && sp.dry == 5); /* DL_STREAM_DRY=5: the page ring unsynchronized */
+            constexpr int Q = PAGE ? S / 4 : 1;
             if constexpr (PAGE) {
-                if (sync) page_wait<S>(full, j, 0);
+                if (sync) page_wait<Q>(full, j, 0); /* the K quad */
             } else {
                 mbar_wait(&full[warp * S + st], (j / S) & 1);
             }
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 if constexpr (PAGE) {
-                    for (int i = 0; i < 8; i++) {
-                        if (i) page_wait<S>(full, j, i);
-                        __syncwarp();
-                        mbar_arrive(&empty[page_idx<S>(j, i)]);
-                    }
+                    page_release<Q>(empty, j, 0);
+                    page_wait<Q>(full, j, 1);
+                    page_release<Q>(empty, j, 1);
                 } else {
                     __syncwarp();
                     mbar_arrive(&empty[warp * S + st]);
@@ -1302,14 +1313,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                 __syncwarp();
             }
 
-            /* the page stage: all four K stages waited for before the first MMA, so that ptxas interleaves the four
-             * m-tiles' chains of 8 dependent MMAs (a wait between m-tiles is a code-motion barrier: one chain at a
-             * time, issue 10 attempt #27) */
-            if constexpr (PAGE) {
-                if (sync)
-#pragma unroll
-                    for (int i = 1; i < 4; i++) page_wait<S>(full, j, i);
-            }
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
 #pragma unroll
@@ -1318,7 +1321,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                 for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
                 if constexpr (FP8) {
                     const uint8_t *kb = tk;
-                    if constexpr (PAGE) kb = page_rows<S>(smem, j, mt, kvh);
+                    if constexpr (PAGE) kb = page_rows<Q>(smem, j, mt, kvh);
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
                         const uint4 r0 = *(const uint4 *)(kb + koff[mt][0][q]);
@@ -1351,7 +1354,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
             }
 
             if constexpr (PAGE) {
-                if (sync) page_release<S>(empty, j, 0, 4); /* K0..K3 */
+                if (sync) page_release<Q>(empty, j, 0); /* K0..K3 */
             }
             /* attempt #41: the tile rings' first k-step of V loaded now, before the softmax's rescale branch (a
              * basic block ptxas does not schedule across), so that its shared-memory latency hides under the softmax.
@@ -1430,11 +1433,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     pb[mt][nt][1] = movmatrix_t(hi);
                 }
 
-            /* O^T += V^T P: k-steps of 16 tokens (the page stage: the four V stages waited for first, as K) */
+            /* O^T += V^T P: k-steps of 16 tokens (the page stage: the V quad waited for first, as K) */
             if constexpr (PAGE) {
-                if (sync)
-#pragma unroll
-                    for (int kk = 0; kk < 4; kk++) page_wait<S>(full, j, 4 + kk);
+                if (sync) page_wait<Q>(full, j, 1);
             }
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
@@ -1444,7 +1445,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     constexpr int VW = VB / 4;
                     const uint8_t *vb = tv;
                     if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
-                        vb = page_rows<S>(smem, j, 4 + kk, kvh);
+                        vb = page_rows<Q>(smem, j, 4 + kk, kvh);
                         if (nvalid < 16 * kk + 16) {
                             zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
                             __syncwarp();
@@ -1509,7 +1510,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
              * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
              * H200 2026-12-03, results/h200_2026-12-03b/). */
             if constexpr (PAGE) {
-                if (sync) page_release<S>(empty, j, 4, 4); /* V0..V3 */
+                if (sync) page_release<Q>(empty, j, 1); /* V0..V3 */
             } else {
                 fence_async_smem();
                 __syncwarp();
