@@ -362,6 +362,29 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
     const int x = (r & xm) >> xs;
     return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
 }
+/* Every swizzle's XOR above reads only a row's low three bits, so tile_off(r0 + r, ch) = tile_off(r, ch) + r0 * SW
+ * for r0 a multiple of 8: a lane computes its offsets once for its rows under 8 (or 16) and each m-tile, k-step or
+ * stage adds a constant, which the shared-memory loads take as an immediate (attempt #49). Before, ptxas kept no
+ * per-row offsets in the 168 registers and computed every K and V address of a tile again from the lane index. */
+template <int SW> constexpr int row_step(int r0) { return r0 * SW; }
+
+/* The lane's fp8 V offsets (v_words and the P*V loop): its rows 2c and 2c + 1 (h), its VB bytes from dim g * VB as
+ * 16-byte chunks (VB 16, 32) or one 8-byte half of a chunk (VB 8); rows 2c + 8 and 2c + 9 are these plus 8 rows. */
+template <int VB> struct v_lane {
+    static constexpr int N = VB >= 16 ? VB / 16 : 1;
+    int off[2][N];
+};
+template <int SW, int VB> __device__ __forceinline__ v_lane<VB> v_lane_of(int g, int c, int swz)
+{
+    v_lane<VB> v;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int q = 0; q < v_lane<VB>::N; q++)
+            v.off[h][q] = VB >= 16 ? tile_off<SW>(2 * c + h, g * (VB / 16) + q, swz)
+                                   : tile_off<SW>(2 * c + h, g / 2, swz) + (g & 1) * 8;
+    return v;
+}
 
 /* Orders this thread's generic shared-memory writes before later async-proxy (TMA, wgmma) accesses. */
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -395,21 +418,22 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
  * does not touch (page as a runtime argument: the D 64 hw tile loop's stall cycles 2127 -> 2394; as a template
  * argument: D 256 kernels among 24 that differed). */
 template <int SW, int VB>
-__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, int g, int c, int swz, uint32_t (&w)[4][VB / 4])
+__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, const v_lane<VB> &vl,
+                                        uint32_t (&w)[4][VB / 4])
 {
     constexpr int VW = VB / 4;
 #pragma unroll
     for (int r = 0; r < 4; r++) {
-        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = page ? tok & 15 : tok;
+        const int row0 = (page ? 0 : kk * 16) + 8 * (r >> 1); /* + 2c + (r & 1): in vl */
 #pragma unroll
         for (int q = 0; q < VW; q += 4) {
             if constexpr (VW >= 4) {
-                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, swz));
+                const uint4 x = *(const uint4 *)(vb + vl.off[r & 1][q / 4] + row_step<SW>(row0));
                 w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
             }
         }
         if constexpr (VW == 2) {
-            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, swz) + (g & 1) * 8);
+            const uint2 x = *(const uint2 *)(vb + vl.off[r & 1][0] + row_step<SW>(row0));
             w[r][0] = x.x; w[r][1] = x.y;
         }
     }
@@ -1212,15 +1236,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     /* per-lane shared-memory offsets inside a tile (constant across tiles) */
     constexpr int KCH = FP8 ? D / 64 : 1;     /* fp8 K: 16-byte chunks per lane slice */
     constexpr int VB = D / 8;                 /* fp8 V: bytes per lane slice */
-    int koff[4][2][KCH];                      /* fp8 K: [m-tile][row g, g+8][chunk] */
+    int koff[KCH];                            /* fp8 K: row g's chunks; rows g + 8, m-tiles: row_step (#49) */
+    v_lane<VB> vl;                            /* fp8 V: the lane's offsets (v_lane_of) */
     if constexpr (FP8) {
 #pragma unroll
-        for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int q = 0; q < KCH; q++) /* the page stage: each m-tile is a stage of its own */
-                    koff[mt][h][q] = tile_off<SW>((PAGE ? 0 : mt * 16) + g + 8 * h, c * KCH + q, sp.swz);
+        for (int q = 0; q < KCH; q++) koff[q] = tile_off<SW>(g, c * KCH + q, sp.swz);
+        vl = v_lane_of<SW, VB>(g, c, sp.swz);
     }
 
     /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
@@ -1324,8 +1345,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     if constexpr (PAGE) kb = page_rows<Q>(smem, j, mt, kvh);
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
-                        const uint4 r0 = *(const uint4 *)(kb + koff[mt][0][q]);
-                        const uint4 r1 = *(const uint4 *)(kb + koff[mt][1][q]);
+                        /* rows g and g + 8 of the m-tile (the page stage: each m-tile is a stage of its own) */
+                        const uint8_t *kq = kb + koff[q] + row_step<SW>(PAGE ? 0 : mt * 16);
+                        const uint4 r0 = *(const uint4 *)kq, r1 = *(const uint4 *)(kq + row_step<SW>(8));
                         const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
 #pragma unroll
                         for (int wi = 0; wi < 4; wi++) {
@@ -1361,7 +1383,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
              * D 128 only: at D 64 with two n8 tiles ptxas took 128 registers to 160-174 (one CTA an SM instead of two),
              * at D 256 it spilled more */
             uint32_t v0[4][VB / 4];
-            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, g, c, sp.swz, v0);
+            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, vl, v0);
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1460,16 +1482,17 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     } else {
 #pragma unroll
                         for (int r = 0; r < 4; r++) {
-                            const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+                            /* rows 2c + (r & 1) (in vl) + row0: the k-step's 16 tokens, or the page stage's 16 rows */
+                            const int row0 = (PAGE ? 0 : kk * 16) + 8 * (r >> 1);
 #pragma unroll
                             for (int q = 0; q < VW; q += 4) {
                                 if constexpr (VW >= 4) {
-                                    const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
+                                    const uint4 x = *(const uint4 *)(vb + vl.off[r & 1][q / 4] + row_step<SW>(row0));
                                     w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
                                 }
                             }
                             if constexpr (VW == 2) {
-                                const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
+                                const uint2 x = *(const uint2 *)(vb + vl.off[r & 1][0] + row_step<SW>(row0));
                                 w[r][0] = x.x; w[r][1] = x.y;
                             }
                         }
