@@ -368,6 +368,37 @@ template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz
  * per-row offsets in the 168 registers and computed every K and V address of a tile again from the lane index. */
 template <int SW> constexpr int row_step(int r0) { return r0 * SW; }
 
+/* A lane's ldmatrix offsets (the 16-bit caches' K and V, attempt #50): rows r0 + lr and 16-byte chunks 2k + b, lr < 16
+ * and b < 2 the lane's, r0 a multiple of 8 and k the call's. A chunk's XOR takes its bit 0 from b alone, so by row_step
+ * tile_off(r0 + lr, 2k + b) = y[k mod CPS/2] + slab(2k) * kTile * SW + r0 * SW: CPS/2 offsets a lane, the rest an
+ * immediate of the load. */
+template <int SW> struct ldsm_lane {
+    static constexpr int CPS = SW / 16, N = CPS / 2 > 0 ? CPS / 2 : 1;
+    int y[N];
+};
+template <int SW> __device__ __forceinline__ ldsm_lane<SW> ldsm_lane_of(int lr, int b, int swz)
+{
+    ldsm_lane<SW> l;
+#pragma unroll
+    for (int q = 0; q < ldsm_lane<SW>::N; q++) l.y[q] = tile_off<SW>(lr, 2 * q + b, swz);
+    return l;
+}
+/* The lane's N ldmatrix bases in a tile at shared address t: t + y[q], each behind an empty asm so that the compiler
+ * adds each load's constant to one of these (the load's immediate) rather than folding the constants into the
+ * lane terms (it ORed them, then added: one IADD3 a load) */
+template <int SW> __device__ __forceinline__ void ldsm_bases(const ldsm_lane<SW> &l, uint32_t t,
+                                                             uint32_t (&b)[ldsm_lane<SW>::N])
+{
+#pragma unroll
+    for (int q = 0; q < ldsm_lane<SW>::N; q++) asm("mov.u32 %0, %1;\n" : "=r"(b[q]) : "r"(t + l.y[q]));
+}
+/* The shared address of rows r0 + lr, chunks 2k + b from the bases (ldsm_bases) */
+template <int SW> __device__ __forceinline__ uint32_t ldsm_at(const uint32_t (&b)[ldsm_lane<SW>::N], int r0, int k)
+{
+    constexpr int CPS = ldsm_lane<SW>::CPS, N = ldsm_lane<SW>::N;
+    return b[k % N] + (2 * k / CPS) * (kTile * SW) + row_step<SW>(r0);
+}
+
 /* The lane's fp8 V offsets (v_words and the P*V loop): its rows 2c and 2c + 1 (h), its VB bytes from dim g * VB as
  * 16-byte chunks (VB 16, 32) or one 8-byte half of a chunk (VB 8); rows 2c + 8 and 2c + 9 are these plus 8 rows. */
 template <int VB> struct v_lane {
@@ -1238,10 +1269,14 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     constexpr int VB = D / 8;                 /* fp8 V: bytes per lane slice */
     int koff[KCH];                            /* fp8 K: row g's chunks; rows g + 8, m-tiles: row_step (#49) */
     v_lane<VB> vl;                            /* fp8 V: the lane's offsets (v_lane_of) */
+    ldsm_lane<SW> kl, vl16;                   /* 16-bit K and V: the lane's ldmatrix offsets (#50) */
     if constexpr (FP8) {
 #pragma unroll
         for (int q = 0; q < KCH; q++) koff[q] = tile_off<SW>(g, c * KCH + q, sp.swz);
         vl = v_lane_of<SW, VB>(g, c, sp.swz);
+    } else {
+        kl = ldsm_lane_of<SW>((lane & 7) + 8 * ((lane >> 3) & 1), lane >> 4, sp.swz);
+        vl16 = ldsm_lane_of<SW>((lane & 7) + 8 * (lane >> 4), (lane >> 3) & 1, sp.swz);
     }
 
     /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
@@ -1360,11 +1395,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                         }
                     }
                 } else {
-                    const int row = mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+                    uint32_t kb[ldsm_lane<SW>::N];
+                    ldsm_bases<SW>(kl, smem_u32(tk), kb);
 #pragma unroll
-                    for (int ks = 0; ks < MT; ks++) {
+                    for (int ks = 0; ks < MT; ks++) { /* rows mt * 16 + (lane & 7) + 8 ((lane >> 3) & 1), chunk 2 ks + (lane >> 4) */
                         uint32_t af[4];
-                        ldsm_x4(smem_u32(tk + tile_off<SW>(row, 2 * ks + (lane >> 4), sp.swz)), af);
+                        ldsm_x4(ldsm_at<SW>(kb, mt * 16, ks), af);
                         if constexpr (KV == DL_F16) {
 #pragma unroll
                             for (int i = 0; i < 4; i++) af[i] = h2_to_bf2(af[i]);
@@ -1511,11 +1547,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                         }
                     }
                 } else {
-                    const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
+                    uint32_t vb16[ldsm_lane<SW>::N];
+                    ldsm_bases<SW>(vl16, smem_u32(tv), vb16);
 #pragma unroll
-                    for (int i = 0; i < MT; i++) {
+                    for (int i = 0; i < MT; i++) { /* tokens kk * 16 + (lane & 7) + 8 (lane >> 4), chunk 2 i + ((lane >> 3) & 1) */
                         uint32_t af[4];
-                        ldsm_x4_t(smem_u32(tv + tile_off<SW>(tok, 2 * i + ((lane >> 3) & 1), sp.swz)), af);
+                        ldsm_x4_t(ldsm_at<SW>(vb16, kk * 16, i), af);
                         if constexpr (KV == DL_F16) {
 #pragma unroll
                             for (int e = 0; e < 4; e++) af[e] = h2_to_bf2(af[e]);
