@@ -242,10 +242,17 @@ test-unit: $(BIN) $(TEST_BIN)
 ifeq ($(NVCC_FOUND),)
 test-nv:
 	@echo "SKIP nv_format_check: nvcc not found (install the CUDA toolkit to compare against cuda_fp8.h)"
+	@echo "SKIP nv_tile_off_check: nvcc not found"
 else
-test-nv: $(BUILD)/tests/nv_format_check
+test-nv: $(BUILD)/tests/nv_format_check $(BUILD)/tests/nv_tile_off_check
 	$(BUILD)/tests/nv_format_check
+	$(BUILD)/tests/nv_tile_off_check
 endif
+
+# The streaming kernels' shared-memory offset identities, on the host (gpu/dl_tile_off.cuh)
+$(BUILD)/tests/nv_tile_off_check: tests/nv_tile_off_check.cu gpu/dl_tile_off.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -Igpu tests/nv_tile_off_check.cu -o $@
 
 # The nasty-case matrix on a GPU machine (tests/gpu/nasty_matrix.sh). With DECODELAB=path
 # nothing is built: a prebuilt (e.g. `make static`) binary runs where HDF5 headers and Check are absent.

@@ -59,10 +59,9 @@
 #include "dl_dispatch.cuh"
 #include "dl_mma.cuh"
 #include "dl_plan.h"
+#include "dl_tile_off.cuh"
 
 namespace {
-
-constexpr int kTile = 64;
 
 /* Producer warps of the warp-consumer kernels: one per consumer warp, each serving its consumer's
  * ring alone (the default since issue 10's attempt #11: one producer per CTA, serving every consumer
@@ -350,39 +349,6 @@ __device__ __forceinline__ void q_prefetch_task_l2(const dl_gpu_args &a, int t, 
     q_prefetch_l2(a, t / Hkv, (t % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane);
 }
 
-/* Byte offset of logical 16-byte chunk ch of row r in a swizzled tile (see
- * stream_shape). swz: 0 none, 1 the 64-byte TMA swizzle, 2 the 128-byte one. */
-template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz)
-{
-    constexpr int CPS = SW / 16;
-    const int slab = ch / CPS, c = ch % CPS;
-    /* the 16-byte chunk's XOR: 128-byte swizzle (swz 2) r & 7, 64-byte (swz 1) (r >> 1) & 3 = (r & 6) >> 1, none 0;
-     * as a mask and a shift, so that ptxas selects instead of branching three ways at every use (attempt #43) */
-    const int xm = swz == 2 ? 7 : (swz == 1 ? 6 : 0), xs = swz == 1;
-    const int x = (r & xm) >> xs;
-    return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
-}
-/* Every swizzle's XOR above reads only a row's low three bits, so tile_off(r0 + r, ch) = tile_off(r, ch) + r0 * SW
- * for r0 a multiple of 8: a lane computes its offsets once for its rows under 8 (or 16) and each m-tile, k-step or
- * stage adds a constant, which the shared-memory loads take as an immediate (attempt #49). Before, ptxas kept no
- * per-row offsets in the 168 registers and computed every K and V address of a tile again from the lane index. */
-template <int SW> constexpr int row_step(int r0) { return r0 * SW; }
-
-/* A lane's ldmatrix offsets (the 16-bit caches' K and V, attempt #50): rows r0 + lr and 16-byte chunks 2k + b, lr < 16
- * and b < 2 the lane's, r0 a multiple of 8 and k the call's. A chunk's XOR takes its bit 0 from b alone, so by row_step
- * tile_off(r0 + lr, 2k + b) = y[k mod CPS/2] + slab(2k) * kTile * SW + r0 * SW: CPS/2 offsets a lane, the rest an
- * immediate of the load. */
-template <int SW> struct ldsm_lane {
-    static constexpr int CPS = SW / 16, N = CPS / 2 > 0 ? CPS / 2 : 1;
-    int y[N];
-};
-template <int SW> __device__ __forceinline__ ldsm_lane<SW> ldsm_lane_of(int lr, int b, int swz)
-{
-    ldsm_lane<SW> l;
-#pragma unroll
-    for (int q = 0; q < ldsm_lane<SW>::N; q++) l.y[q] = tile_off<SW>(lr, 2 * q + b, swz);
-    return l;
-}
 /* The lane's N ldmatrix bases in a tile at shared address t: t + y[q], each behind an empty asm so that the compiler
  * adds each load's constant to one of these (the load's immediate) rather than folding the constants into the
  * lane terms (it ORed them, then added: one IADD3 a load) */
@@ -395,26 +361,7 @@ template <int SW> __device__ __forceinline__ void ldsm_bases(const ldsm_lane<SW>
 /* The shared address of rows r0 + lr, chunks 2k + b from the bases (ldsm_bases) */
 template <int SW> __device__ __forceinline__ uint32_t ldsm_at(const uint32_t (&b)[ldsm_lane<SW>::N], int r0, int k)
 {
-    constexpr int CPS = ldsm_lane<SW>::CPS, N = ldsm_lane<SW>::N;
-    return b[k % N] + (2 * k / CPS) * (kTile * SW) + row_step<SW>(r0);
-}
-
-/* The lane's fp8 V offsets (v_words and the P*V loop): its rows 2c and 2c + 1 (h), its VB bytes from dim g * VB as
- * 16-byte chunks (VB 16, 32) or one 8-byte half of a chunk (VB 8); rows 2c + 8 and 2c + 9 are these plus 8 rows. */
-template <int VB> struct v_lane {
-    static constexpr int N = VB >= 16 ? VB / 16 : 1;
-    int off[2][N];
-};
-template <int SW, int VB> __device__ __forceinline__ v_lane<VB> v_lane_of(int g, int c, int swz)
-{
-    v_lane<VB> v;
-#pragma unroll
-    for (int h = 0; h < 2; h++)
-#pragma unroll
-        for (int q = 0; q < v_lane<VB>::N; q++)
-            v.off[h][q] = VB >= 16 ? tile_off<SW>(2 * c + h, g * (VB / 16) + q, swz)
-                                   : tile_off<SW>(2 * c + h, g / 2, swz) + (g & 1) * 8;
-    return v;
+    return b[k % ldsm_lane<SW>::N] + ldsm_const<SW>(r0, k);
 }
 
 /* Orders this thread's generic shared-memory writes before later async-proxy (TMA, wgmma) accesses. */
