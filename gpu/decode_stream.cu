@@ -1601,13 +1601,14 @@ template <int D, int CE = 1> struct wg_shape { /* CE: bytes of a compute element
     static constexpr int SMEM = W * S * STAGE + W * PER_WG + 2 * W * S * 8 + 1024;
 };
 
-/* A wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets,
- * swizzle (sw = row bytes of the swizzle pattern: 128, 64, or 0 for none). */
-__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int sw)
+/* The low word of a wgmma descriptor (dl_tile_off.cuh's wg_desc) behind an empty asm, so that each wg_desc_add of
+ * it is one add of a constant (attempt #51: the loops rebuilt every descriptor from its address, ~6 instructions
+ * each, 8-12 a tile). */
+__device__ __forceinline__ uint64_t wg_desc_base(uint64_t d)
 {
-    const uint64_t mode = sw == 128 ? 1 : sw == 64 ? 2 : 0;
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
-           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (mode << 62);
+    uint32_t lo = (uint32_t)d;
+    asm("mov.u32 %0, %1;\n" : "=r"(lo) : "r"(lo));
+    return ((d >> 32) << 32) | lo;
 }
 
 /* d[4] (+)= A B, m64n8k32, FP32 accumulators; A and B from descriptors; KV: the A type. */
@@ -1743,11 +1744,13 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 #pragma unroll
             for (int p = 0; p < NS; p++) s[p][0] = s[p][1] = s[p][2] = s[p][3] = 0.0f;
             wg_fence();
+            const uint64_t da0 = wg_desc_base(wg_desc(smem_u32(tk), 16, 8 * SW, SW));
+            const uint64_t dq0 = wg_desc_base(wg_desc(qaddr, 16, 8 * SW, SW));
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++) {
                 const int sl = kk * 32 / SW, off = kk * 32 % SW;
-                const uint64_t da = wg_desc(smem_u32(tk) + sl * kTile * SW + off, 16, 8 * SW, SW);
-                const uint64_t db = wg_desc(qaddr + sl * 8 * SW + off, 16, 8 * SW, SW);
+                const uint64_t da = wg_desc_add(da0, sl * kTile * SW + off);
+                const uint64_t db = wg_desc_add(dq0, sl * 8 * SW + off);
                 if constexpr (PROMOTE > 0) wg_mma_ss<KV>(s[kk / PROMOTE], da, db, kk % PROMOTE != 0);
                 else wg_mma_ss<KV>(s[0], da, db, kk > 0);
             }
@@ -1835,13 +1838,14 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 #pragma unroll
             for (int i = 0; i < NP; i++) part[i][0] = part[i][1] = part[i][2] = part[i][3] = 0.0f;
             wg_fence();
+            const uint64_t dp0 = wg_desc_base(wg_desc(paddr, 128, 256, 0));
 #pragma unroll
             for (int kc = 0; kc < 2; kc++) {
                 /* no skip of a k-block without a valid token (its V is masked to 0, its P is 0): a branch
                  * around the wgmmas made ptxas serialize every one of them (C7520); and by the measured
                  * QGMMA rule (dl_qgmma_add) adding only zero products leaves a 14-bit C unchanged, which
                  * the previous block's output is, so the fp8wg model's "no such k-block" still holds */
-                const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
+                const uint64_t db = wg_desc_add(dp0, kc * 256);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) {
                     if constexpr (PROMOTE == 1) wg_mma_rs<KV>(part[kc * MB + mb], af[kc][mb], db, 0);
@@ -2028,8 +2032,11 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             }
             float s[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
             wg_fence();
+            {
+                const uint64_t dq0 = wg_desc_base(wg_desc(qaddr, 128, 256, 0));
 #pragma unroll
-            for (int ks = 0; ks < KS; ks++) wg_mma_bf16_rs(s[0], af[ks], wg_desc(qaddr + ks * 256, 128, 256, 0), ks > 0);
+                for (int ks = 0; ks < KS; ks++) wg_mma_bf16_rs(s[0], af[ks], wg_desc_add(dq0, ks * 256), ks > 0);
+            }
             wg_commit();
             wg_wait<1>(s);
 
@@ -2098,9 +2105,10 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
                     POL::x4(__byte_perm(h[2], h[3], 0x5140), vf[kk][mb][2], vf[kk][mb][3]);
                 }
             wg_fence();
+            const uint64_t dp0 = wg_desc_base(wg_desc(paddr, 128, 256, 0));
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                const uint64_t db = wg_desc(paddr + kk * 256, 128, 256, 0);
+                const uint64_t db = wg_desc_add(dp0, kk * 256);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) wg_mma_bf16_rs(acc[mb], vf[kk][mb], db, 1);
             }

@@ -1,7 +1,10 @@
-/* dl_tile_off.cuh - byte offsets in the streaming kernels' swizzled shared-memory tiles (decode_stream.cu), for host
- * and device: tests/nv_tile_off_check.cu checks on the host, for every row, chunk, lane and swizzle, the identities
- * that the kernels' address arithmetic relies on (issue 10, attempts #49 and #50). */
+/* dl_tile_off.cuh - byte offsets in the streaming kernels' swizzled shared-memory tiles (decode_stream.cu) and their
+ * wgmma descriptors, for host and device: tests/nv_tile_off_check.cu checks on the host, for every row, chunk, lane,
+ * swizzle and shared address, the identities that the kernels' address arithmetic relies on (issue 10, attempts
+ * #49-#51). */
 #pragma once
+
+#include <cstdint>
 
 #ifdef __CUDACC__
 #define DL_TILE_HD __host__ __device__ __forceinline__
@@ -66,4 +69,20 @@ template <int SW, int VB> DL_TILE_HD v_lane<VB> v_lane_of(int g, int c, int swz)
             v.off[h][q] = VB >= 16 ? tile_off<SW>(2 * c + h, g * (VB / 16) + q, swz)
                                    : tile_off<SW>(2 * c + h, g / 2, swz) + (g & 1) * 8;
     return v;
+}
+
+/* A wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets, swizzle (sw = row bytes of
+ * the swizzle pattern: 128, 64, or 0 for none). */
+DL_TILE_HD uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int sw)
+{
+    const uint64_t mode = sw == 128 ? 1 : sw == 64 ? 2 : 0;
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (mode << 62);
+}
+/* Descriptor d with its start address `bytes` further on (a multiple of 16): the address field is the low 14 bits of
+ * the low word, (addr & 0x3FFFF) >> 4, and shared addresses stay under 0x40000, so the add never carries out of it:
+ * wg_desc(a + bytes, ...) == wg_desc_add(wg_desc(a, ...), bytes) (attempt #51; tests/nv_tile_off_check.cu). */
+DL_TILE_HD uint64_t wg_desc_add(uint64_t d, uint32_t bytes)
+{
+    return ((d >> 32) << 32) | (uint32_t)((uint32_t)d + (bytes >> 4));
 }

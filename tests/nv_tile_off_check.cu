@@ -3,6 +3,7 @@
  *   row_step     tile_off(r0 + r, ch) = tile_off(r, ch) + r0 * SW, r0 a multiple of 8 (attempt #49)
  *   v_lane_of    the fp8 V loads' offsets (rows 2c + h + row0, the lane's VB bytes from dim g * VB)
  *   ldsm_lane_of the 16-bit K and V ldmatrix offsets (rows r0 + lr, chunks 2k + b; attempt #50)
+ *   wg_desc_add  a wgmma descriptor moved on by a constant = the descriptor of the moved address (attempt #51)
  * and that tile_off itself puts every (row, chunk) of a tile at a distinct 16-byte chunk inside it.
  * Exits 1 naming the first case that differs. Part of `make test-nv` (needs nvcc, not a GPU). */
 #include <cstdio>
@@ -74,8 +75,31 @@ template <int SW, int R> static void check_ldsm(int swz)
         }
 }
 
+/* wg_desc_add(wg_desc(a), bytes) = wg_desc(a + bytes) for every 16-byte aligned shared address a + bytes under 228 KB
+ * (the most shared memory a CTA has), the layouts the wgmma kernels take (K-major swizzled K and Q: LBO 16, SBO
+ * 8 rows; Q and P for the register-A form: LBO 128, SBO 256) and the offsets they add (up to 4 k-blocks of 256 B,
+ * or the slab and k32 offsets of a tile of up to 4 slabs). */
+static void check_desc()
+{
+    const struct { unsigned lbo, sbo; int sw; } lay[] = {{16, 8 * 128, 128}, {16, 8 * 64, 64}, {128, 256, 0}};
+    const unsigned top = 228 * 1024;
+    for (const auto &l : lay)
+        for (unsigned a = 0; a < top; a += 16)
+            for (unsigned bytes = 0; bytes <= 3 * kTile * 128 + 96 && a + bytes < top; bytes += 16) {
+                const unsigned long long got = wg_desc_add(wg_desc(a, l.lbo, l.sbo, l.sw), bytes);
+                const unsigned long long want = wg_desc(a + bytes, l.lbo, l.sbo, l.sw);
+                checked++;
+                if (got != want && !failed) {
+                    failed = 1;
+                    std::printf("FAIL nv_tile_off_check: wg_desc_add sw=%d lbo=%u (a %u, +%u): %llx, want %llx\n", l.sw,
+                                l.lbo, a, bytes, got, want);
+                }
+            }
+}
+
 int main()
 {
+    check_desc();
     /* the swizzles the tensor maps take (decode_stream.cu, make_maps): SW 128 the 128-byte one (2), SW 64 the 64-byte
      * one (1), none (0) for pages under 8 rows; the rows the kernels stage: 8-bit D 64 / 128 / 256 (64, 128, 256
      * bytes), 16-bit D 64 / 128 / 256 (128, 256, 512) */
