@@ -424,14 +424,15 @@ __device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, co
     }
 }
 /* The page stage's ring (page_shape, S stages, S a multiple of 4): stage i of a consumer's tile j (K0..K3 = 0..3,
- * V0..V3 = 4..7) is the ring's (8j + i) mod S, and its head's rows are page_rows (from the quad: below). The barriers are per quad (attempt
- * #48): a tile's four K stages, or its four V stages, are always an aligned four of the ring, quad u = 2j + h (h 0:
- * K, 1: V), barrier u mod Q at phase (u / Q) & 1. A consumer waits for its tile's K quad before S's first MMA and
+ * V0..V3 = 4..7) is the ring's (8j + i) mod S, and its head's rows are page_rows (from the quad: below). The
+ * barriers are per quad (attempt #48): a tile's four K stages, or its four V stages, are always an aligned four of
+ * the ring, quad u = 2j + h (h 0: K, 1: V), barrier u mod Q at phase (u / Q) & 1. A consumer waits for its tile's K quad before S's first MMA and
  * for its V quad before P*V (so that ptxas interleaves the four m-tiles' chains, attempt #27), and releases the K
  * quad after S, the V quad after P*V (one proxy fence: see the tile rings' release). Each stage released after its
  * own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream 70B B64 L4096 e4m3 176.10 us against
  * 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04,
- * call 5); a barrier per stage (8 waits and 8 arrivals a tile, before #48) costs ~60 instructions a tile more. */
+ * call 5). A barrier per stage (8 waits and 8 arrivals a tile, before #48) made a full tile's path 860 instructions
+ * against 746 (bf16-hw-stream D128 e4m3, `decodelab sass --loop` less its zeroing). */
 template <int Q> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
     const unsigned qd = (2u * j + i / 4) % Q; /* stage (8j + i) mod S = 4 qd + i mod 4 */
@@ -956,12 +957,12 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 }
 
 /* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
- * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles), each tile 8 stages of the
- * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
- * id, waits for the stage's quad to be free (lanes 0-3 the K quad, 4-7 the V quad: page_wait), and copies the box
- * of all 8 heads with its bytes on the quad's full barrier, or, for a piece past the segment's end, arrives with no
- * bytes (the consumers mask those scores and zero those V rows); a full barrier completes on its four lanes'
- * arrivals and bytes. Warp-uniform loop. */
+ * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles),
+ * each tile 8 stages of the shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i:
+ * it loads the piece's page id, waits for the stage's quad to be free (lanes 0-3 the K quad, 4-7 the V quad,
+ * numbered as page_wait does), and copies the box of all 8 heads with its bytes on the quad's full barrier, or,
+ * for a piece past the segment's end, arrives with no bytes (the consumers mask those scores and zero those V
+ * rows); a full barrier completes on its four lanes' arrivals and bytes. Warp-uniform loop. */
 template <int W, int S, int STAGE>
 __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
                                                      const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
