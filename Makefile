@@ -125,8 +125,8 @@ STREAM_SETMAXNREG ?= 0
 $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
 STREAM_PAGE_S ?=
 ifneq ($(STREAM_PAGE_S),)
-  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '[89]|1[0-3]'),)
-    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8-13, not '$(STREAM_PAGE_S)')
+  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '8|12'),)
+    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8 or 12 (a multiple of 4), not '$(STREAM_PAGE_S)')
   endif
   NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
 endif
@@ -242,10 +242,17 @@ test-unit: $(BIN) $(TEST_BIN)
 ifeq ($(NVCC_FOUND),)
 test-nv:
 	@echo "SKIP nv_format_check: nvcc not found (install the CUDA toolkit to compare against cuda_fp8.h)"
+	@echo "SKIP nv_tile_off_check: nvcc not found"
 else
-test-nv: $(BUILD)/tests/nv_format_check
+test-nv: $(BUILD)/tests/nv_format_check $(BUILD)/tests/nv_tile_off_check
 	$(BUILD)/tests/nv_format_check
+	$(BUILD)/tests/nv_tile_off_check
 endif
+
+# The streaming kernels' shared-memory offset identities, on the host (gpu/dl_tile_off.cuh)
+$(BUILD)/tests/nv_tile_off_check: tests/nv_tile_off_check.cu gpu/dl_tile_off.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -std=c++17 -Igpu tests/nv_tile_off_check.cu -o $@
 
 # The nasty-case matrix on a GPU machine (tests/gpu/nasty_matrix.sh). With DECODELAB=path
 # nothing is built: a prebuilt (e.g. `make static`) binary runs where HDF5 headers and Check are absent.

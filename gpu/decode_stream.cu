@@ -59,10 +59,9 @@
 #include "dl_dispatch.cuh"
 #include "dl_mma.cuh"
 #include "dl_plan.h"
+#include "dl_tile_off.cuh"
 
 namespace {
-
-constexpr int kTile = 64;
 
 /* Producer warps of the warp-consumer kernels: one per consumer warp, each serving its consumer's
  * ring alone (the default since issue 10's attempt #11: one producer per CTA, serving every consumer
@@ -121,20 +120,23 @@ template <int D, int ES> struct stream_shape {
  * Why: the copy probe (DL_STREAM_DRY=4, H200 2026-12-04) copied llama3-8B B128 L4096 e4m3 NHD in 8-head boxes
  * in 248.5 us against the read's 259.7 and the tile rings' copy path alone (DRY=1) 259.7, 1-head boxes 270.9.
  * Cases: 8-bit cache, D 128, 8 KV heads, group <= 8, page_size a multiple of 16 (either layout): page_misfit. */
-/* The page ring's stages, from make STREAM_PAGE_S=N (8..13; an experiment: 12 is the default and the measured). */
+/* The page ring's stages, from make STREAM_PAGE_S=N (8 or 12; an experiment: 12 is the default and the measured;
+ * 13 measured no better, 2026-12-04b; a multiple of 4 since attempt #48: a tile's four K and four V stages are then
+ * always an aligned four of the ring, one barrier each). */
 #ifndef DL_STREAM_PAGE_S
 #define DL_STREAM_PAGE_S 12
 #endif
-static_assert(DL_STREAM_PAGE_S >= 8 && DL_STREAM_PAGE_S <= 13, "STREAM_PAGE_S: 8..13 stages of 16 KB");
+static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
 struct page_shape {
     static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = 8;
     static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB */
     static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
     static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
     static constexpr int W = HEADS, S = DL_STREAM_PAGE_S, NP = 1;
+    static constexpr int Q = S / 4; /* quads: a full and an empty barrier each (attempt #48) */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = false;
-    static constexpr int SMEM = S * STAGE + 1024 + 2 * S * 8;
+    static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
 template <int D, dl_dtype KV, bool PAGE>
 using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value>>;
@@ -229,6 +231,13 @@ template <bool F16> __device__ __forceinline__ uint32_t pack2(float lo, float hi
     }
 }
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+/* pack2<true>(round_bf16(lo), round_bf16(hi)) with the two roundings as one cvt.rn.bf16x2.f32 (the same RNE) and the
+ * halves widened by a shift and a mask: 4 instructions a pair instead of 5 (attempt #52) */
+__device__ __forceinline__ uint32_t pack_f16_of_bf16(float lo, float hi)
+{
+    const uint32_t b = dl_pack_bf16x2(lo, hi);
+    return pack2<true>(__uint_as_float(b << 16), __uint_as_float(b & 0xFFFF0000u));
+}
 /* 2^x as one MUFU.EX2 (issue 10, attempt #39). exp2f compiles to the same MUFU.EX2 inside a range test, a halving
  * and a squaring, so that results under 2^-126 come out subnormal; this flushes them to zero. Only the warp
  * consumers' softmax uses it: there every exponent is s - m <= 0 with the row's largest term 1, so a flushed term
@@ -347,17 +356,19 @@ __device__ __forceinline__ void q_prefetch_task_l2(const dl_gpu_args &a, int t, 
     q_prefetch_l2(a, t / Hkv, (t % Hkv) * (a.num_qo_heads / Hkv), a.num_qo_heads / Hkv, lane);
 }
 
-/* Byte offset of logical 16-byte chunk ch of row r in a swizzled tile (see
- * stream_shape). swz: 0 none, 1 the 64-byte TMA swizzle, 2 the 128-byte one. */
-template <int SW> __device__ __forceinline__ int tile_off(int r, int ch, int swz)
+/* The lane's N ldmatrix bases in a tile at shared address t: t + y[q], each behind an empty asm so that the compiler
+ * adds each load's constant to one of these (the load's immediate) rather than folding the constants into the
+ * lane terms (it ORed them, then added: one IADD3 a load) */
+template <int SW> __device__ __forceinline__ void ldsm_bases(const ldsm_lane<SW> &l, uint32_t t,
+                                                             uint32_t (&b)[ldsm_lane<SW>::N])
 {
-    constexpr int CPS = SW / 16;
-    const int slab = ch / CPS, c = ch % CPS;
-    /* the 16-byte chunk's XOR: 128-byte swizzle (swz 2) r & 7, 64-byte (swz 1) (r >> 1) & 3 = (r & 6) >> 1, none 0;
-     * as a mask and a shift, so that ptxas selects instead of branching three ways at every use (attempt #43) */
-    const int xm = swz == 2 ? 7 : (swz == 1 ? 6 : 0), xs = swz == 1;
-    const int x = (r & xm) >> xs;
-    return slab * (kTile * SW) + r * SW + ((c ^ x) << 4);
+#pragma unroll
+    for (int q = 0; q < ldsm_lane<SW>::N; q++) asm("mov.u32 %0, %1;\n" : "=r"(b[q]) : "r"(t + l.y[q]));
+}
+/* The shared address of rows r0 + lr, chunks 2k + b from the bases (ldsm_bases) */
+template <int SW> __device__ __forceinline__ uint32_t ldsm_at(const uint32_t (&b)[ldsm_lane<SW>::N], int r0, int k)
+{
+    return b[k % ldsm_lane<SW>::N] + ldsm_const<SW>(r0, k);
 }
 
 /* Orders this thread's generic shared-memory writes before later async-proxy (TMA, wgmma) accesses. */
@@ -392,45 +403,51 @@ __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, in
  * does not touch (page as a runtime argument: the D 64 hw tile loop's stall cycles 2127 -> 2394; as a template
  * argument: D 256 kernels among 24 that differed). */
 template <int SW, int VB>
-__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, int g, int c, int swz, uint32_t (&w)[4][VB / 4])
+__device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, const v_lane<VB> &vl,
+                                        uint32_t (&w)[4][VB / 4])
 {
     constexpr int VW = VB / 4;
 #pragma unroll
     for (int r = 0; r < 4; r++) {
-        const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = page ? tok & 15 : tok;
+        const int row0 = (page ? 0 : kk * 16) + 8 * (r >> 1); /* + 2c + (r & 1): in vl */
 #pragma unroll
         for (int q = 0; q < VW; q += 4) {
             if constexpr (VW >= 4) {
-                const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, swz));
+                const uint4 x = *(const uint4 *)(vb + vl.off[r & 1][q / 4] + row_step<SW>(row0));
                 w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
             }
         }
         if constexpr (VW == 2) {
-            const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, swz) + (g & 1) * 8);
+            const uint2 x = *(const uint2 *)(vb + vl.off[r & 1][0] + row_step<SW>(row0));
             w[r][0] = x.x; w[r][1] = x.y;
         }
     }
 }
-/* The page stage's ring (page_shape, S stages): stage i of a consumer's tile j (K0..K3 = 0..3, V0..V3 = 4..7) is
- * the ring's 8j + i; its head's rows, its wait, and the release of n stages from i (one proxy fence: see the tile
- * rings' release). A consumer releases its tile's four K stages together after S and its four V stages after
- * P*V: each stage released after its own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream
- * 70B B64 L4096 e4m3 176.10 us against 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and
- * bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04, call 5). */
-template <int S> __device__ __forceinline__ int page_idx(int j, int i) { return (8 * j + i) % S; }
-template <int S> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
+/* The page stage's ring (page_shape, S stages, S a multiple of 4): stage i of a consumer's tile j (K0..K3 = 0..3,
+ * V0..V3 = 4..7) is the ring's (8j + i) mod S, and its head's rows are page_rows (from the quad: below). The
+ * barriers are per quad (attempt #48): a tile's four K stages, or its four V stages, are always an aligned four of
+ * the ring, quad u = 2j + h (h 0: K, 1: V), barrier u mod Q at phase (u / Q) & 1. A consumer waits for its tile's K quad before S's first MMA and
+ * for its V quad before P*V (so that ptxas interleaves the four m-tiles' chains, attempt #27), and releases the K
+ * quad after S, the V quad after P*V (one proxy fence: see the tile rings' release). Each stage released after its
+ * own MMAs (8 fences a tile) was slower in every row measured, bf16-hw-stream 70B B64 L4096 e4m3 176.10 us against
+ * 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04,
+ * call 5). A barrier per stage (8 waits and 8 arrivals a tile, before #48) made a full tile's path 860 instructions
+ * against 746 (bf16-hw-stream D128 e4m3, `decodelab sass --loop` less its zeroing). */
+template <int Q> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
-    return ring + page_idx<S>(j, i) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
+    const unsigned qd = (2u * j + i / 4) % Q; /* stage (8j + i) mod S = 4 qd + i mod 4 */
+    return ring + (4 * qd + i % 4) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
 }
-template <int S> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int i)
+template <int Q> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int h)
 {
-    mbar_wait(&full[page_idx<S>(j, i)], ((8 * j + i) / S) & 1);
+    const unsigned u = 2u * j + h;
+    mbar_wait(&full[u % Q], (u / Q) & 1);
 }
-template <int S> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int i, int n = 1)
+template <int Q> __device__ __forceinline__ void page_release(uint64_t *empty, int j, int h)
 {
     fence_async_smem();
     __syncwarp();
-    for (int u = 0; u < n; u++) mbar_arrive(&empty[page_idx<S>(j, i + u)]);
+    mbar_arrive(&empty[(2u * j + h) % Q]);
 }
 
 /* Merge the partials of one split task (workspace rows k0..k1 in token order, each
@@ -597,13 +614,14 @@ __device__ __forceinline__ int tile_tokens(int n, int tile, int left)
 #endif
 }
 
-/* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on the producer's
- * arrival plus the stage's bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
-__device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers)
+/* The rings' barriers, by thread 0, then a CTA barrier: full[i] completes on `producers` arrivals (the page
+ * stage's quads: 4 lanes) plus the bytes, empty[i] on `consumers` arrivals (a warp or a warpgroup). */
+__device__ __forceinline__ void ring_barriers_init(uint64_t *full, uint64_t *empty, int n, int consumers,
+                                                   int producers = 1)
 {
     if (threadIdx.x == 0) {
         for (int i = 0; i < n; i++) {
-            mbar_init(&full[i], 1);
+            mbar_init(&full[i], producers);
             mbar_init(&empty[i], consumers);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -939,15 +957,18 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
 }
 
 /* The producer warp of the page stage (page_shape): the tiles of the CTA's run (slot blockIdx.x * W's segments;
- * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles), each tile 8 stages of the
- * shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i: it loads the piece's page
- * id, waits for the stage to be free, and copies the box of all 8 heads, or, for a piece past the segment's end,
- * arrives with no bytes (the consumers mask those scores and zero those V rows). Warp-uniform loop. */
+ * the CTA's other slots hold the same tiles for the other heads: make_plan checks it, dl_plan_ctas_share_tiles),
+ * each tile 8 stages of the shared ring, K then V of its four 16-row pieces; lane i < 8 takes the tile's stage i:
+ * it loads the piece's page id, waits for the stage's quad to be free (lanes 0-3 the K quad, 4-7 the V quad,
+ * numbered as page_wait does), and copies the box of all 8 heads with its bytes on the quad's full barrier, or,
+ * for a piece past the segment's end, arrives with no bytes (the consumers mask those scores and zero those V
+ * rows); a full barrier completes on its four lanes' arrivals and bytes. Warp-uniform loop. */
 template <int W, int S, int STAGE>
 __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
                                                      const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
                                                      uint64_t *full, uint64_t *empty, int lane)
 {
+    constexpr int Q = S / 4;
     const int ps = a.page_size, slot = blockIdx.x * W, piece = lane & 3;
     const CUtensorMap *map = lane < 4 ? kmap : vmap;
     const int4 r0 = sp.srec[2 * slot], e0 = sp.srec[2 * slot + 1];
@@ -961,20 +982,20 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
             const int tok = tok0 + piece * page_shape::ROWS;
             if (lane < 8) {
-                const int i = n + lane, st = i % S;
+                const unsigned i = n + lane, st = i % S, u = i / 4, qd = u % Q; /* stage, quad, its barriers */
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
-                if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the stage's previous copy has landed */
-                    if (i >= S) mbar_wait(&full[st], ((i / S) - 1) & 1);
+                if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the quad's previous copies have landed */
+                    if (u >= (unsigned)Q) mbar_wait(&full[qd], ((u / Q) - 1) & 1);
                 } else {
-                    mbar_wait(&empty[st], ((i / S) & 1) ^ 1);
+                    mbar_wait(&empty[qd], ((u / Q) & 1) ^ 1);
                 }
                 if (copy) {
-                    mbar_expect_tx(&full[st], (uint32_t)STAGE);
-                    tma_load(ring + st * STAGE, map, &full[st], 0, tok % ps, 0, page);
+                    mbar_expect_tx(&full[qd], (uint32_t)STAGE);
+                    tma_load(ring + st * STAGE, map, &full[qd], 0, tok % ps, 0, page);
                 } else {
-                    mbar_arrive(&full[st]);
+                    mbar_arrive(&full[qd]);
                 }
                 if (n == 0) TL_MARK(sp, kTlIssue, page);
             }
@@ -982,7 +1003,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
         }
     }
     if (DL_STREAM_DIAG && sp.dry == 5 && lane == 0) /* no copy in flight when the CTA exits */
-        for (int m = n > S ? n - S : 0; m < n; m++) mbar_wait(&full[m % S], (m / S) & 1);
+        for (int m = n / 4 > Q ? n / 4 - Q : 0; m < n / 4; m++) mbar_wait(&full[m % Q], (m / Q) & 1);
 }
 
 #if DL_STREAM_DIAG
@@ -1151,6 +1172,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
+    constexpr int NB = PAGE ? S / 4 : RING; /* full and empty barriers: a quad's (attempt #48), or a stage's */
     constexpr bool FP8 = ES == 1;
     using POL = dl_fp8_dq<FP8 ? KV : DL_E4M3, DQ>;
     constexpr bool F16 = FP8 ? POL::F16 : false;
@@ -1163,12 +1185,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     /* 1024-byte alignment for the 128-byte swizzle, by offset so the compiler
      * keeps shared-memory loads (LDS), not generic ones */
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-    uint64_t *full = (uint64_t *)(smem + RING * SH::STAGE), *empty = full + RING;
-    volatile int *hdr = (volatile int *)(empty + RING); /* the segment of each stage (pool: attempt #19) */
+    uint64_t *full = (uint64_t *)(smem + RING * SH::STAGE), *empty = full + NB;
+    volatile int *hdr = (volatile int *)(empty + NB); /* the segment of each stage (pool: attempt #19) */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    ring_barriers_init(full, empty, RING, PAGE ? 32 * W : 32);
+    ring_barriers_init(full, empty, NB, PAGE ? 32 * W : 32, PAGE ? 4 : 1);
 
     /* the plan's seg_out (split_ticket_merge finds task_ptr and the tickets after it); the segments themselves come
      * from the records (sp.srec, sp.grec: seg_in) */
@@ -1200,15 +1222,16 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
     /* per-lane shared-memory offsets inside a tile (constant across tiles) */
     constexpr int KCH = FP8 ? D / 64 : 1;     /* fp8 K: 16-byte chunks per lane slice */
     constexpr int VB = D / 8;                 /* fp8 V: bytes per lane slice */
-    int koff[4][2][KCH];                      /* fp8 K: [m-tile][row g, g+8][chunk] */
+    int koff[KCH];                            /* fp8 K: row g's chunks; rows g + 8, m-tiles: row_step (#49) */
+    v_lane<VB> vl;                            /* fp8 V: the lane's offsets (v_lane_of) */
+    ldsm_lane<SW> kl, vl16;                   /* 16-bit K and V: the lane's ldmatrix offsets (#50) */
     if constexpr (FP8) {
 #pragma unroll
-        for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int q = 0; q < KCH; q++) /* the page stage: each m-tile is a stage of its own */
-                    koff[mt][h][q] = tile_off<SW>((PAGE ? 0 : mt * 16) + g + 8 * h, c * KCH + q, sp.swz);
+        for (int q = 0; q < KCH; q++) koff[q] = tile_off<SW>(g, c * KCH + q, sp.swz);
+        vl = v_lane_of<SW, VB>(g, c, sp.swz);
+    } else {
+        kl = ldsm_lane_of<SW>((lane & 7) + 8 * ((lane >> 3) & 1), lane >> 4, sp.swz);
+        vl16 = ldsm_lane_of<SW>((lane & 7) + 8 * (lane >> 4), (lane >> 3) & 1, sp.swz);
     }
 
     /* the segments of the warp's slot, then (one producer per consumer) those its producer names in the
@@ -1278,19 +1301,18 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
             const int nvalid = tile_tokens(ntok, tile, len - tok0);
             const bool partial = nvalid < kTile;
             const bool sync = !(DL_STREAM_DIAG && sp.dry == 5); /* DL_STREAM_DRY=5: the page ring unsynchronized */
+            constexpr int Q = PAGE ? S / 4 : 1;
             if constexpr (PAGE) {
-                if (sync) page_wait<S>(full, j, 0);
+                if (sync) page_wait<Q>(full, j, 0); /* the K quad */
             } else {
                 mbar_wait(&full[warp * S + st], (j / S) & 1);
             }
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 if constexpr (PAGE) {
-                    for (int i = 0; i < 8; i++) {
-                        if (i) page_wait<S>(full, j, i);
-                        __syncwarp();
-                        mbar_arrive(&empty[page_idx<S>(j, i)]);
-                    }
+                    page_release<Q>(empty, j, 0);
+                    page_wait<Q>(full, j, 1);
+                    page_release<Q>(empty, j, 1);
                 } else {
                     __syncwarp();
                     mbar_arrive(&empty[warp * S + st]);
@@ -1302,14 +1324,6 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                 __syncwarp();
             }
 
-            /* the page stage: all four K stages waited for before the first MMA, so that ptxas interleaves the four
-             * m-tiles' chains of 8 dependent MMAs (a wait between m-tiles is a code-motion barrier: one chain at a
-             * time, issue 10 attempt #27) */
-            if constexpr (PAGE) {
-                if (sync)
-#pragma unroll
-                    for (int i = 1; i < 4; i++) page_wait<S>(full, j, i);
-            }
             /* S^T = K Q^T: 4 m-tiles of 16 tokens */
             float s[4][NT][4];
 #pragma unroll
@@ -1318,11 +1332,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                 for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
                 if constexpr (FP8) {
                     const uint8_t *kb = tk;
-                    if constexpr (PAGE) kb = page_rows<S>(smem, j, mt, kvh);
+                    if constexpr (PAGE) kb = page_rows<Q>(smem, j, mt, kvh);
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
-                        const uint4 r0 = *(const uint4 *)(kb + koff[mt][0][q]);
-                        const uint4 r1 = *(const uint4 *)(kb + koff[mt][1][q]);
+                        /* rows g and g + 8 of the m-tile (the page stage: each m-tile is a stage of its own) */
+                        const uint8_t *kq = kb + koff[q] + row_step<SW>(PAGE ? 0 : mt * 16);
+                        const uint4 r0 = *(const uint4 *)kq, r1 = *(const uint4 *)(kq + row_step<SW>(8));
                         const uint32_t w0[4] = {r0.x, r0.y, r0.z, r0.w}, w1[4] = {r1.x, r1.y, r1.z, r1.w};
 #pragma unroll
                         for (int wi = 0; wi < 4; wi++) {
@@ -1335,11 +1350,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                         }
                     }
                 } else {
-                    const int row = mt * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
+                    uint32_t kb[ldsm_lane<SW>::N];
+                    ldsm_bases<SW>(kl, smem_u32(tk), kb);
 #pragma unroll
-                    for (int ks = 0; ks < MT; ks++) {
+                    for (int ks = 0; ks < MT; ks++) { /* rows mt * 16 + (lane & 7) + 8 ((lane >> 3) & 1), chunk 2 ks + (lane >> 4) */
                         uint32_t af[4];
-                        ldsm_x4(smem_u32(tk + tile_off<SW>(row, 2 * ks + (lane >> 4), sp.swz)), af);
+                        ldsm_x4(ldsm_at<SW>(kb, mt * 16, ks), af);
                         if constexpr (KV == DL_F16) {
 #pragma unroll
                             for (int i = 0; i < 4; i++) af[i] = h2_to_bf2(af[i]);
@@ -1351,14 +1367,14 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
             }
 
             if constexpr (PAGE) {
-                if (sync) page_release<S>(empty, j, 0, 4); /* K0..K3 */
+                if (sync) page_release<Q>(empty, j, 0); /* K0..K3 */
             }
             /* attempt #41: the tile rings' first k-step of V loaded now, before the softmax's rescale branch (a
              * basic block ptxas does not schedule across), so that its shared-memory latency hides under the softmax.
              * D 128 only: at D 64 with two n8 tiles ptxas took 128 registers to 160-174 (one CTA an SM instead of two),
              * at D 256 it spilled more */
             uint32_t v0[4][VB / 4];
-            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, g, c, sp.swz, v0);
+            if constexpr (kEarlyV) v_words<SW, VB>(tv, 0, false, vl, v0);
             /* scale (log2 units), mask the tail, column (= head) max */
             float mx[NT][2];
 #pragma unroll
@@ -1420,8 +1436,8 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     }
                     uint32_t lo, hi;
                     if constexpr (F16) {
-                        lo = pack2<true>(round_bf16(p[0]), round_bf16(p[1]));
-                        hi = pack2<true>(round_bf16(p[2]), round_bf16(p[3]));
+                        lo = pack_f16_of_bf16(p[0], p[1]);
+                        hi = pack_f16_of_bf16(p[2], p[3]);
                     } else {
                         lo = dl_pack_bf16x2(p[0] * kPMul, p[1] * kPMul);
                         hi = dl_pack_bf16x2(p[2] * kPMul, p[3] * kPMul);
@@ -1430,11 +1446,9 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     pb[mt][nt][1] = movmatrix_t(hi);
                 }
 
-            /* O^T += V^T P: k-steps of 16 tokens (the page stage: the four V stages waited for first, as K) */
+            /* O^T += V^T P: k-steps of 16 tokens (the page stage: the V quad waited for first, as K) */
             if constexpr (PAGE) {
-                if (sync)
-#pragma unroll
-                    for (int kk = 0; kk < 4; kk++) page_wait<S>(full, j, 4 + kk);
+                if (sync) page_wait<Q>(full, j, 1);
             }
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
@@ -1444,7 +1458,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     constexpr int VW = VB / 4;
                     const uint8_t *vb = tv;
                     if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
-                        vb = page_rows<S>(smem, j, 4 + kk, kvh);
+                        vb = page_rows<Q>(smem, j, 4 + kk, kvh);
                         if (nvalid < 16 * kk + 16) {
                             zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
                             __syncwarp();
@@ -1459,16 +1473,17 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                     } else {
 #pragma unroll
                         for (int r = 0; r < 4; r++) {
-                            const int tok = kk * 16 + 2 * c + (r & 1) + 8 * (r >> 1), row = PAGE ? tok & 15 : tok;
+                            /* rows 2c + (r & 1) (in vl) + row0: the k-step's 16 tokens, or the page stage's 16 rows */
+                            const int row0 = (PAGE ? 0 : kk * 16) + 8 * (r >> 1);
 #pragma unroll
                             for (int q = 0; q < VW; q += 4) {
                                 if constexpr (VW >= 4) {
-                                    const uint4 x = *(const uint4 *)(vb + tile_off<SW>(row, g * (VB / 16) + q / 4, sp.swz));
+                                    const uint4 x = *(const uint4 *)(vb + vl.off[r & 1][q / 4] + row_step<SW>(row0));
                                     w[r][q] = x.x; w[r][q + 1] = x.y; w[r][q + 2] = x.z; w[r][q + 3] = x.w;
                                 }
                             }
                             if constexpr (VW == 2) {
-                                const uint2 x = *(const uint2 *)(vb + tile_off<SW>(row, g / 2, sp.swz) + (g & 1) * 8);
+                                const uint2 x = *(const uint2 *)(vb + vl.off[r & 1][0] + row_step<SW>(row0));
                                 w[r][0] = x.x; w[r][1] = x.y;
                             }
                         }
@@ -1487,11 +1502,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
                         }
                     }
                 } else {
-                    const int tok = kk * 16 + (lane & 7) + 8 * (lane >> 4);
+                    uint32_t vb16[ldsm_lane<SW>::N];
+                    ldsm_bases<SW>(vl16, smem_u32(tv), vb16);
 #pragma unroll
-                    for (int i = 0; i < MT; i++) {
+                    for (int i = 0; i < MT; i++) { /* tokens kk * 16 + (lane & 7) + 8 (lane >> 4), chunk 2 i + ((lane >> 3) & 1) */
                         uint32_t af[4];
-                        ldsm_x4_t(smem_u32(tv + tile_off<SW>(tok, 2 * i + ((lane >> 3) & 1), sp.swz)), af);
+                        ldsm_x4_t(ldsm_at<SW>(vb16, kk * 16, i), af);
                         if constexpr (KV == DL_F16) {
 #pragma unroll
                             for (int e = 0; e < 4; e++) af[e] = h2_to_bf2(af[e]);
@@ -1509,7 +1525,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
              * bf16-fast-stream on the llama3-70B shape FAILed with outputs that differed run to run,
              * H200 2026-12-03, results/h200_2026-12-03b/). */
             if constexpr (PAGE) {
-                if (sync) page_release<S>(empty, j, 4, 4); /* V0..V3 */
+                if (sync) page_release<Q>(empty, j, 1); /* V0..V3 */
             } else {
                 fence_async_smem();
                 __syncwarp();
@@ -1593,13 +1609,14 @@ template <int D, int CE = 1> struct wg_shape { /* CE: bytes of a compute element
     static constexpr int SMEM = W * S * STAGE + W * PER_WG + 2 * W * S * 8 + 1024;
 };
 
-/* A wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets,
- * swizzle (sw = row bytes of the swizzle pattern: 128, 64, or 0 for none). */
-__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int sw)
+/* The low word of a wgmma descriptor (dl_tile_off.cuh's wg_desc) behind an empty asm, so that each wg_desc_add of
+ * it is one add of a constant (attempt #51: the loops rebuilt every descriptor from its address, ~6 instructions
+ * each, 8-12 a tile). */
+__device__ __forceinline__ uint64_t wg_desc_base(uint64_t d)
 {
-    const uint64_t mode = sw == 128 ? 1 : sw == 64 ? 2 : 0;
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFF) << 16) |
-           ((uint64_t)((sbo >> 4) & 0x3FFF) << 32) | (mode << 62);
+    uint32_t lo = (uint32_t)d;
+    asm("mov.u32 %0, %1;\n" : "=r"(lo) : "r"(lo));
+    return ((d >> 32) << 32) | lo;
 }
 
 /* d[4] (+)= A B, m64n8k32, FP32 accumulators; A and B from descriptors; KV: the A type. */
@@ -1735,11 +1752,13 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 #pragma unroll
             for (int p = 0; p < NS; p++) s[p][0] = s[p][1] = s[p][2] = s[p][3] = 0.0f;
             wg_fence();
+            const uint64_t da0 = wg_desc_base(wg_desc(smem_u32(tk), 16, 8 * SW, SW));
+            const uint64_t dq0 = wg_desc_base(wg_desc(qaddr, 16, 8 * SW, SW));
 #pragma unroll
             for (int kk = 0; kk < D / 32; kk++) {
                 const int sl = kk * 32 / SW, off = kk * 32 % SW;
-                const uint64_t da = wg_desc(smem_u32(tk) + sl * kTile * SW + off, 16, 8 * SW, SW);
-                const uint64_t db = wg_desc(qaddr + sl * 8 * SW + off, 16, 8 * SW, SW);
+                const uint64_t da = wg_desc_add(da0, sl * kTile * SW + off);
+                const uint64_t db = wg_desc_add(dq0, sl * 8 * SW + off);
                 if constexpr (PROMOTE > 0) wg_mma_ss<KV>(s[kk / PROMOTE], da, db, kk % PROMOTE != 0);
                 else wg_mma_ss<KV>(s[0], da, db, kk > 0);
             }
@@ -1827,13 +1846,14 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 #pragma unroll
             for (int i = 0; i < NP; i++) part[i][0] = part[i][1] = part[i][2] = part[i][3] = 0.0f;
             wg_fence();
+            const uint64_t dp0 = wg_desc_base(wg_desc(paddr, 128, 256, 0));
 #pragma unroll
             for (int kc = 0; kc < 2; kc++) {
                 /* no skip of a k-block without a valid token (its V is masked to 0, its P is 0): a branch
                  * around the wgmmas made ptxas serialize every one of them (C7520); and by the measured
                  * QGMMA rule (dl_qgmma_add) adding only zero products leaves a 14-bit C unchanged, which
                  * the previous block's output is, so the fp8wg model's "no such k-block" still holds */
-                const uint64_t db = wg_desc(paddr + kc * 256, 128, 256, 0);
+                const uint64_t db = wg_desc_add(dp0, kc * 256);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) {
                     if constexpr (PROMOTE == 1) wg_mma_rs<KV>(part[kc * MB + mb], af[kc][mb], db, 0);
@@ -2020,8 +2040,11 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
             }
             float s[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
             wg_fence();
+            {
+                const uint64_t dq0 = wg_desc_base(wg_desc(qaddr, 128, 256, 0));
 #pragma unroll
-            for (int ks = 0; ks < KS; ks++) wg_mma_bf16_rs(s[0], af[ks], wg_desc(qaddr + ks * 256, 128, 256, 0), ks > 0);
+                for (int ks = 0; ks < KS; ks++) wg_mma_bf16_rs(s[0], af[ks], wg_desc_add(dq0, ks * 256), ks > 0);
+            }
             wg_commit();
             wg_wait<1>(s);
 
@@ -2090,9 +2113,10 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
                     POL::x4(__byte_perm(h[2], h[3], 0x5140), vf[kk][mb][2], vf[kk][mb][3]);
                 }
             wg_fence();
+            const uint64_t dp0 = wg_desc_base(wg_desc(paddr, 128, 256, 0));
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
-                const uint64_t db = wg_desc(paddr + kk * 256, 128, 256, 0);
+                const uint64_t db = wg_desc_add(dp0, kk * 256);
 #pragma unroll
                 for (int mb = 0; mb < MB; mb++) wg_mma_bf16_rs(acc[mb], vf[kk][mb], db, 1);
             }
