@@ -92,7 +92,12 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
 /* Shared-memory shape of one instantiation: per stage a K tile and a V tile of
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
  * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
- * stages each. */
+ * stages each. D 128 with an 8-bit cache: 2 warps of 3 stages (96 KB, 2 CTAs an SM) since attempt #54, instead of
+ * 3 of 2: a warp that falls a tile behind no longer stalls its producer at once (H100, 2026-12-05, bf16-hw-stream,
+ * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
+ * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). The 16-bit caches keep 3 x 2 (D128 bf16:
+ * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at
+ * B64 L1024); D64 and D256 were not measured. */
 template <int D, int ES> struct stream_shape {
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
@@ -100,8 +105,9 @@ template <int D, int ES> struct stream_shape {
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 ? 3 : 2;
+    static constexpr bool FP8_D128 = D == 128 && ES == 1; /* 2 warps x 3 stages (attempt #54) */
+    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_D128 ? 2 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_D128 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
