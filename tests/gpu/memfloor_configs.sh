@@ -18,6 +18,7 @@ declare -A C=(
   [8b_b128_l4096_e4m3_hnd]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-layout HND"
   [8b_b128_l4096_e4m3_hnd_p64]="--preset llama3-8b --batch 128 --seq-len 4096 --kv-dtype e4m3 --kv-layout HND --page-size 64"
   [8b_d64_b128_l4096_e4m3]="--preset llama3-8b --head-dim 64 --batch 128 --seq-len 4096 --kv-dtype e4m3"
+  [8b_d256_b64_l1024_e4m3]="--preset llama3-8b --head-dim 256 --batch 64 --seq-len 1024 --kv-dtype e4m3"
   [8b_b8_l16384_e4m3]="--preset llama3-8b --batch 8 --seq-len 16384 --kv-dtype e4m3"
   [8b_b16_l8192_e4m3]="--preset llama3-8b --batch 16 --seq-len 8192 --kv-dtype e4m3"
   [kvh1_b1024_l4096_e4m3]="--num-qo-heads 4 --num-kv-heads 1 --batch 1024 --seq-len 4096 --kv-dtype e4m3"
