@@ -93,7 +93,8 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * 64 rows, each stored as SLABS column slabs of 64 x SW bytes (SW = TMA box width,
  * at most 128 bytes so the 128-byte swizzle applies). W consumer warps with S
  * stages each. D 128 with an 8-bit cache: 2 warps of 3 stages (96 KB, 2 CTAs an SM) since attempt #54, instead of
- * 3 of 2: a warp that falls a tile behind no longer stalls its producer at once (H100, 2026-12-05, bf16-hw-stream,
+ * 3 of 2 (why, inferred and not measured per stage: a warp a tile behind then leaves its producer a free stage; the plan
+ * also changes, 2 warps a CTA giving fewer, longer runs) (H100, 2026-12-05, bf16-hw-stream,
  * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
  * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). The 16-bit caches keep 3 x 2 (D128 bf16:
  * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at

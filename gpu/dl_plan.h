@@ -98,8 +98,9 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
 /* Resident CTAs per SM of a persistent grid: what shared memory allows (smem_sm over the CTA's
  * smem_cta plus the runtime's 1 KB reserve), or the occupancy API's count where lower (occupancy
  * > 0: registers may bind first), clamped to 1..4. Example: the streaming kernel at D128 with an
- * 8-bit cache, 99,448 bytes a CTA of 228 KB: 2; at groups 9-16 (two n8 tiles, 230-245 registers
- * x 192 threads) the occupancy is 1, and a plan of 2 ran as two waves (gpu/NOTES.md, #23). */
+ * 8-bit cache, 99,448 bytes a CTA of 228 KB: 2; at groups 9-16 (two n8 tiles, 230-245 registers)
+ * the occupancy was 1 with 3 consumer warps (x 192 threads), and a plan of 2 ran as two waves
+ * (gpu/NOTES.md, #23); with 2 (attempt #54, 128 threads, up to 237 registers) 2 fit by registers. */
 int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
 /* dl_plan_build_pool with max_ctas and min_tiles, then, when waves is set and that plan
  * splits some task already, rebuilt with dl_plan_wave_ctas's count (and min_tiles
