@@ -18,6 +18,8 @@
 #   STREAM_SHAPE  W,S        consumer warps per CTA and stages per consumer of the warp-consumer streaming
 #             kernels whose rings fit in 200 KB (issue 10, attempt #21, an experiment; unset: the rule in
 #             decode_stream.cu's stream_shape), e.g. `make static BUILD=build-s51 STREAM_SHAPE=5,1 STREAM_PRODUCERS=one`
+#   STREAM_WG_S  2..4        stages a consumer warpgroup of the wgmma kernels (default 2; issue 10, attempt #55,
+#             an experiment; rings that would pass 200 KB keep 2)
 #   STREAM_SETMAXNREG  0 | 1   with STREAM_SHAPE=4,S: the producers' warpgroup gives its registers to the
 #             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
 
@@ -130,6 +132,13 @@ ifneq ($(STREAM_PAGE_S),)
   endif
   NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
 endif
+STREAM_WG_S ?=
+ifneq ($(STREAM_WG_S),)
+  ifeq ($(shell echo '$(STREAM_WG_S)' | grep -Ex '[2-4]'),)
+    $(error STREAM_WG_S must be the wgmma kernels' stages a warpgroup, 2, 3 or 4, not '$(STREAM_WG_S)')
+  endif
+  NVCCFLAGS += -DDL_STREAM_WG_S=$(STREAM_WG_S)
+endif
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)
   ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)
@@ -176,7 +185,7 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S STREAM_SETMAXNREG=0|1"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S STREAM_WG_S=2..4 STREAM_SETMAXNREG=0|1"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1600,6 +1600,12 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream
  *    such k-block;
  *  - o = acc / sum * (v_scale / 448), lse = m + logf(sum), per segment (merged by ticket).
  * Group <= 8 (one n8 tile), page_size >= 8 (the swizzled layouts wgmma reads); else SKIP. */
+/* Stages per warpgroup of the wgmma kernels, from make STREAM_WG_S=N (2..4; issue 10, attempt #55, an experiment
+ * after #54 gave the warp consumers' 8-bit rings a third stage): shapes whose rings would pass 200 KB keep 2. */
+#ifndef DL_STREAM_WG_S
+#define DL_STREAM_WG_S 2
+#endif
+static_assert(DL_STREAM_WG_S >= 2 && DL_STREAM_WG_S <= 4, "STREAM_WG_S: 2, 3 or 4 stages a warpgroup");
 template <int D, int CE = 1> struct wg_shape { /* CE: bytes of a compute element (1: FP8, 2: BF16) */
     static constexpr int R = D; /* FP8 row bytes */
     static constexpr int SW = R >= 128 ? 128 : R;
@@ -1607,7 +1613,7 @@ template <int D, int CE = 1> struct wg_shape { /* CE: bytes of a compute element
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr int W = 2;                     /* consumer warpgroups per CTA */
-    static constexpr int S = 2;                     /* stages per warpgroup */
+    static constexpr int S = W * DL_STREAM_WG_S * STAGE <= 200 * 1024 ? DL_STREAM_WG_S : 2; /* stages a warpgroup */
     static constexpr int QB = 8 * R * CE;           /* Q: FP8 SLABS x [8 heads][SW]; BF16 [D/8][8 heads][8] */
     static constexpr int PB = 8 * kTile * CE;       /* P: core matrices [tokens/(16/CE)][8 heads][16 bytes] */
     static constexpr int RED = 128 * 4;             /* floats: 2 x [4 warps][8 heads] maxima, [4][8] sums, [8] q scales */
