@@ -125,20 +125,21 @@ ifeq ($(STREAM_PRODUCERS),one)
 endif
 STREAM_SETMAXNREG ?= 0
 $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
+# a numeric knob: $(1) unset, or matching the regex $(2), passed to nvcc as -D$(3); $(1)_MUST says what it must be
+define flagnum
+ifneq ($$($(1)),)
+  ifeq ($$(shell echo '$$($(1))' | grep -Ex '$(2)'),)
+    $$(error $(1) must be $$($(1)_MUST), not '$$($(1))')
+  endif
+  NVCCFLAGS += -D$(3)=$$($(1))
+endif
+endef
 STREAM_PAGE_S ?=
-ifneq ($(STREAM_PAGE_S),)
-  ifeq ($(shell echo '$(STREAM_PAGE_S)' | grep -Ex '8|12'),)
-    $(error STREAM_PAGE_S must be the page stage's ring in stages, 8 or 12 (a multiple of 4), not '$(STREAM_PAGE_S)')
-  endif
-  NVCCFLAGS += -DDL_STREAM_PAGE_S=$(STREAM_PAGE_S)
-endif
+STREAM_PAGE_S_MUST := the page stage's ring in stages, 8 or 12 (a multiple of 4)
+$(eval $(call flagnum,STREAM_PAGE_S,8|12,DL_STREAM_PAGE_S))
 STREAM_WG_S ?=
-ifneq ($(STREAM_WG_S),)
-  ifeq ($(shell echo '$(STREAM_WG_S)' | grep -Ex '[2-4]'),)
-    $(error STREAM_WG_S must be the wgmma kernels' stages a warpgroup, 2, 3 or 4, not '$(STREAM_WG_S)')
-  endif
-  NVCCFLAGS += -DDL_STREAM_WG_S=$(STREAM_WG_S)
-endif
+STREAM_WG_S_MUST := the wgmma kernels' stages a warpgroup, 2, 3 or 4
+$(eval $(call flagnum,STREAM_WG_S,[2-4],DL_STREAM_WG_S))
 STREAM_SHAPE ?=
 ifneq ($(STREAM_SHAPE),)
   ifeq ($(shell echo '$(STREAM_SHAPE)' | grep -Ex '[1-8],[1-4]'),)
