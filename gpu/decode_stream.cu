@@ -98,7 +98,9 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
  * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). The 16-bit caches keep 3 x 2 (D128 bf16:
  * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at
- * B64 L1024); D64 and D256 were not measured. */
+ * B64 L1024). D 256 with an 8-bit cache: 2 x 3 as well (192 KB, 1 CTA an SM as with 3 x 2; attempt #56, H100
+ * 2026-12-05, D256 B64 L1024 e4m3: bf16-hw-stream 129.98-130.11 -> 118.05-118.40, bf16-fast-stream 170.91-171.23 ->
+ * 162.66-163.23). D64 (8 KB stages) keeps 4 x 3: 2 x 3 lost there (B128 L4096 199.52 -> 211.20). */
 template <int D, int ES> struct stream_shape {
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
@@ -106,9 +108,9 @@ template <int D, int ES> struct stream_shape {
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr bool FP8_D128 = D == 128 && ES == 1; /* 2 warps x 3 stages (attempt #54) */
-    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_D128 ? 2 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_D128 ? 3 : 2;
+    static constexpr bool FP8_2X3 = D >= 128 && ES == 1; /* 2 warps x 3 stages (attempts #54, #56) */
+    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_2X3 ? 2 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_2X3 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
