@@ -98,17 +98,21 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
  * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). The 16-bit caches keep 3 x 2 (D128 bf16:
  * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at
- * B64 L1024); D64 and D256 were not measured. */
-template <int D, int ES> struct stream_shape {
+ * B64 L1024). D 256 with an 8-bit cache: 2 x 3 for the hw policy alone (attempt #56; 192 KB, 1 CTA an SM as with
+ * 3 x 2; H200 2026-12-05, bf16-hw-stream, e4m3, median us: B64 L1024 102.24 -> 90.46, the 70B shape at L1024 125.54
+ * -> 100.83, B4 L32768 158.45 -> 149.68); the cast and fast policies, whose consumers cost more, keep 3 x 2 (2 x 3:
+ * bf16-fast-stream B4 L32768 221.57 -> 290.90, B64 L1024 150.72 -> 158.88; bf16-cast-stream B4 350.69 -> 508.03).
+ * D64 (8 KB stages) keeps 4 x 3: 2 x 3 lost there (H100, B128 L4096 199.52 -> 211.20). */
+template <int D, int ES, int DQ = DL_DQ_CAST> struct stream_shape {
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
     static constexpr int SLABS = R / SW;
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr bool FP8_D128 = D == 128 && ES == 1; /* 2 warps x 3 stages (attempt #54) */
-    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_D128 ? 2 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_D128 ? 3 : 2;
+    static constexpr bool FP8_2X3 = ES == 1 && (D == 128 || (D == 256 && DQ == DL_DQ_HW)); /* #54, #56 */
+    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_2X3 ? 2 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_2X3 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
@@ -145,8 +149,8 @@ struct page_shape {
     static constexpr bool SMR = false;
     static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
-template <int D, dl_dtype KV, bool PAGE>
-using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value>>;
+template <int D, dl_dtype KV, int DQ, bool PAGE>
+using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ>>;
 /* The instantiations with a page-stage kernel. */
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
 /* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
@@ -1160,9 +1164,9 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
  * choice moved with small edits (attempt #44, static hot-loop figures in gpu/NOTES.md): bf16-hw-stream D128
  * e4m3 went from 168 registers to 180 (one CTA an SM), the D128 16-bit kernels from 160 to 134 registers with
  * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
-template <int D, dl_dtype KV, int NT, bool PAGE> constexpr int stream_min_ctas()
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE> constexpr int stream_min_ctas()
 {
-    using SH = stream_shape_of<D, KV, PAGE>;
+    using SH = stream_shape_of<D, KV, DQ, PAGE>;
     if (DL_STREAM_SETMAXNREG) return SH::SMR ? 2 : 1; /* attempt #22's experiment, as it was built */
     if (PAGE) return 0;
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
@@ -1170,12 +1174,12 @@ template <int D, dl_dtype KV, int NT, bool PAGE> constexpr int stream_min_ctas()
 }
 /* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape). */
 template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false>
-__global__ void __launch_bounds__(stream_shape_of<D, KV, PAGE>::THREADS, (stream_min_ctas<D, KV, NT, PAGE>()))
+__global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, PAGE>::THREADS, (stream_min_ctas<D, KV, DQ, NT, PAGE>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
     constexpr int ES = dl_kv_size<KV>::value;
-    using SH = stream_shape_of<D, KV, PAGE>;
+    using SH = stream_shape_of<D, KV, DQ, PAGE>;
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
@@ -2481,7 +2485,7 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
             return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
                            "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
     }
-    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value>>(a);
+    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ>>(a);
 }
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
 {
@@ -2511,16 +2515,22 @@ template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, b
 {
     return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0};
 }
-template <int D, int ES> static shape_rt stream_shape_rt()
+template <int D, int ES, int DQ> static shape_rt stream_shape_rt()
 {
-    using SH = stream_shape<D, ES>;
+    using SH = stream_shape<D, ES, DQ>;
     return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
 }
-static shape_rt shape_of(int D, int es)
+/* The tile rings' shape for head dim D, kv element size es and dequant policy dq (stream_shape). */
+template <int ES, int DQ> static shape_rt shape_of_es_dq(int D)
 {
-    if (es == 1)
-        return D == 64 ? stream_shape_rt<64, 1>() : D == 128 ? stream_shape_rt<128, 1>() : stream_shape_rt<256, 1>();
-    return D == 64 ? stream_shape_rt<64, 2>() : D == 128 ? stream_shape_rt<128, 2>() : stream_shape_rt<256, 2>();
+    return D == 64 ? stream_shape_rt<64, ES, DQ>() : D == 128 ? stream_shape_rt<128, ES, DQ>()
+                                                             : stream_shape_rt<256, ES, DQ>();
+}
+static shape_rt shape_of(int D, int es, int dq)
+{
+    if (es == 2) return shape_of_es_dq<2, DL_DQ_CAST>(D);
+    return dq == DL_DQ_HW ? shape_of_es_dq<1, DL_DQ_HW>(D)
+                          : dq == DL_DQ_FAST ? shape_of_es_dq<1, DL_DQ_FAST>(D) : shape_of_es_dq<1, DL_DQ_CAST>(D);
 }
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
@@ -3029,7 +3039,7 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
     const int pr = page_stage_plan(a, h_seq_len, dq, out);
     if (pr <= 0) return pr;
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
-    shape_rt sh = shape_of(a->head_dim, es);
+    shape_rt sh = shape_of(a->head_dim, es, dq);
     /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy
      * of the dequant policies' kernels for this case (the occupancy API). Shared memory alone overcounted
      * D128 8-bit caches with groups 9-16 (two n8 tiles, 230-245 registers: one CTA per SM, not two), whose
@@ -3039,16 +3049,17 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
         return dl_dispatch_group_n8(a, [&](auto nt) {
             constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
             constexpr dl_dtype KV = decltype(s)::KV;
-            using SH = stream_shape<D, dl_kv_size<KV>::value>;
+            constexpr int ES = dl_kv_size<KV>::value;
+            using SH = stream_shape<D, ES>;
             int occ = 1 << 20;
             DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, SH>(&occ)));
-            if constexpr (dl_kv_size<KV>::value == 1) {
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, SH>(&occ)));
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, SH>(&occ)));
+            if constexpr (ES == 1) {
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST>>(&occ)));
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW>>(&occ)));
             }
             if (occ < 1)
-                return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumers, %d stages) does "
-                               "not fit on an SM", D, SH::W, SH::S);
+                return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumer warps a CTA) does "
+                               "not fit on an SM", D, sh.W);
             sh.occ = occ;
             return 0;
         });
