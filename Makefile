@@ -19,7 +19,7 @@
 #             kernels whose rings fit in 200 KB (issue 10, attempt #21, an experiment; unset: the rule in
 #             decode_stream.cu's stream_shape), e.g. `make static BUILD=build-s51 STREAM_SHAPE=5,1 STREAM_PRODUCERS=one`
 #   STREAM_WG_S  2..4        stages a consumer warpgroup of the wgmma kernels (default 2; issue 10, attempt #55,
-#             an experiment; rings that would pass 200 KB keep 2)
+#             an experiment, 3 measured slower; rings that would pass 200 KB keep 2)
 #   STREAM_SETMAXNREG  0 | 1   with STREAM_SHAPE=4,S: the producers' warpgroup gives its registers to the
 #             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
 
