@@ -2520,18 +2520,6 @@ template <int D, int ES, int DQ> static shape_rt stream_shape_rt()
     using SH = stream_shape<D, ES, DQ>;
     return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
 }
-/* The tile rings' shape for head dim D, kv element size es and dequant policy dq (stream_shape). */
-template <int ES, int DQ> static shape_rt shape_of_es_dq(int D)
-{
-    return D == 64 ? stream_shape_rt<64, ES, DQ>() : D == 128 ? stream_shape_rt<128, ES, DQ>()
-                                                             : stream_shape_rt<256, ES, DQ>();
-}
-static shape_rt shape_of(int D, int es, int dq)
-{
-    if (es == 2) return shape_of_es_dq<2, DL_DQ_CAST>(D);
-    return dq == DL_DQ_HW ? shape_of_es_dq<1, DL_DQ_HW>(D)
-                          : dq == DL_DQ_FAST ? shape_of_es_dq<1, DL_DQ_FAST>(D) : shape_of_es_dq<1, DL_DQ_CAST>(D);
-}
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
  * or a one-line error naming it. */
@@ -3038,8 +3026,7 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
 {
     const int pr = page_stage_plan(a, h_seq_len, dq, out);
     if (pr <= 0) return pr;
-    const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
-    shape_rt sh = shape_of(a->head_dim, es, dq);
+    shape_rt sh{}; /* the tile rings' shape for this case and policy dq, set in the dispatch below */
     /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy
      * of the dequant policies' kernels for this case (the occupancy API). Shared memory alone overcounted
      * D128 8-bit caches with groups 9-16 (two n8 tiles, 230-245 registers: one CTA per SM, not two), whose
@@ -3050,9 +3037,11 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
             constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
             constexpr dl_dtype KV = decltype(s)::KV;
             constexpr int ES = dl_kv_size<KV>::value;
-            using SH = stream_shape<D, ES>;
+            sh = dq == DL_DQ_HW     ? stream_shape_rt<D, ES, DL_DQ_HW>()
+                 : dq == DL_DQ_FAST ? stream_shape_rt<D, ES, DL_DQ_FAST>()
+                                    : stream_shape_rt<D, ES, DL_DQ_CAST>();
             int occ = 1 << 20;
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, SH>(&occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES>>(&occ)));
             if constexpr (ES == 1) {
                 DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST>>(&occ)));
                 DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW>>(&occ)));
