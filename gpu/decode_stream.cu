@@ -102,17 +102,21 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * 3 x 2; H200 2026-12-05, bf16-hw-stream, e4m3, median us: B64 L1024 102.24 -> 90.46, the 70B shape at L1024 125.54
  * -> 100.83, B4 L32768 158.45 -> 149.68); the cast and fast policies, whose consumers cost more, keep 3 x 2 (2 x 3:
  * bf16-fast-stream B4 L32768 221.57 -> 290.90, B64 L1024 150.72 -> 158.88; bf16-cast-stream B4 350.69 -> 508.03).
- * D64 (8 KB stages) keeps 4 x 3: 2 x 3 lost there (H100, B128 L4096 199.52 -> 211.20). */
-template <int D, int ES, int DQ = DL_DQ_CAST> struct stream_shape {
+ * D64 (8 KB stages) keeps 4 x 3: 2 x 3 lost there (H100, B128 L4096 199.52 -> 211.20).
+ * DEEP (attempt #57, DL_STREAM_DEEP): the 16-bit caches at D 128 in 2 x 3 as well (192 KB, 1 CTA an SM), a second
+ * instantiation the plan picks where the consumer warps' runs are short (stream_make_plan): 2 x 3 took bf16-cast-stream
+ * B64 L1024 bf16 from 85.86-85.89 to 79.39-79.42 us and llama-13B from 326.93 to 328.42 (H200, 2026-12-05). */
+template <int D, int ES, int DQ = DL_DQ_CAST, bool DEEP = false> struct stream_shape {
+    static_assert(!DEEP || (D == 128 && ES == 2), "the deep rings: the 16-bit caches at D 128");
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
     static constexpr int SLABS = R / SW;
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr bool FP8_2X3 = ES == 1 && (D == 128 || (D == 256 && DQ == DL_DQ_HW)); /* #54, #56 */
-    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : FP8_2X3 ? 2 : (STAGE <= 32768 ? 3 : 1);
-    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || FP8_2X3 ? 3 : 2;
+    static constexpr bool TWO_BY_3 = DEEP || (ES == 1 && (D == 128 || (D == 256 && DQ == DL_DQ_HW))); /* #54-#57 */
+    static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : TWO_BY_3 ? 2 : (STAGE <= 32768 ? 3 : 1);
+    static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || TWO_BY_3 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
@@ -149,13 +153,19 @@ struct page_shape {
     static constexpr bool SMR = false;
     static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
-template <int D, dl_dtype KV, int DQ, bool PAGE>
-using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ>>;
+template <int D, dl_dtype KV, int DQ, bool PAGE, bool DEEP = false>
+using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ, DEEP>>;
+/* The instantiations with a deep-ring kernel (attempt #57). */
+template <int D, dl_dtype KV> constexpr bool kDeepFits = D == 128 && dl_kv_size<KV>::value == 2;
 /* The instantiations with a page-stage kernel. */
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
 /* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
  * (and NHD, group <= 4: page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
+/* The deep rings (attempt #57, DL_STREAM_DEEP unset): taken where a slot's run averages this many tiles or fewer. The
+ * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
+ * 31 tiles a slot, -7.5 %; llama-13B B64 L1024, 155 tiles, +0.5 %; where between them it turns is not measured. */
+constexpr int kDeepMaxRun = 64;
 /* DL_STREAM_SEG_COST's default (plans merged by ticket): a request boundary inside a CTA's run counts as 4 tiles.
  * H200 2026-12-04c, 0 -> 4: bf16-hw-stream 70B B64 L4096 (tile rings) 161.4 -> 154.1 us, B128 L4096 (page)
  * 269.5 -> 262.0, B64 L1024 57.7 -> 54.8; bf16-fast-stream B128 283.9 -> 267.8; fp8-none-wgmma 70B 171.3 -> 157.6,
@@ -1164,23 +1174,25 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
  * choice moved with small edits (attempt #44, static hot-loop figures in gpu/NOTES.md): bf16-hw-stream D128
  * e4m3 went from 168 registers to 180 (one CTA an SM), the D128 16-bit kernels from 160 to 134 registers with
  * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE> constexpr int stream_min_ctas()
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr int stream_min_ctas()
 {
-    using SH = stream_shape_of<D, KV, DQ, PAGE>;
+    using SH = stream_shape_of<D, KV, DQ, PAGE, DEEP>;
     if (DL_STREAM_SETMAXNREG) return SH::SMR ? 2 : 1; /* attempt #22's experiment, as it was built */
     if (PAGE) return 0;
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
     return two && !(D == 128 && dl_kv_size<KV>::value == 1 && NT == 2) ? 2 : 1;
 }
-/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape). */
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false>
-__global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, PAGE>::THREADS, (stream_min_ctas<D, KV, DQ, NT, PAGE>()))
+/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape; DEEP: their 2 x 3 form, #57). */
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false, bool DEEP = false>
+__global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, PAGE, DEEP>::THREADS,
+                                  (stream_min_ctas<D, KV, DQ, NT, PAGE, DEEP>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
     constexpr int ES = dl_kv_size<KV>::value;
-    using SH = stream_shape_of<D, KV, DQ, PAGE>;
+    using SH = stream_shape_of<D, KV, DQ, PAGE, DEEP>;
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
+    static_assert(!(PAGE && DEEP), "the deep rings are tile rings");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
     constexpr int NB = PAGE ? S / 4 : RING; /* full and empty barriers: a quad's (attempt #48), or a stage's */
@@ -2485,6 +2497,14 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
             return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
                            "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
     }
+    if (pl && pl->deep_rings) { /* the plan function chose the deep rings (stream_make_plan, attempt #57) */
+        if constexpr (kDeepFits<D, KV>)
+            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, true>,
+                                  stream_shape<D, dl_kv_size<KV>::value, DQ, true>>(a);
+        else
+            return dl_fail("decode_stream.cu: a deep-ring plan for a case without deep rings (D=%d, %d-bit cache): "
+                           "plan and launch disagree", D, 8 * dl_kv_size<KV>::value);
+    }
     return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ>>(a);
 }
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
@@ -2504,6 +2524,8 @@ struct shape_rt {
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
     bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
+    bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
+    int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2513,7 +2535,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0};
 }
 template <int D, int ES, int DQ> static shape_rt stream_shape_rt()
 {
@@ -2882,6 +2904,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return 1;
     }
+    if (sh.deep && sh.deep_max_run > 0 &&
+        p.num_tiles > (int64_t)sh.deep_max_run * per_tile * p.num_slots) { /* long runs: the default rings instead */
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return 1;
+    }
     if (merge == DL_MERGE_KERNEL && dl_plan_max_task_segs(&p) > kMergeThreads) {
         const int n = dl_plan_max_task_segs(&p);
         dl_plan_free(&p);
@@ -2910,6 +2938,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */
     out->unit = unit;
     out->page_stage = sh.page;
+    out->deep_rings = sh.deep;
     out->warps = p.warps;
     out->ctas = p.ctas;
     out->num_tasks = p.num_tasks;
@@ -3026,6 +3055,27 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
 {
     const int pr = page_stage_plan(a, h_seq_len, dq, out);
     if (pr <= 0) return pr;
+    const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
+    int deep;
+    DL_TRY(knob("DL_STREAM_DEEP", 0, 1, -1, &deep)); /* unset: by the runs' length (kDeepMaxRun) */
+    if (deep != 0 && es == 2 && a->head_dim == 128) { /* the deep rings (attempt #57) where they may be taken */
+        using DSH = stream_shape<128, 2, DL_DQ_CAST, true>;
+        shape_rt dsh = shape_rt_of<DSH>(kWarpMinTiles, DSH::NP == DSH::W); /* a producer per consumer: the pool */
+        dsh.deep = true;
+        dsh.deep_max_run = deep == 1 ? 0 : kDeepMaxRun;
+        dsh.occ = 1 << 20;
+        DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, deep plan", [&](auto s) {
+            constexpr dl_dtype KV = decltype(s)::KV;
+            if constexpr (kDeepFits<decltype(s)::D, KV>) {
+                DL_TRY((occupancy_min<stream_decode_kernel<128, KV, DL_DQ_CAST, 1, false, true>, DSH>(&dsh.occ)));
+                DL_TRY((occupancy_min<stream_decode_kernel<128, KV, DL_DQ_CAST, 2, false, true>, DSH>(&dsh.occ)));
+            }
+            return 0;
+        }));
+        if (dsh.occ < 1) return dl_fail("decode_stream.cu: the deep-ring kernel does not fit on an SM");
+        const int rc = make_plan(a, h_seq_len, dsh, out);
+        if (rc <= 0) return rc; /* 1: runs too long for them, the default rings below */
+    }
     shape_rt sh{}; /* the tile rings' shape for this case and policy dq, set in the dispatch below */
     /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy
      * of the dequant policies' kernels for this case (the occupancy API). Shared memory alone overcounted

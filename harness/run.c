@@ -347,9 +347,9 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
             char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
             if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
             char sched[128];
-            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s", plan->ctas, plan->warps,
+            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s", plan->ctas, plan->warps,
                                      plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
-                                     plan->page_stage ? ":page" : "", unit);
+                                     plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit);
             if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
                 return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                                "(%zu characters)", sched, sizeof r->model_schedule - 1);

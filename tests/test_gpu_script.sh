@@ -44,10 +44,10 @@ esac
 exit 2
 STUB
 chmod +x "$T/decodelab"
-# N = the matrix's runs with DL_SPLITS=1: one a case, two for the 8-KV-head cases (their "page" run); the stub
-# makes the golden files
+# N = the matrix's runs with DL_SPLITS=1: one a case, one more for the 8-KV-head cases (their "page" run) and for
+# the 16-bit D 128 ones (their "wide" run); the stub makes the golden files
 N=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY=1 bash "$ROOT/tests/gpu/nasty_matrix.sh" \
-    | awk '/^case / { n++; if (/hkv=8/) n++ } END { print n + 0 }')
+    | awk '/^case / { n++; if (/hkv=8/) n++; if (/ kv=(bf16|f16) D=128 /) n++ } END { print n + 0 }')
 [ "$N" -gt 0 ] || { echo "FAIL test_gpu_script: no cases counted"; exit 1; }
 fails=0
 check() { # name, expected exit, expected text in the output, then env settings

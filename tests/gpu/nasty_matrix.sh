@@ -12,7 +12,9 @@
 # Each file is run with --splits 1, --splits 4 and --splits auto, and once more with --splits auto and
 # DL_STREAM_MERGE=kernel ("kmerge": the planned variants' split tasks merged by the merge kernel, which
 # the default 'auto' picks only when some task has 4 or more segments); the 8-KV-head cases also with
-# DL_STREAM_STAGE=page ("page"). Setting "unit16" (not in the default list) runs --splits auto with
+# DL_STREAM_STAGE=page ("page"), and the 16-bit D 128 cases also with DL_STREAM_DEEP=0 ("wide": the streaming
+# kernels' 3 x 2 rings, which 'auto' leaves for the deep 2 x 3 ones on runs as short as these, issue 10 attempt #57).
+# Setting "unit16" (not in the default list) runs --splits auto with
 # DL_STREAM_UNIT=16: the streaming plans cut at 16-token units instead of 64-token tiles (issue 10 attempt #44).
 # Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
 # tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
@@ -160,12 +162,14 @@ for c in "${CASES[@]}"; do
     # the 8-KV-head cases once more with DL_STREAM_STAGE=page ("page": --splits auto, every streaming variant on
     # the whole-page stage; 'auto' keeps bf16-hw-stream on the tile rings for short runs and HND)
     sps=$SPLITS; case $label in *hkv=8*) sps="$SPLITS page" ;; esac
+    case $label in "kv=bf16 D=128 "*|"kv=f16 D=128 "*) sps="$sps wide" ;; esac # the 3 x 2 rings forced (#57)
     for sp in $sps; do
         log="$WORK/$(basename "$file" .h5)_splits$sp.log"
         kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge: --splits auto with the merge kernel
         [ "$sp" = page ] && kenv=(DL_STREAM_STAGE=page)
         [ "$sp" = unit16 ] && kenv=(DL_STREAM_UNIT=16) # the plans cut at 16-token units (attempt #44)
-        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$(case $sp in kmerge|page|unit16) echo auto ;; *) echo "$sp" ;; esac)" \
+        [ "$sp" = wide ] && kenv=(DL_STREAM_DEEP=0)
+        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$(case $sp in kmerge|page|unit16|wide) echo auto ;; *) echo "$sp" ;; esac)" \
             --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
@@ -203,13 +207,15 @@ else
         SAN_RUNS=()   # "log|label|splits"
         for idx in 3 6 17 20 25 36; do
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
-            for sp in 1 4 kmerge; do
+            msps="1 4 kmerge"; [ "$idx" = 3 ] && msps="$msps wide" # case 3 (f16 D128) on the 3 x 2 rings too (#57)
+            for sp in $msps; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
                 kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
+                [ "$sp" = wide ] && kenv=(DL_STREAM_DEEP=0)                  # wide here: --splits 4, the 3 x 2 rings
                 case $label in *hkv=8*) kenv+=(DL_STREAM_STAGE=page) ;; esac # every streaming policy paged
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
                 ( env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
-                      --splits "${sp/kmerge/4}" > "$log" 2>&1; echo $? > "$log.rc" ) &
+                      --splits "$(case $sp in kmerge|wide) echo 4 ;; *) echo "$sp" ;; esac)" > "$log" 2>&1; echo $? > "$log.rc" ) &
                 SAN_RUNS+=("$log|$label|$sp")
             done
         done

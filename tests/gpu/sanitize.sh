@@ -3,7 +3,8 @@
 # racecheck and synccheck over every variant of `decodelab list`, each on a handful
 # of small nasty cases generated fresh (ragged lengths 1, page boundaries +-1 and one of 300,
 # page size 1 and 16, NHD and HND, group sizes 1/2/4/5, every KV dtype, D 64/128/256, 2 KV heads and, in
-# one case, 8: the streaming variants' whole-page stage),
+# one case, 8: the streaming variants' whole-page stage; the 16-bit D 128 case twice, the second time with
+# DL_STREAM_DEEP=0: the tile rings in 3 x 2, which 'auto' leaves for the deep rings on runs this short, attempt #57),
 # with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
 # exit of a run (a variant FAIL included) or a missing summary line.
@@ -45,8 +46,10 @@ CASES=("e4m3 128 NHD 16 4 bf16"
        "bf16 256 NHD 1  1 bf16"
        "f16  128 HND 16 4 f16"
        "e4m3 64  HND 16 1 bf16"
-       "e4m3 128 NHD 16 2 bf16 8")
-FILES=(); STAGES=() # STAGES: each file's DL_STREAM_STAGE (page for 8 KV heads: every streaming policy paged)
+       "e4m3 128 NHD 16 2 bf16 8"
+       "f16  128 HND 16 4 f16 2 wide")
+FILES=(); ENVS=() # ENVS: each file's plan knobs (8 KV heads: DL_STREAM_STAGE=page, every streaming policy paged;
+                  # wide: DL_STREAM_DEEP=0)
 i=0
 for c in "${CASES[@]}"; do
     set -- $c
@@ -55,7 +58,10 @@ for c in "${CASES[@]}"; do
             --kv-layout $3 --page-size $4 --kv-dtype $1 --q-dtype $6 --seed $((SEED + i)) --out "$f" --force > /dev/null; then
         echo "test-gpu-sanitize: generating case $i ($c) failed" >&2; exit 2
     fi
-    FILES+=("$f"); if [ "${7:-2}" = 8 ]; then STAGES+=(page); else STAGES+=(auto); fi
+    FILES+=("$f")
+    if [ "${7:-2}" = 8 ]; then ENVS+=(DL_STREAM_STAGE=page)
+    elif [ "${8:-}" = wide ]; then ENVS+=(DL_STREAM_DEEP=0)
+    else ENVS+=(DL_STREAM_STAGE=auto); fi
     i=$((i + 1))
 done
 status=0
@@ -69,7 +75,7 @@ for v in $VARIANTS; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
-                ( DL_STREAM_STAGE=${STAGES[$ci]} "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
+                ( env "${ENVS[$ci]}" "$CS" --tool "$tool" $extra --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$f" --variants "$v" \
                       --splits "$sp" > "$log" 2>&1; echo $? > "$log.rc" ) &
             done
         done
