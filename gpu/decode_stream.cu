@@ -96,7 +96,10 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * 3 of 2 (why, inferred and not measured per stage: a warp a tile behind then leaves its producer a free stage; the plan
  * also changes, 2 warps a CTA giving fewer, longer runs) (H100, 2026-12-05, bf16-hw-stream,
  * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
- * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). The 16-bit caches keep 3 x 2 (D128 bf16:
+ * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). Groups 9-16 (NT 2, one CTA an SM by
+ * registers) keep 3 x 2 (attempt #58): 2 x 3 leaves them 2 consumer warps an SM (H100, 2026-12-05, group 16 B128
+ * L4096 e4m3, median us, 3 x 2 against 2 x 3: bf16-fast-stream 133.31-133.34 against 155.81-156.35, bf16-hw-stream
+ * 126.18-126.62 against 126.21-126.27). The 16-bit caches keep 3 x 2 (D128 bf16:
  * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at
  * B64 L1024). D 256 with an 8-bit cache: 2 x 3 for the hw policy alone (attempt #56; 192 KB, 1 CTA an SM as with
  * 3 x 2; H200 2026-12-05, bf16-hw-stream, e4m3, median us: B64 L1024 102.24 -> 90.46, the 70B shape at L1024 125.54
@@ -106,7 +109,7 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * DEEP (attempt #57, DL_STREAM_DEEP): the 16-bit caches at D 128 in 2 x 3 as well (192 KB, 1 CTA an SM), a second
  * instantiation the plan picks where the consumer warps' runs are short (stream_make_plan): 2 x 3 took bf16-cast-stream
  * B64 L1024 bf16 from 85.86-85.89 to 79.39-79.42 us and llama-13B from 326.93 to 328.42 (H200, 2026-12-05). */
-template <int D, int ES, int DQ = DL_DQ_CAST, bool DEEP = false> struct stream_shape {
+template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> struct stream_shape {
     static_assert(!DEEP || (D == 128 && ES == 2), "the deep rings: the 16-bit caches at D 128");
     static constexpr int R = D * ES;
     static constexpr int SW = R >= 128 ? 128 : R;
@@ -114,7 +117,7 @@ template <int D, int ES, int DQ = DL_DQ_CAST, bool DEEP = false> struct stream_s
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr bool TWO_BY_3 = DEEP || (ES == 1 && (D == 128 || (D == 256 && DQ == DL_DQ_HW))); /* #54-#57 */
+    static constexpr bool TWO_BY_3 = DEEP || (ES == 1 && ((D == 128 && NT == 1) || (D == 256 && DQ == DL_DQ_HW))); /* #54-#58 */
     static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : TWO_BY_3 ? 2 : (STAGE <= 32768 ? 3 : 1);
     static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || TWO_BY_3 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
@@ -153,8 +156,8 @@ struct page_shape {
     static constexpr bool SMR = false;
     static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
-template <int D, dl_dtype KV, int DQ, bool PAGE, bool DEEP = false>
-using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ, DEEP>>;
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP = false>
+using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ, NT, DEEP>>;
 /* The instantiations with a deep-ring kernel (attempt #57). */
 template <int D, dl_dtype KV> constexpr bool kDeepFits = D == 128 && dl_kv_size<KV>::value == 2;
 /* The instantiations with a page-stage kernel. */
@@ -1176,7 +1179,7 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
  * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
 template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr int stream_min_ctas()
 {
-    using SH = stream_shape_of<D, KV, DQ, PAGE, DEEP>;
+    using SH = stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>;
     if (DL_STREAM_SETMAXNREG) return SH::SMR ? 2 : 1; /* attempt #22's experiment, as it was built */
     if (PAGE) return 0;
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
@@ -1184,13 +1187,13 @@ template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr in
 }
 /* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape; DEEP: their 2 x 3 form, #57). */
 template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false, bool DEEP = false>
-__global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, PAGE, DEEP>::THREADS,
+__global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::THREADS,
                                   (stream_min_ctas<D, KV, DQ, NT, PAGE, DEEP>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
                          const __grid_constant__ CUtensorMap vmap)
 {
     constexpr int ES = dl_kv_size<KV>::value;
-    using SH = stream_shape_of<D, KV, DQ, PAGE, DEEP>;
+    using SH = stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>;
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     static_assert(!(PAGE && DEEP), "the deep rings are tile rings");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
@@ -2500,12 +2503,12 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     if (pl && pl->deep_rings) { /* the plan function chose the deep rings (stream_make_plan, attempt #57) */
         if constexpr (kDeepFits<D, KV>)
             return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, true>,
-                                  stream_shape<D, dl_kv_size<KV>::value, DQ, true>>(a);
+                                  stream_shape<D, dl_kv_size<KV>::value, DQ, NT, true>>(a);
         else
             return dl_fail("decode_stream.cu: a deep-ring plan for a case without deep rings (D=%d, %d-bit cache): "
                            "plan and launch disagree", D, 8 * dl_kv_size<KV>::value);
     }
-    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ>>(a);
+    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ, NT>>(a);
 }
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
 {
@@ -2537,9 +2540,9 @@ template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, b
 {
     return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0};
 }
-template <int D, int ES, int DQ> static shape_rt stream_shape_rt()
+template <int D, int ES, int DQ, int NT> static shape_rt stream_shape_rt()
 {
-    using SH = stream_shape<D, ES, DQ>;
+    using SH = stream_shape<D, ES, DQ, NT>;
     return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
 }
 
@@ -3059,7 +3062,7 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
     int deep;
     DL_TRY(knob("DL_STREAM_DEEP", 0, 1, -1, &deep)); /* unset: by the runs' length (kDeepMaxRun) */
     if (deep != 0 && es == 2 && a->head_dim == 128) { /* the deep rings (attempt #57) where they may be taken */
-        using DSH = stream_shape<128, 2, DL_DQ_CAST, true>;
+        using DSH = stream_shape<128, 2, DL_DQ_CAST, 1, true>; /* (a 16-bit cache's shape: the same for NT 2) */
         shape_rt dsh = shape_rt_of<DSH>(kWarpMinTiles, DSH::NP == DSH::W); /* a producer per consumer: the pool */
         dsh.deep = true;
         dsh.deep_max_run = deep == 1 ? 0 : kDeepMaxRun;
@@ -3087,14 +3090,14 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
             constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
             constexpr dl_dtype KV = decltype(s)::KV;
             constexpr int ES = dl_kv_size<KV>::value;
-            sh = dq == DL_DQ_HW     ? stream_shape_rt<D, ES, DL_DQ_HW>()
-                 : dq == DL_DQ_FAST ? stream_shape_rt<D, ES, DL_DQ_FAST>()
-                                    : stream_shape_rt<D, ES, DL_DQ_CAST>();
+            sh = dq == DL_DQ_HW     ? stream_shape_rt<D, ES, DL_DQ_HW, NT>()
+                 : dq == DL_DQ_FAST ? stream_shape_rt<D, ES, DL_DQ_FAST, NT>()
+                                    : stream_shape_rt<D, ES, DL_DQ_CAST, NT>();
             int occ = 1 << 20;
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES>>(&occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES, DL_DQ_CAST, NT>>(&occ)));
             if constexpr (ES == 1) {
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST>>(&occ)));
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW>>(&occ)));
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST, NT>>(&occ)));
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW, NT>>(&occ)));
             }
             if (occ < 1)
                 return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumer warps a CTA) does "
