@@ -3080,11 +3080,12 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
         if (rc <= 0) return rc; /* 1: runs too long for them, the default rings below */
     }
     shape_rt sh{}; /* the tile rings' shape for this case and policy dq, set in the dispatch below */
-    /* The plan counts the CTAs per SM that registers and shared memory both allow: the lowest occupancy
-     * of the dequant policies' kernels for this case (the occupancy API). Shared memory alone overcounted
-     * D128 8-bit caches with groups 9-16 (two n8 tiles, 230-245 registers: one CTA per SM, not two), whose
-     * plans then ran as two waves: 145.7 us against 126.0 with one CTA per SM at group 16, B128 L4096 e4m3
-     * (H200, 2026-12-03, gpu/NOTES.md attempt #23). */
+    /* The plan counts the CTAs per SM that registers and shared memory both allow for the variant's own kernel
+     * (policy dq; the occupancy API). Shared memory alone overcounted D128 8-bit caches with groups 9-16 (two n8
+     * tiles, 230-245 registers: one CTA per SM, not two), whose plans then ran as two waves: 145.7 us against 126.0
+     * with one CTA per SM at group 16, B128 L4096 e4m3 (H200, 2026-12-03, gpu/NOTES.md attempt #23). Until #58 it
+     * took the lowest occupancy of the three policies' kernels, which since the shapes differ by policy (#56, #58)
+     * planned one policy for another's occupancy. */
     DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, plan", [&](auto s) {
         return dl_dispatch_group_n8(a, [&](auto nt) {
             constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
@@ -3094,11 +3095,12 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
                  : dq == DL_DQ_FAST ? stream_shape_rt<D, ES, DL_DQ_FAST, NT>()
                                     : stream_shape_rt<D, ES, DL_DQ_CAST, NT>();
             int occ = 1 << 20;
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES, DL_DQ_CAST, NT>>(&occ)));
-            if constexpr (ES == 1) {
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST, NT>>(&occ)));
+            if (ES == 1 && dq == DL_DQ_HW)
                 DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW, NT>>(&occ)));
-            }
+            else if (ES == 1 && dq == DL_DQ_FAST)
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST, NT>>(&occ)));
+            else /* the cast policy, and the 16-bit caches' one kernel */
+                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES, DL_DQ_CAST, NT>>(&occ)));
             if (occ < 1)
                 return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumer warps a CTA) does "
                                "not fit on an SM", D, sh.W);
