@@ -149,6 +149,18 @@ if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/ms" --bytes 48e6 > "$T/tl
 else
     echo "FAIL test_gpu_script tl_ctas_summary --bytes:"; cat "$T/tl_rate.out"; fails=1
 fi
+# the start against the end, per launch: three CTAs of 8 tiles whose first tiles come at 5, 6, 7 us and whose exits
+# fall at 30, 26, 22 us (the late starters run their tiles at 3.125, 2.5, 1.875 us a tile): rho -1.00 both ways,
+# the median 2.500 us a tile, in both launches
+printf 'cta\tsm\tentry_us\tfirst_tile_us\texit_us\tsegments\ttiles\n' > "$T/tl/se.6.tsv"
+printf '0\t0\t0.0\t5.0\t30.0\t1\t8\n1\t1\t0.1\t6.0\t26.0\t1\t8\n2\t2\t0.1\t7.0\t22.0\t1\t8\n' >> "$T/tl/se.6.tsv"
+cp "$T/tl/se.6.tsv" "$T/tl/se.7.tsv"
+if python3 "$ROOT/tests/gpu/tl_ctas_summary.py" "$T/tl/se" > "$T/tl_se.out" 2>&1 &&
+    [ "$(grep -c 'first tile vs exit rho -1.00, vs us a tile after it rho -1.00 (us a tile p10 [0-9.]* p50 2.500 ' "$T/tl_se.out")" = 2 ]; then
+    echo "PASS test_gpu_script tl_ctas_summary start against end"
+else
+    echo "FAIL test_gpu_script tl_ctas_summary start against end:"; cat "$T/tl_se.out"; fails=1
+fi
 # modes_job.sh's checks through a stub decodelab (golden touches --out; run appends one row a variant to the CSV
 # twin of --out, with the timing mode and flush its flags ask for; MSTUB=resume: --resume appends too, MSTUB=fail:
 # the graph rows FAIL, MSTUB=untimed: the hot rows have no median): clean passes, each defect fails with its message

@@ -13,6 +13,9 @@ segments, tiles, and from 2026-12-04's fourth session the start's milestones rec
     or with more segment starts and ends?), and the CTAs grouped by (segments, tiles): how many, their mean first
     tile and mean exit over the launches, the earliest and latest exit;
   - the latest CTAs by mean exit rank, with their mean exit, SM, segments and tiles;
+  - per launch, where the files have the tiles, whether a CTA's start sets its end: the rank correlation of the
+    first tile held with the exit, and with the time a tile after it ((exit - first tile) / tiles; negative: the
+    CTAs that start late run their tiles faster, as when they share a saturated memory system);
   - with --bytes B (the case's KV bytes), per launch the main phase's rate: B over the time from the CTAs' median
     first tile (the probe's first copy landed) to the last exit, in TB/s (what the streaming rate was once the
     start was over: 2026-12-04's sixth session compared the kernel's, ~3.0 TB/s at B64 L1024, with the probe's).
@@ -113,6 +116,16 @@ def main():
             line += (" | main phase %.2f us, %.2f TB/s" % (span, o.bytes / span / 1e6) if span > 0
                      else " | main phase -")
         print(line)
+    for k in launches: # does a CTA's start set its end? (2026-12-05, seventeenth session)
+        rs = [r for r in data[k] if r[3] >= 0 and r[6] > 0]
+        if len(rs) < 3:
+            continue
+        first = [r[3] for r in rs]
+        per_tile = [(r[4] - r[3]) / r[6] for r in rs]
+        q = statistics.quantiles(per_tile, n=10, method="inclusive")
+        print("launch %2d: first tile vs exit rho %.2f, vs us a tile after it rho %.2f (us a tile p10 %.3f p50 %.3f "
+              "p90 %.3f)" % (k, spearman(first, [r[4] for r in rs]), spearman(first, per_tile), q[0],
+                             statistics.median(per_tile), q[8]))
     exit_by_cta = {k: [r[4] for r in sorted(data[k])] for k in launches}
     by_cta = [spearman(exit_by_cta[a], exit_by_cta[b]) for a, b in zip(launches, launches[1:])]
     print("rank correlation of exits, consecutive launches, by CTA: %s" % " ".join("%.2f" % x for x in by_cta))
