@@ -96,10 +96,11 @@ constexpr int kSmrProducerRegs = 40, kSmrConsumerRegs = 208; /* 4 x 32 x (40 + 2
  * 3 of 2 (why, inferred and not measured per stage: a warp a tile behind then leaves its producer a free stage; the plan
  * also changes, 2 warps a CTA giving fewer, longer runs) (H100, 2026-12-05, bf16-hw-stream,
  * median us: the 70B shape 212.16-212.35 -> 199.87-200.19, B64 L1024 70.43-70.62 -> 62.59-62.72, B4 L32768 on the
- * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). Groups 9-16 (NT 2, one CTA an SM by
- * registers) with the fast policy keep 3 x 2 (attempt #58; H100, 2026-12-05, group 16 B128 L4096 e4m3, median us,
- * 3 x 2 against 2 x 3: bf16-fast-stream 133.15-133.18 against 155.97-156.03; bf16-cast-stream 225.81-225.90
- * against 211.55-211.79 and bf16-hw-stream 126.40-126.72 against 126.18-126.37, so those two keep 2 x 3). The 16-bit caches keep 3 x 2 (D128 bf16:
+ * tile rings 113.39 -> 111.33, B1 L32768 42.59 -> 42.24; gpu/NOTES.md #54). Groups 9-16 (NT 2)
+ * with the fast policy keep 3 x 2 (attempt #58; one CTA an SM of 3 consumer warps, where 2 x 3 ran two of 2; why
+ * that is faster not measured. H100, 2026-12-05, group 16 B128 L4096 e4m3, median us, 3 x 2 against 2 x 3:
+ * bf16-fast-stream 133.15-133.18 against 155.97-156.03; bf16-cast-stream 225.81-225.90 against 211.55-211.79 and
+ * bf16-hw-stream 126.40-126.72 against 126.18-126.37, so those two keep 2 x 3). The 16-bit caches keep 3 x 2 (D128 bf16:
  * B64 L1024 gained, 118.82 -> 108.51, but B128 L4096 and llama-13B lost 0.6-1.0 %, and bf16-cast-mma is as fast at
  * B64 L1024). D 256 with an 8-bit cache: 2 x 3 for the hw policy alone (attempt #56; 192 KB, 1 CTA an SM as with
  * 3 x 2; H200 2026-12-05, bf16-hw-stream, e4m3, median us: B64 L1024 102.24 -> 90.46, the 70B shape at L1024 125.54
@@ -117,7 +118,8 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
     static constexpr int TILE_BYTES = kTile * R;
     static constexpr int STAGE = 2 * TILE_BYTES;
     static constexpr bool SET = DL_STREAM_W > 0 && DL_STREAM_S > 0 && DL_STREAM_W * DL_STREAM_S * STAGE <= 200 * 1024;
-    static constexpr bool TWO_BY_3 = DEEP || (ES == 1 && ((D == 128 && (NT == 1 || DQ != DL_DQ_FAST)) || (D == 256 && DQ == DL_DQ_HW))); /* #54-#58 */
+    static constexpr bool TWO_BY_3 = /* #54, #56, #57, #58 */
+        DEEP || (ES == 1 && ((D == 128 && (NT == 1 || DQ != DL_DQ_FAST)) || (D == 256 && DQ == DL_DQ_HW)));
     static constexpr int W = SET ? DL_STREAM_W : STAGE <= 8192 ? 4 : TWO_BY_3 ? 2 : (STAGE <= 32768 ? 3 : 1);
     static constexpr int S = SET ? DL_STREAM_S : STAGE <= 8192 || TWO_BY_3 ? 3 : 2;
     static constexpr int NP = DL_STREAM_PRODUCER_PER_CONSUMER ? W : 1; /* producer warps */
