@@ -127,6 +127,23 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
 };
+/* The rule above as the table the README gives (Tuning the streaming family; consumer warps x stages), checked at
+ * compile time so that a change to one is a change to the other. A STREAM_SHAPE=W,S build sets every shape. */
+template <int D, int ES, int DQ, int NT, bool DEEP = false> constexpr bool shape_is(int w, int s)
+{
+    return stream_shape<D, ES, DQ, NT, DEEP>::W == w && stream_shape<D, ES, DQ, NT, DEEP>::S == s;
+}
+static_assert((DL_STREAM_W > 0 && DL_STREAM_S > 0) ||
+                  (shape_is<128, 1, DL_DQ_CAST, 1>(2, 3) && shape_is<128, 1, DL_DQ_FAST, 1>(2, 3) &&
+                   shape_is<128, 1, DL_DQ_HW, 1>(2, 3) &&                                  /* #54 */
+                   shape_is<128, 1, DL_DQ_CAST, 2>(2, 3) && shape_is<128, 1, DL_DQ_FAST, 2>(3, 2) &&
+                   shape_is<128, 1, DL_DQ_HW, 2>(2, 3) &&                                  /* #58 */
+                   shape_is<256, 1, DL_DQ_HW, 1>(2, 3) && shape_is<256, 1, DL_DQ_FAST, 1>(3, 2) &&
+                   shape_is<256, 1, DL_DQ_CAST, 1>(3, 2) &&                                /* #56 */
+                   shape_is<64, 1, DL_DQ_HW, 1>(4, 3) && shape_is<64, 2, DL_DQ_CAST, 1>(3, 2) &&
+                   shape_is<128, 2, DL_DQ_CAST, 1>(3, 2) && shape_is<128, 2, DL_DQ_CAST, 1, true>(2, 3) && /* #57 */
+                   shape_is<256, 2, DL_DQ_CAST, 1>(1, 2)),
+              "stream_shape's rule and the README's table of shapes disagree: change both");
 
 /* The whole-page stage (issue 10, attempt #26; DL_STREAM_STAGE, the stage policy the dispatch picks where it
  * fits): one ring of S stages shared by the CTA's W = 8 consumer warps, one per KV head (the plan's heads order
