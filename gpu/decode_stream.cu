@@ -2559,9 +2559,9 @@ template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, b
 {
     return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0};
 }
-template <int D, int ES, int DQ, int NT> static shape_rt stream_shape_rt()
+template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
-    using SH = stream_shape<D, ES, DQ, NT>;
+    using SH = stream_shape<D, ES, DQ, NT, DEEP>;
     return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
 }
 
@@ -3071,36 +3071,37 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     return rc;
 }
 
-/* The streaming variants' plan, by dequant policy (bf16-cast-stream, bf16-fast-stream, bf16-hw-stream): the page
+/* The streaming variants' plan, by dequant policy DQ (bf16-cast-stream, bf16-fast-stream, bf16-hw-stream): the page
  * stage's where it fits and DL_STREAM_STAGE allows (page_stage_plan), else the tile rings'. */
-static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
+template <int DQ> static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    const int pr = page_stage_plan(a, h_seq_len, dq, out);
+    const int pr = page_stage_plan(a, h_seq_len, DQ, out);
     if (pr <= 0) return pr;
     const int es = (a->kv_dtype == DL_E4M3 || a->kv_dtype == DL_E5M2) ? 1 : 2;
     int deep;
     DL_TRY(knob("DL_STREAM_DEEP", 0, 1, -1, &deep)); /* unset: by the runs' length (kDeepMaxRun) */
     if (deep != 0 && es == 2 && a->head_dim == 128) { /* the deep rings (attempt #57) where they may be taken */
         using DSH = stream_shape<128, 2, DL_DQ_CAST, 1, true>; /* (a 16-bit cache's shape: the same for NT 2) */
-        shape_rt dsh = shape_rt_of<DSH>(kWarpMinTiles, DSH::NP == DSH::W); /* a producer per consumer: the pool */
+        shape_rt dsh = stream_shape_rt<128, 2, DL_DQ_CAST, 1, true>();
         dsh.deep = true;
         dsh.deep_max_run = deep == 1 ? 0 : kDeepMaxRun;
         dsh.occ = 1 << 20;
         DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, deep plan", [&](auto s) {
-            constexpr dl_dtype KV = decltype(s)::KV;
-            if constexpr (kDeepFits<decltype(s)::D, KV>) {
-                DL_TRY((occupancy_min<stream_decode_kernel<128, KV, DL_DQ_CAST, 1, false, true>, DSH>(&dsh.occ)));
-                DL_TRY((occupancy_min<stream_decode_kernel<128, KV, DL_DQ_CAST, 2, false, true>, DSH>(&dsh.occ)));
-            }
-            return 0;
+            return dl_dispatch_group_n8(a, [&](auto nt) { /* the case's own kernel's CTAs an SM */
+                constexpr dl_dtype KV = decltype(s)::KV;
+                if constexpr (kDeepFits<decltype(s)::D, KV>)
+                    return occupancy_min<stream_decode_kernel<128, KV, DL_DQ_CAST, decltype(nt)::value, false, true>,
+                                         DSH>(&dsh.occ);
+                return 0;
+            });
         }));
         if (dsh.occ < 1) return dl_fail("decode_stream.cu: the deep-ring kernel does not fit on an SM");
         const int rc = make_plan(a, h_seq_len, dsh, out);
         if (rc <= 0) return rc; /* 1: runs too long for them, the default rings below */
     }
-    shape_rt sh{}; /* the tile rings' shape for this case and policy dq, set in the dispatch below */
+    shape_rt sh{}; /* the tile rings' shape for this case and policy DQ, set in the dispatch below */
     /* The plan counts the CTAs per SM that registers and shared memory both allow for the variant's own kernel
-     * (policy dq; the occupancy API). Shared memory alone overcounted D128 8-bit caches with groups 9-16 (two n8
+     * (policy DQ; the occupancy API). Shared memory alone overcounted D128 8-bit caches with groups 9-16 (two n8
      * tiles, 230-245 registers: one CTA per SM, not two), whose plans then ran as two waves: 145.7 us against 126.0
      * with one CTA per SM at group 16, B128 L4096 e4m3 (H200, 2026-12-03, gpu/NOTES.md attempt #23). Until #58 it
      * took the lowest occupancy of the three policies' kernels, which since the shapes differ by policy (#56, #58)
@@ -3110,16 +3111,10 @@ static int stream_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int 
             constexpr int D = decltype(s)::D, NT = decltype(nt)::value;
             constexpr dl_dtype KV = decltype(s)::KV;
             constexpr int ES = dl_kv_size<KV>::value;
-            sh = dq == DL_DQ_HW     ? stream_shape_rt<D, ES, DL_DQ_HW, NT>()
-                 : dq == DL_DQ_FAST ? stream_shape_rt<D, ES, DL_DQ_FAST, NT>()
-                                    : stream_shape_rt<D, ES, DL_DQ_CAST, NT>();
+            constexpr int PQ = ES == 1 ? DQ : DL_DQ_CAST; /* the 16-bit caches: the cast kernel, their one */
+            sh = stream_shape_rt<D, ES, PQ, NT>();
             int occ = 1 << 20;
-            if (ES == 1 && dq == DL_DQ_HW)
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, NT>, stream_shape<D, ES, DL_DQ_HW, NT>>(&occ)));
-            else if (ES == 1 && dq == DL_DQ_FAST)
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, NT>, stream_shape<D, ES, DL_DQ_FAST, NT>>(&occ)));
-            else /* the cast policy, and the 16-bit caches' one kernel */
-                DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, NT>, stream_shape<D, ES, DL_DQ_CAST, NT>>(&occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, PQ, NT>, stream_shape<D, ES, PQ, NT>>(&occ)));
             if (occ < 1)
                 return dl_fail("decode_stream.cu: the streaming kernel (D=%d, %d consumer warps a CTA) does "
                                "not fit on an SM", D, sh.W);
@@ -3177,15 +3172,15 @@ extern "C" int dl_wgmma_bf16_make_plan(const dl_gpu_args *a, const int32_t *h_se
 
 extern "C" int dl_stream_cast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    return stream_make_plan(a, h_seq_len, DL_DQ_CAST, out);
+    return stream_make_plan<DL_DQ_CAST>(a, h_seq_len, out);
 }
 extern "C" int dl_stream_fast_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    return stream_make_plan(a, h_seq_len, DL_DQ_FAST, out);
+    return stream_make_plan<DL_DQ_FAST>(a, h_seq_len, out);
 }
 extern "C" int dl_stream_hw_make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, dl_gpu_plan *out)
 {
-    return stream_make_plan(a, h_seq_len, DL_DQ_HW, out);
+    return stream_make_plan<DL_DQ_HW>(a, h_seq_len, out);
 }
 
 extern "C" void dl_gpu_plan_free(dl_gpu_plan *p)
