@@ -165,12 +165,14 @@ for c in "${CASES[@]}"; do
     case $label in "kv=bf16 D=128 "*|"kv=f16 D=128 "*) sps="$sps wide" ;; esac # the 3 x 2 rings forced (#57)
     for sp in $sps; do
         log="$WORK/$(basename "$file" .h5)_splits$sp.log"
-        kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge: --splits auto with the merge kernel
-        [ "$sp" = page ] && kenv=(DL_STREAM_STAGE=page)
-        [ "$sp" = unit16 ] && kenv=(DL_STREAM_UNIT=16) # the plans cut at 16-token units (attempt #44)
-        [ "$sp" = wide ] && kenv=(DL_STREAM_DEEP=0)
-        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$(case $sp in kmerge|page|unit16|wide) echo auto ;; *) echo "$sp" ;; esac)" \
-            --out "$WORK/results.h5" > "$log" 2>&1
+        case $sp in # a named setting: --splits auto with its plan knob
+            kmerge) kenv=(DL_STREAM_MERGE=kernel) spl=auto ;; # the merge kernel
+            page) kenv=(DL_STREAM_STAGE=page) spl=auto ;;
+            unit16) kenv=(DL_STREAM_UNIT=16) spl=auto ;;      # the plans cut at 16-token units (attempt #44)
+            wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
+            *) kenv=() spl=$sp ;;
+        esac
+        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$spl" --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
         line=$(printf '%-46s %-6s' "$label" "$sp")
@@ -210,12 +212,15 @@ else
             msps="1 4 kmerge"; [ "$idx" = 3 ] && msps="$msps wide" # case 3 (f16 D128) on the 3 x 2 rings too (#57)
             for sp in $msps; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
-                kenv=(); [ "$sp" = kmerge ] && kenv=(DL_STREAM_MERGE=kernel) # kmerge here: --splits 4, merge kernel
-                [ "$sp" = wide ] && kenv=(DL_STREAM_DEEP=0)                  # wide here: --splits 4, the 3 x 2 rings
+                case $sp in # a named setting here: --splits 4 with its plan knob
+                    kmerge) kenv=(DL_STREAM_MERGE=kernel) spl=4 ;; # the merge kernel
+                    wide) kenv=(DL_STREAM_DEEP=0) spl=4 ;;         # the 3 x 2 rings
+                    *) kenv=() spl=$sp ;;
+                esac
                 case $label in *hkv=8*) kenv+=(DL_STREAM_STAGE=page) ;; esac # every streaming policy paged
                 while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
                 ( env "${kenv[@]}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 20 "$DECODELAB" run "$file" \
-                      --splits "$(case $sp in kmerge|wide) echo 4 ;; *) echo "$sp" ;; esac)" > "$log" 2>&1; echo $? > "$log.rc" ) &
+                      --splits "$spl" > "$log" 2>&1; echo $? > "$log.rc" ) &
                 SAN_RUNS+=("$log|$label|$sp")
             done
         done
