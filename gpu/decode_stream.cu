@@ -188,6 +188,12 @@ constexpr int kPageHwMinRun = 12;
  * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
  * 31 tiles a slot, -7.5 %; llama-13B B64 L1024, 155 tiles, +0.5 %; where between them it turns is not measured. */
 constexpr int kDeepMaxRun = 64;
+/* The hw policy's plan at D 128, 8-bit caches, groups 9-16 (two n8 tiles; its 2 x 3 kernel fits twice an SM): one
+ * CTA an SM (attempt #59). B128 L4096 group 16 e4m3, bf16-hw-stream: 132x2w:264segs 90.34 us against 264x2w:528segs
+ * 97.73 / 97.76 (H200, 2026-12-05f) and 90.8 / 98.6 (another H200, 2026-12-05e); on an H100 the two tie (126.4-126.5).
+ * Not measured at small batches of that group. The cast policy's kernel of the same shape wants two (212.3-212.8
+ * against 284.5-284.6 us, H200, 2026-12-05e). */
+constexpr int kHwPairCtasPerSm = 1;
 /* DL_STREAM_SEG_COST's default (plans merged by ticket): a request boundary inside a CTA's run counts as 4 tiles.
  * H200 2026-12-04c, 0 -> 4: bf16-hw-stream 70B B64 L4096 (tile rings) 161.4 -> 154.1 us, B128 L4096 (page)
  * 269.5 -> 262.0, B64 L1024 57.7 -> 54.8; bf16-fast-stream B128 283.9 -> 267.8; fp8-none-wgmma 70B 171.3 -> 157.6,
@@ -2548,6 +2554,7 @@ struct shape_rt {
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
     bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
+    int ctas_cap;     /* the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks (up to what fits); 0: none */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2557,7 +2564,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -2785,7 +2792,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
      * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
     int min_tiles, max_segs, promo_bytes, dry, merge, waves, pool_pct, pool_chunk;
-    DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, per_sm, &per_sm));
+    DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, sh.ctas_cap > 0 && sh.ctas_cap < per_sm ? sh.ctas_cap : per_sm,
+                &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
@@ -3113,6 +3121,7 @@ template <int DQ> static int stream_make_plan(const dl_gpu_args *a, const int32_
             constexpr int ES = dl_kv_size<KV>::value;
             constexpr int PQ = ES == 1 ? DQ : DL_DQ_CAST; /* the 16-bit caches: the cast kernel, their one */
             sh = stream_shape_rt<D, ES, PQ, NT>();
+            if constexpr (ES == 1 && D == 128 && PQ == DL_DQ_HW && NT == 2) sh.ctas_cap = kHwPairCtasPerSm;
             int occ = 1 << 20;
             DL_TRY((occupancy_min<stream_decode_kernel<D, KV, PQ, NT>, stream_shape<D, ES, PQ, NT>>(&occ)));
             if (occ < 1)
