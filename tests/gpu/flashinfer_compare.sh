@@ -29,7 +29,7 @@
 #   4. ONE table: per configuration, every decodelab variant and FlashInfer backend with its
 #      verdict, error vs exact, median time, fraction of the read peak measured in the same
 #      run, and the speed ratio to the fastest FlashInfer backend
-# $OUT gets (at most 8 files): results.h5, results.csv, table.md, job.log, candidates.tar.gz, and with
+# $OUT gets (at most 8 files): results.h5, results.csv, table.md, job.log, candidates.tar.gz (if <= CAND_MAX_MB), and with
 # SET=issue10 summary.md and targets.md (flashinfer_decode.py --summary: the issue's per-configuration
 # table; --targets: its targets judged).
 set -u
@@ -149,7 +149,12 @@ for bl in $GRID; do
 done
 kill "$WARM" 2>/dev/null; wait "$WARM" 2>/dev/null
 cat "$WORK/warm.log" >> "$LOG" 2>/dev/null
-tar -C "$WORK" -czf "$OUT/candidates.tar.gz" cand 2>/dev/null
+# the candidate files (FlashInfer's outputs) return with $OUT only while they fit what a lent-GPU call returns in
+# one file (16 MiB; B256 L4096's candidates alone are ~20 MB): CAND_MAX_MB (default 12), else they stay in $WORK
+tar -C "$WORK" -czf "$WORK/candidates.tar.gz" cand 2>/dev/null
+cand_mb=$(( $(stat -c %s "$WORK/candidates.tar.gz" 2>/dev/null || echo 0) / 1048576 ))
+if [ "$cand_mb" -le "${CAND_MAX_MB:-12}" ]; then mv -f "$WORK/candidates.tar.gz" "$OUT/candidates.tar.gz"
+else say "candidates.tar.gz is $cand_mb MiB, over CAND_MAX_MB=${CAND_MAX_MB:-12}: left in $WORK, not in \$OUT"; fi
 
 # ---- 4. the table
 say "table (results: $OUT/results.csv)"
