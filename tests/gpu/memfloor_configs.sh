@@ -26,5 +26,6 @@ declare -A C=(
   [8b_b16_l8192_e4m3]="--preset llama3-8b --batch 16 --seq-len 8192 --kv-dtype e4m3"
   [kvh1_b1024_l4096_e4m3]="--num-qo-heads 4 --num-kv-heads 1 --batch 1024 --seq-len 4096 --kv-dtype e4m3"
   [g16_b128_l4096_e4m3]="--num-qo-heads 32 --num-kv-heads 2 --head-dim 128 --batch 128 --seq-len 4096 --kv-dtype e4m3"
+  [g16_b4_l32768_e4m3]="--num-qo-heads 32 --num-kv-heads 2 --head-dim 128 --batch 4 --seq-len 32768 --kv-dtype e4m3"
 )
 ORDER="8b_b64_l1024_e4m3 8b_b64_l1024_bf16 8b_b128_l4096_e4m3 8b_b128_l4096_bf16 70b_b64_l4096_e4m3 8b_b4_l32768_e4m3 8b_b1_l32768_e4m3 13b_b64_l1024_bf16 8b_b256_l4096_e4m3 8b_b256_l4096_bf16"
