@@ -22,6 +22,9 @@ typedef struct {
     dl_model_params params;           /* read from /golden attributes */
     char generator[256];
     int allow_nonfinite;              /* /config@allow_nonfinite (optional, default 0): NaN/Inf inputs accepted */
+    uint64_t inputs_hash;             /* dl_run_inputs_hash(&c), once at read: a byte-serial hash of every input
+                                       * byte (~6 s for a 4 GiB cache), which the rows, candidates and --resume
+                                       * of one command all need */
 } dl_golden;
 
 /* Write case + the given model outputs (outs[i] for i < n) to path.

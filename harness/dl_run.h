@@ -59,8 +59,8 @@ int dl_run_resolve_splits(const dl_case *c, int requested);
  * flush (column `flush`: "write", "read" or "none"; a SKIP or FAIL row, never
  * timed, matches any timing mode and flush; a SKIP row any split count).
  * Keeps the order of the rest. */
-int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
-                         const char *flush, const dl_variant **sel, int *nsel);
+int dl_run_resume_filter(const char *results_path, const dl_case *c, uint64_t inputs_hash, int splits,
+                         const char *timing_mode, const char *flush, const dl_variant **sel, int *nsel);
 
 /* `run --save-outputs`: the variant's o [B, Hq, D] and lse [B, Hq] (natural log) on golden g as a candidate
  * file dir/<variant>.splits<r->num_splits>.h5 (data/SCHEMA.md; overwritten atomically), claiming the
@@ -98,8 +98,9 @@ void dl_run_version_string(int v, char *buf, size_t n);
 /* The reason dl_gpu_device_count() recorded, without its "no CUDA device: " prefix. */
 const char *dl_run_no_device_reason(void);
 
-/* Fill the golden-file and config columns of a row from a case. */
-void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c);
+/* Fill the golden-file and config columns of a row from a case and its inputs hash (dl_golden's inputs_hash, or
+ * dl_run_inputs_hash(c)). */
+void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c, uint64_t inputs_hash);
 
 /* Fill the model-parameter columns of a row (kv_order, p_scale) from a golden file's parameters. */
 void dl_run_fill_params(dl_result_row *r, const dl_model_params *p);

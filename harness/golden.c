@@ -11,6 +11,7 @@
  * naming the file, the object and the value (dl_fail). */
 #include "dl_golden.h"
 #include "dl_h5.h"
+#include "dl_run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -904,6 +905,7 @@ int dl_golden_read(const char *path, dl_golden *g)
     int rc = -1;
     H5_CHECK(r.file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
     rc = read_all(&r, g);
+    if (rc == 0) g->inputs_hash = dl_run_inputs_hash(&g->c);
 fail:
     if (r.file >= 0) H5Fclose(r.file);
     if (rc != 0) dl_golden_free(g);

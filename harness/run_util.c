@@ -122,11 +122,11 @@ uint64_t dl_run_inputs_hash(const dl_case *c)
 
 void dl_run_hash_string(uint64_t h, char *buf, size_t n) { snprintf(buf, n, "fnv1a64:%016llx", (unsigned long long)h); }
 
-void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c)
+void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c, uint64_t inputs_hash)
 {
     const dl_config *g = &c->cfg;
     snprintf(r->golden_path, sizeof r->golden_path, "%s", golden_path);
-    dl_run_hash_string(dl_run_inputs_hash(c), r->golden_hash, sizeof r->golden_hash);
+    dl_run_hash_string(inputs_hash, r->golden_hash, sizeof r->golden_hash);
     dl_config_name(g, r->config_name, sizeof r->config_name);
     r->batch_size = g->batch_size;
     r->num_qo_heads = g->num_qo_heads;
@@ -193,8 +193,8 @@ int dl_run_resolve_splits(const dl_case *c, int requested)
     return s < 1 ? 1 : s;
 }
 
-int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits, const char *timing_mode,
-                         const char *flush, const dl_variant **sel, int *nsel)
+int dl_run_resume_filter(const char *results_path, const dl_case *c, uint64_t inputs_hash, int splits,
+                         const char *timing_mode, const char *flush, const dl_variant **sel, int *nsel)
 {
     struct stat st;
     if (stat(results_path, &st) != 0) {
@@ -205,7 +205,7 @@ int dl_run_resume_filter(const char *results_path, const dl_case *c, int splits,
     int64_t nrows = 0;
     DL_TRY(dl_results_read(results_path, &rows, &nrows));
     char hash[32];
-    dl_run_hash_string(dl_run_inputs_hash(c), hash, sizeof hash);
+    dl_run_hash_string(inputs_hash, hash, sizeof hash);
     const int64_t want_splits = dl_run_resolve_splits(c, splits);
     int kept = 0;
     for (int i = 0; i < *nsel; i++) {

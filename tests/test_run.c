@@ -78,7 +78,7 @@ START_TEST(test_bytes_moved)
 
     dl_result_row r;
     dl_result_row_init(&r);
-    dl_run_fill_config(&r, "x.h5", &s.c);
+    dl_run_fill_config(&r, "x.h5", &s.c, dl_run_inputs_hash(&s.c));
     ck_assert_str_eq(r.seq_lens, "5,4");
     ck_assert_int_eq(r.total_tokens, 9);
     ck_assert_int_eq(r.max_seq_len, 5);
