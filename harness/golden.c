@@ -613,10 +613,49 @@ fail:
 
 /* Non-finite values: q, scales, orig values of used slots refused; poison
  * slots of the caches must hold NaN and used slots must be finite. */
+/* The first bad K or V element of request b, in the order page, slot, head, K then V, dim (NULL w: whether there
+ * is one): a used slot's code (or its original) not finite (unless allowed), or a slot past the end not NaN. */
+enum { KV_NONFINITE, KV_POISON, KV_ORIG };
+typedef struct {
+    int what, k;
+    int64_t page, slot, h, d;
+    float x;
+} kv_bad;
+static int kv_request_bad(const dl_case *c, int64_t b, int allow_nonfinite, kv_bad *w)
+{
+    const dl_config *cfg = &c->cfg;
+    const int64_t D = cfg->head_dim;
+    const void *codes[2] = {c->k_cache, c->v_cache};
+    const float *orig[2] = {c->k_orig, c->v_orig};
+    const int64_t first = c->kv_indptr[b], last = c->kv_indptr[b + 1] - 1;
+    for (int64_t pi = first; pi <= last; pi++) {
+        const int64_t page = c->kv_indices[pi];
+        const int64_t used = pi == last ? c->kv_last_page_len[b] : cfg->page_size;
+        for (int64_t slot = 0; slot < cfg->page_size; slot++)
+            for (int64_t h = 0; h < cfg->num_kv_heads; h++) {
+                const int64_t off = dl_kv_offset(cfg, page, slot, h);
+                for (int k = 0; k < 2; k++)
+                    for (int64_t d = 0; d < D; d++) {
+                        const float x = dl_decode_elem(cfg->kv_dtype, codes[k], off + d);
+                        int what = -1;
+                        float v = x;
+                        if (slot < used && !isfinite(x) && !allow_nonfinite) what = KV_NONFINITE;
+                        else if (slot >= used && !isnan(x)) what = KV_POISON;
+                        else if (slot < used && orig[k] && !isfinite(orig[k][off + d]) && !allow_nonfinite)
+                            what = KV_ORIG, v = orig[k][off + d];
+                        if (what < 0) continue;
+                        if (w) *w = (kv_bad){what, k, page, slot, h, d, v};
+                        return 1;
+                    }
+            }
+    }
+    return 0;
+}
+
 static int check_values(const char *path, const dl_case *c, int allow_nonfinite)
 {
     const dl_config *cfg = &c->cfg;
-    int64_t nq = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim, D = cfg->head_dim;
+    const int64_t nq = cfg->batch_size * cfg->num_qo_heads * cfg->head_dim;
     for (int64_t i = 0; i < nq && !allow_nonfinite; i++) {
         float x = dl_decode_elem(cfg->q_dtype, c->q, i);
         if (!isfinite(x)) return dl_fail("%s: /inputs/q[%lld] = %g is not finite", path, (long long)i, x);
@@ -629,38 +668,27 @@ static int check_values(const char *path, const dl_case *c, int allow_nonfinite)
         if (!(c->v_scale[h] > 0.0f) || !isfinite(c->v_scale[h]))
             return dl_fail("%s: /inputs/v_scale[%lld] = %g must be finite and > 0", path, (long long)h, c->v_scale[h]);
     }
-    struct { const char *name; const void *codes; const float *orig; const char *oname; } t[2] = {
-        {"/inputs/k_cache", c->k_cache, c->k_orig, "/inputs/k_orig"},
-        {"/inputs/v_cache", c->v_cache, c->v_orig, "/inputs/v_orig"}};
-    for (int64_t b = 0; b < cfg->batch_size; b++) {
-        int64_t first = c->kv_indptr[b], last = c->kv_indptr[b + 1] - 1;
-        for (int64_t pi = first; pi <= last; pi++) {
-            int64_t page = c->kv_indices[pi];
-            int64_t used = pi == last ? c->kv_last_page_len[b] : cfg->page_size;
-            for (int64_t slot = 0; slot < cfg->page_size; slot++)
-                for (int64_t h = 0; h < cfg->num_kv_heads; h++) {
-                    int64_t off = dl_kv_offset(cfg, page, slot, h);
-                    for (int k = 0; k < 2; k++)
-                        for (int64_t d = 0; d < D; d++) {
-                            float x = dl_decode_elem(cfg->kv_dtype, t[k].codes, off + d);
-                            if (slot < used && !isfinite(x) && !allow_nonfinite)
-                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite "
-                                               "(request %lld)", path, t[k].name, (long long)page, (long long)slot,
-                                               (long long)h, (long long)d, x, (long long)b);
-                            if (slot >= used && !isnan(x))
-                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is a poison slot "
-                                               "(past the end of request %lld) and must hold NaN", path, t[k].name,
-                                               (long long)page, (long long)slot, (long long)h, (long long)d, x,
-                                               (long long)b);
-                            if (slot < used && t[k].orig && !isfinite(t[k].orig[off + d]) && !allow_nonfinite)
-                                return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite", path,
-                                               t[k].oname, (long long)page, (long long)slot, (long long)h,
-                                               (long long)d, t[k].orig[off + d]);
-                        }
-                }
-        }
-    }
-    return 0;
+    /* the caches, request by request on all threads (a 4 GiB cache is ~2^31 elements); the first bad element of
+     * the lowest request with one is reported, the same whatever the threads */
+    const int64_t B = cfg->batch_size;
+    int64_t bad = B;
+#pragma omp parallel for schedule(dynamic, 1) reduction(min : bad)
+    for (int64_t b = 0; b < B; b++)
+        if (kv_request_bad(c, b, allow_nonfinite, NULL)) bad = b < bad ? b : bad;
+    if (bad == B) return 0;
+    kv_bad w;
+    kv_request_bad(c, bad, allow_nonfinite, &w);
+    const char *name = w.k ? "/inputs/v_cache" : "/inputs/k_cache";
+    if (w.what == KV_POISON)
+        return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is a poison slot (past the end of request %lld) "
+                       "and must hold NaN", path, name, (long long)w.page, (long long)w.slot, (long long)w.h,
+                       (long long)w.d, w.x, (long long)bad);
+    if (w.what == KV_ORIG)
+        return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite", path,
+                       w.k ? "/inputs/v_orig" : "/inputs/k_orig", (long long)w.page, (long long)w.slot, (long long)w.h,
+                       (long long)w.d, w.x);
+    return dl_fail("%s: %s[%lld, slot %lld, head %lld, %lld] = %g is not finite (request %lld)", path, name,
+                   (long long)w.page, (long long)w.slot, (long long)w.h, (long long)w.d, w.x, (long long)bad);
 }
 
 static int read_params(const rctx *r, dl_model_params *p)

@@ -478,6 +478,22 @@ static int m_used_slot_nan(const char *p)
     uint8_t v = DL_E4M3_NAN;
     return find_slot(p, 0, &e) || gm_write_elem(p, "/inputs/v_cache", e, H5T_NATIVE_UINT8, &v);
 }
+/* a NaN in the last token of every request (the check runs requests on several threads: the lowest is named) */
+static int m_used_nan_every_request(const char *p)
+{
+    dl_golden g;
+    if (dl_golden_read(p, &g)) return -1;
+    const dl_config *c = &g.c.cfg;
+    int rc = 0;
+    uint8_t v = DL_E4M3_NAN;
+    for (int64_t b = c->batch_size - 1; b >= 0 && !rc; b--) {
+        const int64_t last = g.c.kv_indptr[b + 1] - 1, page = g.c.kv_indices[last];
+        const long long e = dl_kv_offset(c, page, g.c.kv_last_page_len[b] - 1, 0) + 2;
+        rc = gm_write_elem(p, "/inputs/v_cache", e, H5T_NATIVE_UINT8, &v);
+    }
+    dl_golden_free(&g);
+    return rc;
+}
 static int m_k_orig_nan(const char *p)
 {
     long long e;
@@ -524,6 +540,7 @@ static const refusal refusals[] = {
     {"poison slot holds a value", m_poison_filled, "/inputs/k_cache", "poison"},
     {"NaN in a used slot", m_used_slot_nan, "/inputs/v_cache", "nan"},
     {"NaN in k_orig", m_k_orig_nan, "/inputs/k_orig", "nan"},
+    {"NaN in every request", m_used_nan_every_request, "/inputs/v_cache", "(request 0)"},
     {"shared prefix the page table lacks", m_share_claimed, "share_prefix_pages = 1", "request 0 has 1 tokens"},
     {"shared prefix negative", m_share_negative, "share_prefix_pages", "-1"},
 };
