@@ -75,7 +75,7 @@ int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_var
     snprintf(c.settings, sizeof c.settings,
              "decodelab run --save-outputs: variant %s, splits %lld, schedule %s (decodelab run judged it against "
              "the model for that schedule; decodelab compare judges against the stored model, the same only for "
-             "schedule none or one segment per sequence)",
+             "schedule none or a plan whose merge is none)",
              v->name, (long long)r->num_splits, r->model_schedule);
     dl_run_hash_string(g->inputs_hash, c.golden_hash, sizeof c.golden_hash);
     c.lse_base = 0;
@@ -332,29 +332,29 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
      * not exported, and their models round nothing after the scores: the stored model), and against exact */
     const dl_output *mod = &g->out[v->model];
     snprintf(r->model_schedule, sizeof r->model_schedule, "none");
-    if (plan) { /* a planned variant: the model of its plan's segments and merge */
+    if (plan) { /* a planned variant: the model of its plan's segments and merge (the stored one where no task is
+                 * split: then the merge is named none, and the plan's shape is still recorded) */
         dl_schedule sc = {plan->num_tasks, plan->sched_indptr, plan->sched_begin};
         DL_TRY(dl_model_for_schedule(g, v->model, &sc, &mod));
-        if (!dl_schedule_trivial(&sc)) {
-            char cut[32] = ""; /* the heads order's cut, when not equal runs */
-            if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_COST)
-                snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
-            else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
-                snprintf(cut, sizeof cut, ":apportion");
-            char merge[24] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
-            if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
-            else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
-            char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
-            if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
-            char sched[128];
-            const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s", plan->ctas, plan->warps,
-                                     plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
-                                     plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit);
-            if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
-                return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
-                               "(%zu characters)", sched, sizeof r->model_schedule - 1);
-            memcpy(r->model_schedule, sched, (size_t)len + 1);
-        }
+        char cut[32] = ""; /* the heads order's cut, when not equal runs */
+        if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_COST)
+            snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
+        else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
+            snprintf(cut, sizeof cut, ":apportion");
+        char merge[24] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
+        if (dl_schedule_trivial(&sc)) snprintf(merge, sizeof merge, "none");
+        else if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
+        else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
+        char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
+        if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
+        char sched[128];
+        const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s", plan->ctas, plan->warps,
+                                 plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
+                                 plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit);
+        if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
+            return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
+                           "(%zu characters)", sched, sizeof r->model_schedule - 1);
+        memcpy(r->model_schedule, sched, (size_t)len + 1);
     } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
         dl_schedule sc;
         int64_t chunk = 0;
