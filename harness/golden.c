@@ -611,8 +611,6 @@ fail:
     return rc;
 }
 
-/* Non-finite values: q, scales, orig values of used slots refused; poison
- * slots of the caches must hold NaN and used slots must be finite. */
 /* The first bad K or V element of request b, in the order page, slot, head, K then V, dim (NULL w: whether there
  * is one): a used slot's code (or its original) not finite (unless allowed), or a slot past the end not NaN. */
 enum { KV_NONFINITE, KV_POISON, KV_ORIG };
@@ -652,6 +650,8 @@ static int kv_request_bad(const dl_case *c, int64_t b, int allow_nonfinite, kv_b
     return 0;
 }
 
+/* Non-finite values: q, scales, orig values of used slots refused; poison
+ * slots of the caches must hold NaN and used slots must be finite. */
 static int check_values(const char *path, const dl_case *c, int allow_nonfinite)
 {
     const dl_config *cfg = &c->cfg;
