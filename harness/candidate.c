@@ -208,7 +208,7 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
                        p, c->producer, c->backend, VARIANT_MAX);
 
     char want[32];
-    dl_run_hash_string(g->inputs_hash, want, sizeof want);
+    dl_run_hash_string(dl_golden_inputs_hash(g), want, sizeof want);
     if (get_str(r, "golden_hash", c->golden_hash, sizeof c->golden_hash, 1)) return -1;
     if (strcmp(c->golden_hash, want))
         return dl_fail("%s: golden_hash is '%s' but the golden file's inputs hash to '%s' (a candidate for another "
@@ -458,7 +458,7 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
     if (have_model && (!dl_candidate_model_ok(mname) || dl_model_parse(mname, &m)))
         return dl_fail("--model: '%s' is not a golden model other than orig (decodelab golden --help) or none", mname);
 
-    dl_run_fill_config(r, golden_path, cs, g->inputs_hash);
+    dl_run_fill_config(r, golden_path, cs, dl_golden_inputs_hash(g));
     char vname[sizeof c->producer + sizeof c->backend + 8];
     snprintf(vname, sizeof vname, "ext:%s:%s", c->producer, c->backend); /* fits: checked when read */
     snprintf(r->variant, sizeof r->variant, "%.*s", (int)sizeof r->variant - 1, vname);

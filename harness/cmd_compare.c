@@ -129,7 +129,7 @@ int dl_cmd_compare(int argc, char **argv)
     if (dl_golden_read(o.golden, &g)) return dl_cli_error("compare");
     if (o.hash_only) {
         char h[32];
-        dl_run_hash_string(g.inputs_hash, h, sizeof h);
+        dl_run_hash_string(dl_golden_inputs_hash(&g), h, sizeof h);
         printf("%s\n", h);
         dl_golden_free(&g);
         return 0;

@@ -339,7 +339,7 @@ static int step_ref(xp_run *r, const dl_xp_point *p)
         dl_result_row *w = &rows[n++];
         dl_result_row_init(w);
         dl_result_row_stamp(w);
-        dl_run_fill_config(w, p->golden, &g.c, g.inputs_hash);
+        dl_run_fill_config(w, p->golden, &g.c, dl_golden_inputs_hash(&g));
         dl_run_fill_params(w, &g.params);
         if (g.out[m].p_values > 0) w->p_underflow_frac = (double)g.out[m].p_zeros / (double)g.out[m].p_values;
         w->p_underflow_pred = dl_p_underflow_predicted(&g.c.cfg, &g.params, (dl_model)m);

@@ -236,7 +236,7 @@ int dl_cmd_ncu(int argc, char **argv)
         binary = self;
     }
     char hash[32];
-    dl_run_hash_string(g.inputs_hash, hash, sizeof hash);
+    dl_run_hash_string(dl_golden_inputs_hash(&g), hash, sizeof hash);
     int failed = 0;
     for (int s = 0; s < nsel; s++) {
         const dl_variant *v = sel[s];

@@ -234,7 +234,7 @@ int dl_cmd_run(int argc, char **argv)
     printf("golden: %s\ncase:   %s\n", o.golden, name);
     if (o.resume) {
         int before = nsel;
-        if (dl_run_resume_filter(o.out, &g.c, g.inputs_hash, o.x.splits, o.x.time ? dl_run_timing_mode(&o.x) : "none",
+        if (dl_run_resume_filter(o.out, &g.c, dl_golden_inputs_hash(&g), o.x.splits, o.x.time ? dl_run_timing_mode(&o.x) : "none",
                                  o.x.time ? dl_run_flush_name(&o.x) : "none", sel, &nsel)) {
             dl_golden_free(&g);
             free(sel);
@@ -277,7 +277,7 @@ int dl_cmd_run(int argc, char **argv)
     for (int i = 0; i < nsel; i++) {
         dl_result_row_init(&rows[i]);
         dl_result_row_stamp(&rows[i]);
-        dl_run_fill_config(&rows[i], o.golden, &g.c, g.inputs_hash);
+        dl_run_fill_config(&rows[i], o.golden, &g.c, dl_golden_inputs_hash(&g));
         dl_run_fill_params(&rows[i], &g.params);
         dl_run_fill_variant(&rows[i], sel[i]);
         snprintf(rows[i].generator, sizeof rows[i].generator, "%s", dl_generator_string());

@@ -22,9 +22,8 @@ typedef struct {
     dl_model_params params;           /* read from /golden attributes */
     char generator[256];
     int allow_nonfinite;              /* /config@allow_nonfinite (optional, default 0): NaN/Inf inputs accepted */
-    uint64_t inputs_hash;             /* dl_run_inputs_hash(&c), once at read: a byte-serial hash of every input
-                                       * byte (~1.2 s per GiB on a 2-core CI machine), which the rows, candidates and --resume
-                                       * of one command all need */
+    uint64_t inputs_hash;             /* dl_golden_inputs_hash's memo (when have_inputs_hash) */
+    int have_inputs_hash;
 } dl_golden;
 
 /* Write case + the given model outputs (outs[i] for i < n) to path.
@@ -34,6 +33,11 @@ int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, i
 /* Read and validate a golden file. Caller frees with dl_golden_free. */
 int dl_golden_read(const char *path, dl_golden *g);
 void dl_golden_free(dl_golden *g);
+/* dl_run_inputs_hash(&g->c), computed on the first call for this golden and remembered: a byte-serial hash of every
+ * input byte (~1.2 s per GiB on a 2-core CI machine) that the rows, candidates and --resume of one command all need,
+ * and `inspect` or `check` never. The memo is a cache: g must not be a const object, nor its inputs change after
+ * (a golden zeroed, or read by dl_golden_read, starts without one). */
+uint64_t dl_golden_inputs_hash(const dl_golden *g);
 
 /* Program version and git commit, e.g. "decodelab 0.1.0 (git abc1234)". */
 const char *dl_generator_string(void);

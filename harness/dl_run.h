@@ -98,7 +98,7 @@ void dl_run_version_string(int v, char *buf, size_t n);
 /* The reason dl_gpu_device_count() recorded, without its "no CUDA device: " prefix. */
 const char *dl_run_no_device_reason(void);
 
-/* Fill the golden-file and config columns of a row from a case and its inputs hash (dl_golden's inputs_hash, or
+/* Fill the golden-file and config columns of a row from a case and its inputs hash (dl_golden_inputs_hash, or
  * dl_run_inputs_hash(c)). */
 void dl_run_fill_config(dl_result_row *r, const char *golden_path, const dl_case *c, uint64_t inputs_hash);
 

@@ -18,10 +18,6 @@ typedef struct {
 static entry **cache; /* entries never move: outputs handed out stay valid */
 static int ncache, capcache;
 static int64_t computed;
-/* the inputs hash of the last golden seen (hashing a large case is not free) */
-static const dl_golden *last_g;
-static const void *last_q;
-static uint64_t last_hash;
 
 uint64_t dl_schedule_hash(const dl_schedule *s)
 {
@@ -48,14 +44,10 @@ int dl_model_for_schedule(const dl_golden *g, dl_model m, const dl_schedule *s, 
         *out = &g->out[m];
         return 0;
     }
-    if (g != last_g || g->c.q != last_q) {
-        last_hash = g->inputs_hash ? g->inputs_hash : dl_run_inputs_hash(&g->c); /* a golden built, not read */
-        last_g = g;
-        last_q = g->c.q;
-    }
+    const uint64_t inputs = dl_golden_inputs_hash(g); /* remembered by the golden: hashing a large case is not free */
     const uint64_t sh = dl_schedule_hash(s);
     for (int i = 0; i < ncache; i++)
-        if (cache[i]->inputs == last_hash && cache[i]->sched == sh && cache[i]->model == m &&
+        if (cache[i]->inputs == inputs && cache[i]->sched == sh && cache[i]->model == m &&
             same_params(&cache[i]->params, &g->params)) {
             *out = &cache[i]->out;
             return 0;
@@ -74,7 +66,7 @@ int dl_model_for_schedule(const dl_golden *g, dl_model m, const dl_schedule *s, 
         return -1;
     }
     cache[ncache] = e;
-    e->inputs = last_hash;
+    e->inputs = inputs;
     e->sched = sh;
     e->model = m;
     e->params = g->params;
@@ -93,8 +85,6 @@ void dl_model_sched_clear(void)
     free(cache);
     cache = NULL;
     ncache = capcache = 0;
-    last_g = NULL;
-    last_q = NULL;
 }
 
 int64_t dl_model_sched_computed(void) { return computed; }

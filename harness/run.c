@@ -77,7 +77,7 @@ int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_var
              "the model for that schedule; decodelab compare judges against the stored model, the same only for "
              "schedule none or a plan whose merge is none)",
              v->name, (long long)r->num_splits, r->model_schedule);
-    dl_run_hash_string(g->inputs_hash, c.golden_hash, sizeof c.golden_hash);
+    dl_run_hash_string(dl_golden_inputs_hash(g), c.golden_hash, sizeof c.golden_hash);
     c.lse_base = 0;
     snprintf(c.model, sizeof c.model, "%s", dl_model_name(v->model));
     snprintf(c.compute, sizeof c.compute, "%s", r->compute);

@@ -208,7 +208,7 @@ START_TEST(resume_skips_recorded_variants)
     dl_golden g;
     ck_assert(dl_golden_read(small, &g) == 0);
     /* the read golden carries its inputs hash, computed once, equal to the hash of its inputs */
-    ck_assert(g.inputs_hash == dl_run_inputs_hash(&g.c));
+    ck_assert(dl_golden_inputs_hash(&g) == dl_run_inputs_hash(&g.c));
     char hash[32], res[300];
     dl_run_hash_string(dl_run_inputs_hash(&g.c), hash, sizeof hash);
     dl_test_path(res, sizeof res, "res.h5");
@@ -231,7 +231,7 @@ START_TEST(resume_skips_recorded_variants)
     /* same hash, splits and timing mode: variant 0 dropped, the rest kept in order */
     for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
     nsel = dl_num_variants;
-    ck_assert_int_eq(dl_run_resume_filter(res, &g.c, g.inputs_hash, 1, "none", "none", sel, &nsel), 0);
+    ck_assert_int_eq(dl_run_resume_filter(res, &g.c, dl_golden_inputs_hash(&g), 1, "none", "none", sel, &nsel), 0);
     ck_assert_int_eq(nsel, dl_num_variants - 1);
     for (int i = 0; i < nsel; i++) ck_assert_ptr_eq(sel[i], &dl_variants[i + 1]);
     /* another split count or a timing mode the PASS row was not timed in: nothing dropped */
@@ -240,7 +240,7 @@ START_TEST(resume_skips_recorded_variants)
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
         nsel = dl_num_variants;
-        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, g.inputs_hash, splits[k], modes[k], "write", sel, &nsel), 0);
+        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, dl_golden_inputs_hash(&g), splits[k], modes[k], "write", sel, &nsel), 0);
         ck_assert_int_eq(nsel, dl_num_variants);
     }
     /* variant 1 timed cold-l2 after the memset flush: --flush write skips it, --flush read does not */
@@ -257,7 +257,7 @@ START_TEST(resume_skips_recorded_variants)
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < dl_num_variants; i++) sel[i] = &dl_variants[i];
         nsel = dl_num_variants;
-        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, g.inputs_hash, 1, "cold-l2", flushes[k], sel, &nsel), 0);
+        ck_assert_int_eq(dl_run_resume_filter(res, &g.c, dl_golden_inputs_hash(&g), 1, "cold-l2", flushes[k], sel, &nsel), 0);
         ck_assert_int_eq(nsel, dl_num_variants - (k == 0));
         if (k == 0 && dl_num_variants > 2) ck_assert_ptr_eq(sel[1], &dl_variants[2]);
     }
@@ -268,7 +268,7 @@ START_TEST(resume_skips_recorded_variants)
     char none[320];
     dl_test_path(none, sizeof none, "none.h5");
     nsel = dl_num_variants;
-    ck_assert_int_eq(dl_run_resume_filter(none, &g.c, g.inputs_hash, 1, "none", "none", sel, &nsel), 0);
+    ck_assert_int_eq(dl_run_resume_filter(none, &g.c, dl_golden_inputs_hash(&g), 1, "none", "none", sel, &nsel), 0);
     ck_assert_int_eq(nsel, dl_num_variants);
     dl_golden_free(&g);
 
