@@ -126,6 +126,13 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
     static constexpr int THREADS = 32 * (W + NP);
     static constexpr bool SMR = DL_STREAM_SETMAXNREG && W == 4 && NP == 4; /* setmaxnreg (attempt #22) */
     static constexpr int SMEM = W * S * STAGE + 1024 + 2 * W * S * 8 + W * S * 4; /* + a header per stage */
+    /* The plan's CTAs an SM at most, unless DL_STREAM_CTAS_PER_SM asks (0: what fits). The hw policy at D 128, 8-bit
+     * caches, groups 9-16 (its 2 x 3 kernel fits twice an SM): one (attempt #59). B128 L4096 group 16 e4m3,
+     * bf16-hw-stream: 132x2w:264segs 90.34 us against 264x2w:528segs 97.73 / 97.76 (H200, 2026-12-05f) and 90.8 /
+     * 98.6 (another H200, 2026-12-05e); on an H100 the two tie (126.4-126.5). Not measured at small batches of that
+     * group. The cast policy's kernel of the same shape wants two (212.3-212.8 against 284.5-284.6 us, H200,
+     * 2026-12-05e). */
+    static constexpr int CTAS_CAP = ES == 1 && D == 128 && DQ == DL_DQ_HW && NT == 2 ? 1 : 0;
 };
 /* The rule above as the table the README gives (Tuning the streaming family; consumer warps x stages), checked at
  * compile time so that a change to one is a change to the other. A STREAM_SHAPE=W,S build sets every shape. */
@@ -188,12 +195,6 @@ constexpr int kPageHwMinRun = 12;
  * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
  * 31 tiles a slot, -7.5 %; llama-13B B64 L1024, 155 tiles, +0.5 %; where between them it turns is not measured. */
 constexpr int kDeepMaxRun = 64;
-/* The hw policy's plan at D 128, 8-bit caches, groups 9-16 (two n8 tiles; its 2 x 3 kernel fits twice an SM): one
- * CTA an SM (attempt #59). B128 L4096 group 16 e4m3, bf16-hw-stream: 132x2w:264segs 90.34 us against 264x2w:528segs
- * 97.73 / 97.76 (H200, 2026-12-05f) and 90.8 / 98.6 (another H200, 2026-12-05e); on an H100 the two tie (126.4-126.5).
- * Not measured at small batches of that group. The cast policy's kernel of the same shape wants two (212.3-212.8
- * against 284.5-284.6 us, H200, 2026-12-05e). */
-constexpr int kHwPairCtasPerSm = 1;
 /* DL_STREAM_SEG_COST's default (plans merged by ticket): a request boundary inside a CTA's run counts as 4 tiles.
  * H200 2026-12-04c, 0 -> 4: bf16-hw-stream 70B B64 L4096 (tile rings) 161.4 -> 154.1 us, B128 L4096 (page)
  * 269.5 -> 262.0, B64 L1024 57.7 -> 54.8; bf16-fast-stream B128 283.9 -> 267.8; fp8-none-wgmma 70B 171.3 -> 157.6,
@@ -2554,7 +2555,7 @@ struct shape_rt {
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
     bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
-    int ctas_cap;     /* the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks (up to what fits); 0: none */
+    int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2569,7 +2570,10 @@ template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, b
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
     using SH = stream_shape<D, ES, DQ, NT, DEEP>;
-    return shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
+    shape_rt r = shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
+    r.deep = DEEP;
+    r.ctas_cap = SH::CTAS_CAP;
+    return r;
 }
 
 /* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
@@ -3091,7 +3095,6 @@ template <int DQ> static int stream_make_plan(const dl_gpu_args *a, const int32_
     if (deep != 0 && es == 2 && a->head_dim == 128) { /* the deep rings (attempt #57) where they may be taken */
         using DSH = stream_shape<128, 2, DL_DQ_CAST, 1, true>; /* (a 16-bit cache's shape: the same for NT 2) */
         shape_rt dsh = stream_shape_rt<128, 2, DL_DQ_CAST, 1, true>();
-        dsh.deep = true;
         dsh.deep_max_run = deep == 1 ? 0 : kDeepMaxRun;
         dsh.occ = 1 << 20;
         DL_TRY(dl_dispatch<DL_KV_ALL>(a, true, "decode_stream.cu, deep plan", [&](auto s) {
@@ -3120,8 +3123,7 @@ template <int DQ> static int stream_make_plan(const dl_gpu_args *a, const int32_
             constexpr dl_dtype KV = decltype(s)::KV;
             constexpr int ES = dl_kv_size<KV>::value;
             constexpr int PQ = ES == 1 ? DQ : DL_DQ_CAST; /* the 16-bit caches: the cast kernel, their one */
-            sh = stream_shape_rt<D, ES, PQ, NT>();
-            if constexpr (ES == 1 && D == 128 && PQ == DL_DQ_HW && NT == 2) sh.ctas_cap = kHwPairCtasPerSm;
+            sh = stream_shape_rt<D, ES, PQ, NT>(); /* with its CTAS_CAP (attempt #59) */
             int occ = 1 << 20;
             DL_TRY((occupancy_min<stream_decode_kernel<D, KV, PQ, NT>, stream_shape<D, ES, PQ, NT>>(&occ)));
             if (occ < 1)
