@@ -48,6 +48,8 @@ RUN_TIME_S=${RUN_TIME_S:-1.5}
 # them over calls, one results table each).
 # shellcheck source=tests/gpu/memfloor_configs.sh
 source "$(dirname "$0")/memfloor_configs.sh" # C (name -> golden flags), ORDER
+[[ "${CAND_MAX_MB:-12}" =~ ^[0-9]+$ ]] ||
+    { echo "flashinfer_compare: CAND_MAX_MB='$CAND_MAX_MB' is not a whole number of MiB" >&2; exit 2; }
 case "${SET:-}" in
     "") ;;
     issue10) for name in ${ONLY:-}; do
