@@ -129,8 +129,8 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
     /* The plan's CTAs an SM at most, unless DL_STREAM_CTAS_PER_SM asks (0: what fits). The hw policy at D 128, 8-bit
      * caches, groups 9-16 (its 2 x 3 kernel fits twice an SM): one (attempt #59). B128 L4096 group 16 e4m3,
      * bf16-hw-stream: 132x2w:264segs 90.34 us against 264x2w:528segs 97.73 / 97.76 (H200, 2026-12-05f) and 90.8 /
-     * 98.6 (another H200, 2026-12-05e); on an H100 the two tie (126.4-126.5). Not measured at small batches of that
-     * group. The cast policy's kernel of the same shape wants two (212.3-212.8 against 284.5-284.6 us, H200,
+     * 98.6 (another H200, 2026-12-05e); H100 115.3 against 126.3, and at B4 L32768 48.1 against 49.0 (2026-12-05g):
+     * the small batch does not lose the halved consumer warps. The cast policy's kernel of the same shape wants two (212.3-212.8 against 284.5-284.6 us, H200,
      * 2026-12-05e). */
     static constexpr int CTAS_CAP = ES == 1 && D == 128 && DQ == DL_DQ_HW && NT == 2 ? 1 : 0;
 };
