@@ -35,6 +35,9 @@ typedef struct dl_gpu_args_s {
     void *workspace;                  /* split-KV partials, dl_gpu_workspace_bytes() or the plan's */
     const void *plan;                 /* a dl_gpu_plan (host struct) for variants with a plan function */
     void *stream;                     /* cudaStream_t */
+    int pdl;                          /* 1: a layer of run --chain after the first: the variant may launch with
+                                       * programmatic dependent launch after the previous layer's kernels
+                                       * (decode_stream.cu's kernels, DL_STREAM_PDL); 0: a plain launch */
 } dl_gpu_args;
 
 /* A work plan built on the host before launches (like FlashInfer's plan/run):
