@@ -587,14 +587,18 @@ struct stream_params {
                            * copy probe of 4 with its timeline (stream_copy_probe, launch_planned) */
 };
 /* Attempt #60, the layer chain (run --chain): a warp-consumer kernel launched with programmatic dependent launch
- * after the previous layer's kernels (a->pdl, DL_STREAM_PDL) starts while they end. It triggers its own dependents
- * at entry; its consumers wait (griddepcontrol.wait: the previous grid complete, its writes visible) before their
- * first inputs (Q), the outputs and the tickets; its producers before their first copy, so that the slot record
- * and the first page ids (the plan's and the page table's, written before the step) are read before. Launched
- * plainly, the wait returns at once and the trigger does nothing (no dependent is launched with the attribute but
- * the merge kernel, which waits for the whole decode grid anyway, and which triggers its own at entry too).
- * Unconditional: a runtime branch on it moved ptxas's register allocation of 39 of the 123 kernels; as written, 7
- * kernels move by 1-3 registers (no spill, no change in the registers allocated a warp but D 256 16-bit NT 2). */
+ * after the previous layer's kernels (a->pdl 2, DL_STREAM_PDL) starts while they end. In a chain (a->pdl 1 or 2)
+ * it triggers its dependents at entry (standalone it does not: the merge kernel's grid resident from the decode's
+ * entry cost 0.5-2.2 us at B1 and B4 on an H100, 2026-12-05g). Its consumers wait (griddepcontrol.wait: the
+ * previous grid complete, its writes visible) before their first inputs (Q), the outputs and the tickets; its
+ * producers before their first copy, so that the slot record and the first page ids (the plan's and the page
+ * table's, written before the step) are read before; a CHAIN_EARLY_COPIES=1 build (DL_STREAM_EARLY_COPIES) copies
+ * without waiting: a bound, right only where the previous kernel writes none of the KV the copies read (not where
+ * it appends this step's K and V). Launched plainly, the waits return at once. The waits are unconditional: a
+ * runtime branch on them moved ptxas's register allocation of 39 of the 123 kernels. */
+#ifndef DL_STREAM_EARLY_COPIES
+#define DL_STREAM_EARLY_COPIES 0
+#endif
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
@@ -899,7 +903,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (cj[w] == 0) TL_MARK(sp, kTlPage, pg0);
-            if constexpr (WAIT) if (cj[w] == 0) pdl_wait(); /* #60: the warp consumers' kernel (launch_planned) */
+            if constexpr (WAIT && !DL_STREAM_EARLY_COPIES) if (cj[w] == 0) pdl_wait(); /* #60: the warp consumers' kernel */
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
@@ -963,7 +967,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (j == 0) TL_MARK(sp, kTlPage, pg0);
-            if (j == 0) pdl_wait(); /* #60 */
+            if (!DL_STREAM_EARLY_COPIES && j == 0) pdl_wait(); /* #60 */
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -1050,7 +1054,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
-                if (n == 0) pdl_wait(); /* #60 */
+                if (!DL_STREAM_EARLY_COPIES && n == 0) pdl_wait(); /* #60 */
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the quad's previous copies have landed */
                     if (u >= (unsigned)Q) mbar_wait(&full[qd], ((u / Q) - 1) & 1);
                 } else {
@@ -1257,7 +1261,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
-    pdl_trigger(); /* #60 */
+    if (a.pdl) pdl_trigger(); /* #60: a chained layer */
     ring_barriers_init(full, empty, NB, PAGE ? 32 * W : 32, PAGE ? 4 : 1);
 
     /* the plan's seg_out (split_ticket_merge finds task_ptr and the tickets after it); the segments themselves come
@@ -2283,7 +2287,7 @@ struct stream_maps {
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
-    int pdl;           /* DL_STREAM_PDL (attempt #60): 1 = a chained layer's launch (dl_gpu_args.pdl) uses PDL */
+    int pdl;           /* DL_STREAM_PDL (attempt #60): 1 = a chained layer (dl_gpu_args.pdl) triggers and uses PDL */
     int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
     size_t sfp;
 };
@@ -2484,8 +2488,9 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
                         (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec),
                         m->first_pages ? (const int4 *)(dev + m->sfp) : nullptr, m->swz, m->dry};
-    dl_gpu_args ak = *a; /* pdl: this launch uses programmatic dependent launch (a chained layer after the first) */
-    ak.pdl = PDL && a->pdl && m->pdl;
+    dl_gpu_args ak = *a; /* pdl: 0 unless a chained layer's (then 2 where this launch uses programmatic dependent
+                          * launch: a layer after the first) */
+    ak.pdl = PDL && m->pdl ? a->pdl : 0;
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -2515,7 +2520,7 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
         return 0;
     }
 #endif
-    if (ak.pdl) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
+    if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

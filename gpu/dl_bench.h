@@ -84,7 +84,7 @@ int dl_bench_flush_l2(dl_bench *b);
  * busy (launch latency stays out of the measurement). *sec = event time. */
 int dl_bench_time_launch(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int flush, double *sec);
 
-/* The layer chain (run --chain): n launches of fn, a[l] each (layer l's copy of the caches; a[l].pdl = l > 0),
+/* The layer chain (run --chain): n launches of fn, a[l] each (layer l's copy of the caches; a[l].pdl 1 or 2),
  * queued back to back between one pair of events; with flush, L2 is flushed once before the first. *sec_per_launch
  * = the events' time / n. A variant that supports it (dl_gpu_args.pdl) starts layer l + 1 before layer l ends. */
 #define DL_CHAIN_MAX 64

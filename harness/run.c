@@ -185,7 +185,7 @@ static void layer_args(dl_gpu_args *al, const dl_gpu_args *a, const dev_bufs *d,
         al[l] = *a;
         al[l].k_cache = l ? d->lk[l] : a->k_cache;
         al[l].v_cache = l ? d->lv[l] : a->v_cache;
-        al[l].pdl = l > 0;
+        al[l].pdl = l > 0 ? 2 : 1;
     }
 }
 
