@@ -591,11 +591,12 @@ struct stream_params {
  * it triggers its dependents at entry (standalone it does not: the merge kernel's grid resident from the decode's
  * entry cost 0.5-2.2 us at B1 and B4 on an H100, 2026-12-05g). Its consumers wait (griddepcontrol.wait: the
  * previous grid complete, its writes visible) before their first inputs (Q), the outputs and the tickets; its
- * producers before their first copy, so that the slot record and the first page ids (the plan's and the page
- * table's, written before the step) are read before; a CHAIN_EARLY_COPIES=1 build (DL_STREAM_EARLY_COPIES) copies
- * without waiting: a bound, right only where the previous kernel writes none of the KV the copies read (not where
- * it appends this step's K and V). Launched plainly, the waits return at once. The waits are unconditional: a
- * runtime branch on them moved ptxas's register allocation of 39 of the 123 kernels. */
+ * producers copy every tile before waiting but the one holding a request's last token (the only page the previous
+ * kernel may write in a decode step: this step's K and V appended; the plan and the page table are the host's,
+ * written before the step). The one-producer form (stream_produce, make STREAM_PRODUCERS=one) waits before its
+ * first copy. A CHAIN_EARLY_COPIES=1 build (DL_STREAM_EARLY_COPIES) never waits to copy: a bound, right only where
+ * the previous kernel writes none of the KV the copies read. Launched plainly, the waits return at once. The waits
+ * are unconditional: a runtime branch on them moved ptxas's register allocation of 39 of the 123 kernels. */
 #ifndef DL_STREAM_EARLY_COPIES
 #define DL_STREAM_EARLY_COPIES 0
 #endif
@@ -954,7 +955,8 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tok0, tok1, page base} */
-    auto produce_segment = [&](const int4 r, int k, const int4 *fp) { /* fp: sfp of a slot's first */
+    /* len: the request's length (the record's second int4); the tile holding its last token waits (#60) */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
@@ -967,7 +969,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (j == 0) TL_MARK(sp, kTlPage, pg0);
-            if (!DL_STREAM_EARLY_COPIES && j == 0) pdl_wait(); /* #60 */
+            if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the last tile of the request */
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -995,11 +997,12 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
+            const int lk = sp.grec[2 * k + 1].x;
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, k, nullptr);
+            produce_segment(rk, k, nullptr, lk);
         }
     };
     produce_slot(slot);
@@ -1045,6 +1048,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k]; /* {task, tok0, tok1, page base} */
+        const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x; /* the request's length */
         if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
@@ -1054,7 +1058,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
-                if (!DL_STREAM_EARLY_COPIES && n == 0) pdl_wait(); /* #60 */
+                if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the request's last tile */
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the quad's previous copies have landed */
                     if (u >= (unsigned)Q) mbar_wait(&full[qd], ((u / Q) - 1) & 1);
                 } else {

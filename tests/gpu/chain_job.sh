@@ -2,7 +2,8 @@
 # chain_job.sh - one device call for attempt #60 (issue 10): the layer chain. Per config, alternated: the build
 # timed standalone (`run --time`, one launch a sample), then `run --time --chain L` with programmatic dependent
 # launch (DL_STREAM_PDL=1, the default) and without (DL_STREAM_PDL=0), then standalone again; with BASE, a baseline
-# build standalone first and last (does the build's standalone time move?). Every run checks its variants first
+# build standalone first and last (does the build's standalone time move?), and with BASE_CHAIN=1 also its chain with
+# programmatic dependent launch beside the build's (e.g. a CHAIN_EARLY_COPIES=1 build). Every run checks its variants first
 # (`--chain` also checks one chain on poisoned outputs against one launch). Environment: OUT (required);
 # DECODELAB (default .carry/decodelab.gz, unpacked); BASE (optional: a .gz build); CONFIGS (memfloor_configs.sh
 # names; default B1 and B4 L32768 e4m3, B64 L1024 e4m3 and bf16); VARIANTS (default
@@ -46,6 +47,7 @@ for cfg in $CONFIGS; do
     run "${cfg}__alone1" "$DECODELAB" X=1 --
     run "${cfg}__chain-pdl" "$DECODELAB" DL_STREAM_PDL=1 -- --chain "$L"
     run "${cfg}__chain-plain" "$DECODELAB" DL_STREAM_PDL=0 -- --chain "$L"
+    [ -n "${BASE:-}" ] && [ "${BASE_CHAIN:-0}" = 1 ] && run "${cfg}__base-chain-pdl" "$W/base" DL_STREAM_PDL=1 -- --chain "$L"
     run "${cfg}__alone2" "$DECODELAB" X=1 --
     [ -n "${BASE:-}" ] && run "${cfg}__base2" "$W/base" X=1 --
     cp "$W"/r/"$cfg"__*.log "$OUT/" 2> /dev/null
