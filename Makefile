@@ -125,6 +125,10 @@ ifeq ($(STREAM_PRODUCERS),one)
 endif
 STREAM_SETMAXNREG ?= 0
 $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
+# CHAIN_EARLY_COPIES=1 (issue 10, attempt #60, an experiment): in run --chain the warp-consumer kernels' producers copy
+# before the previous layer's kernel completes (a bound: wrong where that kernel writes KV the copies read)
+CHAIN_EARLY_COPIES ?= 0
+$(eval $(call flag01,CHAIN_EARLY_COPIES,DL_STREAM_EARLY_COPIES))
 # a numeric knob: $(1) unset, or matching the regex $(2), passed to nvcc as -D$(3); $(1)_MUST says what it must be
 define flagnum
 ifneq ($$($(1)),)

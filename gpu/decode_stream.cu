@@ -586,6 +586,22 @@ struct stream_params {
                            * merge kernel returns after its wait (its launch and wait without its body); 7 = the
                            * copy probe of 4 with its timeline (stream_copy_probe, launch_planned) */
 };
+/* Attempt #60, the layer chain (run --chain): a warp-consumer kernel launched with programmatic dependent launch
+ * after the previous layer's kernels (a->pdl 2, DL_STREAM_PDL) starts while they end. In a chain (a->pdl 1 or 2)
+ * it triggers its dependents at entry (standalone it does not: the merge kernel's grid resident from the decode's
+ * entry cost 0.5-2.2 us at B1 and B4 on an H100, 2026-12-05g). Its consumers wait (griddepcontrol.wait: the
+ * previous grid complete, its writes visible) before their first inputs (Q), the outputs and the tickets; its
+ * producers copy every tile before waiting but the one holding a request's last token (the only page the previous
+ * kernel may write in a decode step: this step's K and V appended; the plan and the page table are the host's,
+ * written before the step). The one-producer form (stream_produce, make STREAM_PRODUCERS=one) waits before its
+ * first copy. A CHAIN_EARLY_COPIES=1 build (DL_STREAM_EARLY_COPIES) never waits to copy: a bound, right only where
+ * the previous kernel writes none of the KV the copies read. Launched plainly, the waits return at once. The waits
+ * are unconditional: a runtime branch on them moved ptxas's register allocation of 39 of the 123 kernels. */
+#ifndef DL_STREAM_EARLY_COPIES
+#define DL_STREAM_EARLY_COPIES 0
+#endif
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 /* The diagnosis paths are compiled only with make DIAG=1: a runtime branch alone moved ptxas's
  * register allocation of the production kernels (bf16-fast-stream D128: 135 registers -> 128 and a
  * 36-byte spill). */
@@ -754,6 +770,7 @@ template <int C>
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
+    pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #if DL_STREAM_DIAG /* the timeline: harmless when DL_STREAM_DRY != 3 (nothing reads it then) */
     if (threadIdx.x == 0) atomicMin(&g_tl_merge[0], tl_now());
@@ -842,7 +859,7 @@ __device__ __forceinline__ int4 slot_first_pages(const stream_params &sp, int s)
  * (Loading the ids a round ahead instead changed nothing, and an L2 prefetch of later tiles
  * made it slower: gpu/NOTES.md, issue 10 attempts #8 and #10.) Warp-uniform control flow.
  * Consumer w's segments are those of plan slot blockIdx.x * W + w. */
-template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS>
+template <int W, int S, int STAGE, int TILE_BYTES, int SW, int SLABS, bool WAIT = false>
 __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full,
                                                uint64_t *empty, int lane)
@@ -887,6 +904,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (cj[w] == 0) TL_MARK(sp, kTlPage, pg0);
+            if constexpr (WAIT && !DL_STREAM_EARLY_COPIES) if (cj[w] == 0) pdl_wait(); /* #60: the warp consumers' kernel */
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
@@ -937,7 +955,8 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tok0, tok1, page base} */
-    auto produce_segment = [&](const int4 r, int k, const int4 *fp) { /* fp: sfp of a slot's first */
+    /* len: the request's length (the record's second int4); the tile holding its last token waits (#60) */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
@@ -950,6 +969,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (j == 0) TL_MARK(sp, kTlPage, pg0);
+            if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the last tile of the request */
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = k;
@@ -977,11 +997,12 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
+            const int lk = sp.grec[2 * k + 1].x;
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, k, nullptr);
+            produce_segment(rk, k, nullptr, lk);
         }
     };
     produce_slot(slot);
@@ -1027,6 +1048,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     int n = 0; /* stages issued */
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k]; /* {task, tok0, tok1, page base} */
+        const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x; /* the request's length */
         if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
@@ -1036,6 +1058,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
                 const int page = !copy ? 0 : sp.sfp && n == 0 ? first_page(fp0, piece) : pages[tok / ps];
                 if (n == 0) TL_MARK(sp, kTlPage, page);
+                if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the request's last tile */
                 if (DL_STREAM_DIAG && sp.dry == 5) { /* unsynchronized: the quad's previous copies have landed */
                     if (u >= (unsigned)Q) mbar_wait(&full[qd], ((u / Q) - 1) & 1);
                 } else {
@@ -1242,6 +1265,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     TL_BEGIN(sp);
+    if (a.pdl) pdl_trigger(); /* #60: a chained layer */
     ring_barriers_init(full, empty, NB, PAGE ? 32 * W : 32, PAGE ? 4 : 1);
 
     /* the plan's seg_out (split_ticket_merge finds task_ptr and the tickets after it); the segments themselves come
@@ -1256,7 +1280,8 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
         if constexpr (PAGE)
             stream_produce_pages<W, S, SH::STAGE>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         else if constexpr (SH::NP != W)
-            stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+            stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS, true>(a, sp, &kmap, &vmap, smem, full, empty,
+                                                                              lane);
         else
             stream_produce_one<S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(
                 a, sp, &kmap, &vmap, smem + (warp - W) * S * SH::STAGE, full + (warp - W) * S,
@@ -1267,6 +1292,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
 
     /* ---------------- consumer warp */
     if constexpr (SH::SMR) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kSmrConsumerRegs));
+    pdl_wait(); /* #60: before Q, the outputs and the tickets */
     const int g = lane / 4, c = lane % 4;
     const int slot = blockIdx.x * W + warp;
     uint8_t *mine = smem + warp * S * SH::STAGE;
@@ -2265,6 +2291,7 @@ struct stream_maps {
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
+    int pdl;           /* DL_STREAM_PDL (attempt #60): 1 = a chained layer (dl_gpu_args.pdl) triggers and uses PDL */
     int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
     size_t sfp;
 };
@@ -2451,8 +2478,9 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream, int ctas, int p
 #endif
 
 /* The launch of a planned kernel KERN of shape SH (stream_shape or wg_shape): the plan's grid,
- * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. */
-template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
+ * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. PDL: KERN waits as stream_params.pdl
+ * says (the warp-consumer kernels), so a->pdl (the layer chain) may launch it with programmatic dependent launch. */
+template <auto KERN, class SH, bool PDL = false> static int launch_planned(const dl_gpu_args *a)
 {
     DL_TRY(dl_smem_limit<KERN>(SH::SMEM));
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
@@ -2464,6 +2492,9 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
                         (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec),
                         m->first_pages ? (const int4 *)(dev + m->sfp) : nullptr, m->swz, m->dry};
+    dl_gpu_args ak = *a; /* pdl: 0 unless a chained layer's (then 2 where this launch uses programmatic dependent
+                          * launch: a layer after the first) */
+    ak.pdl = PDL && m->pdl ? a->pdl : 0;
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -2493,7 +2524,21 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         return 0;
     }
 #endif
-    KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(*a, sp, m->k, m->v);
+    if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = dim3((unsigned)pl->ctas);
+        cfg.blockDim = dim3(SH::THREADS);
+        cfg.dynamicSmemBytes = SH::SMEM;
+        cfg.stream = (cudaStream_t)a->stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, KERN, ak, sp, m->k, m->v));
+    } else {
+        KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(ak, sp, m->k, m->v);
+    }
     DL_CUDA_CHECK_LAUNCH();
     if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel */
         cudaLaunchConfig_t cfg = {};
@@ -2508,7 +2553,7 @@ template <auto KERN, class SH> static int launch_planned(const dl_gpu_args *a)
         cfg.numAttrs = 1;
         DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, C == 4 ? stream_merge_kernel<4> : C == 2 ? stream_merge_kernel<2>
                                                                                 : stream_merge_kernel<1>,
-                                         *a, (int32_t *)pl->dev, pl->num_slots,
+                                         ak, (int32_t *)pl->dev, pl->num_slots,
                                          pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
@@ -2521,7 +2566,7 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
     if (pl && pl->page_stage) { /* the plan function chose the whole-page stage (stream_make_plan) */
         if constexpr (kPageFits<D, KV, NT>)
-            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, true>, page_shape>(a);
+            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, true>, page_shape, true>(a);
         else
             return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
                            "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
@@ -2529,12 +2574,12 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
     if (pl && pl->deep_rings) { /* the plan function chose the deep rings (stream_make_plan, attempt #57) */
         if constexpr (kDeepFits<D, KV>)
             return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, true>,
-                                  stream_shape<D, dl_kv_size<KV>::value, DQ, NT, true>>(a);
+                                  stream_shape<D, dl_kv_size<KV>::value, DQ, NT, true>, true>(a);
         else
             return dl_fail("decode_stream.cu: a deep-ring plan for a case without deep rings (D=%d, %d-bit cache): "
                            "plan and launch disagree", D, 8 * dl_kv_size<KV>::value);
     }
-    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ, NT>>(a);
+    return launch_planned<stream_decode_kernel<D, KV, DQ, NT>, stream_shape<D, dl_kv_size<KV>::value, DQ, NT>, true>(a);
 }
 template <int D, dl_dtype KV, int PROMOTE> static int launch_wgmma(const dl_gpu_args *a)
 {
@@ -2856,6 +2901,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
+    int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
+    DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -2887,6 +2934,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->dry = dry;
+    maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;

@@ -364,6 +364,31 @@ extern "C" int dl_bench_time_launch(dl_bench *b, dl_launch_fn fn, const dl_gpu_a
     return elapsed(b, sec);
 }
 
+extern "C" int dl_bench_time_chain(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int n, int flush,
+                                   double *sec_per_launch)
+{
+    if (n < 1 || n > DL_CHAIN_MAX) return dl_fail("chain: %d layers (1 to %d)", n, DL_CHAIN_MAX);
+    DL_TRY(before_sample(b, flush));
+    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
+    for (int l = 0; l < n; l++) {
+        DL_TRY(fn(&a[l]));
+        DL_CUDA_CHECK(cudaGetLastError());
+    }
+    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
+    double s = 0;
+    DL_TRY(elapsed(b, &s));
+    *sec_per_launch = s / n;
+    return 0;
+}
+
+extern "C" int dl_dev_copy(void *dst, const void *src, size_t bytes, const char *what)
+{
+    cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+    if (e != cudaSuccess) return dl_fail("copy of %s (%zu bytes, device to device) failed: %s", what, bytes,
+                                         cudaGetErrorString(e));
+    return 0;
+}
+
 extern "C" int dl_bench_graph_capture(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int n)
 {
     if (n < 1) return dl_fail("graph: launches per replay must be >= 1, not %d", n);
@@ -576,6 +601,7 @@ template <int G, bool CHECK>
 __global__ void __launch_bounds__(DL_RR_THREADS, 4)
     dl_read_pages_kernel(dl_rr_pages p, unsigned key, unsigned *sink, dl_rr_check *check)
 {
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); /* --chain: the next read may launch */
     typedef typename dl_rr_vec<G>::T T;
     __shared__ int32_t s_page[DL_RR_MAX_PAGES];
     const int b = blockIdx.x;
@@ -632,6 +658,7 @@ template <bool CHECK>
 __global__ void __launch_bounds__(DL_RR_THREADS, 4)
     dl_read_contig_kernel(const void *k, const void *v, size_t nbytes, unsigned key, unsigned *sink, dl_rr_check *check)
 {
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); /* --chain: the next read may launch */
     const uint4 *__restrict__ K = (const uint4 *)k;
     const uint4 *__restrict__ V = (const uint4 *)v;
     const size_t n16 = nbytes / 16;
@@ -743,37 +770,50 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
     return 0;
 }
 
-template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check)
+/* A launch of kern on b's stream; pdl: with programmatic dependent launch (--chain: the reads of the layers after
+ * the first may start while the previous read runs; they wait for nothing, reading only the caches). */
+template <typename... P, typename... A>
+static cudaError_t rr_launch_one(dl_bench *b, void (*kern)(P...), dim3 grid, int pdl, A... args)
 {
-    const dim3 grid = pl->grid;
-    cudaStream_t st = b->stream;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(DL_RR_THREADS);
+    cfg.stream = b->stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
+template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check, int pdl)
+{
     const dl_rr_pages &p = pl->pages;
     switch (pl->g) {
-    case 16: dl_read_pages_kernel<16, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
-    case 8: dl_read_pages_kernel<8, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
-    case 4: dl_read_pages_kernel<4, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
-    case 2: dl_read_pages_kernel<2, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
-    default: dl_read_pages_kernel<1, CHECK><<<grid, DL_RR_THREADS, 0, st>>>(p, DL_RR_KEY, b->sink, check); break;
+    case 16: rr_launch_one(b, dl_read_pages_kernel<16, CHECK>, pl->grid, pdl, p, DL_RR_KEY, b->sink, check); break;
+    case 8: rr_launch_one(b, dl_read_pages_kernel<8, CHECK>, pl->grid, pdl, p, DL_RR_KEY, b->sink, check); break;
+    case 4: rr_launch_one(b, dl_read_pages_kernel<4, CHECK>, pl->grid, pdl, p, DL_RR_KEY, b->sink, check); break;
+    case 2: rr_launch_one(b, dl_read_pages_kernel<2, CHECK>, pl->grid, pdl, p, DL_RR_KEY, b->sink, check); break;
+    default: rr_launch_one(b, dl_read_pages_kernel<1, CHECK>, pl->grid, pdl, p, DL_RR_KEY, b->sink, check); break;
     }
 }
 
-/* Enqueue one read (check != NULL: the counting variant into *check). */
-static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl_rr_check *check)
+/* Enqueue one read (check != NULL: the counting variant into *check; pdl: rr_launch_one). */
+static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl_rr_check *check, int pdl = 0)
 {
     if (pl->empty) return 0;
     if (pl->order == DL_READ_CONTIG) {
         if (check)
-            dl_read_contig_kernel<true><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
-                                                                                  pl->contig_bytes, DL_RR_KEY, b->sink,
-                                                                                  check);
+            rr_launch_one(b, dl_read_contig_kernel<true>, pl->grid, pdl, a->k_cache, a->v_cache, pl->contig_bytes,
+                          DL_RR_KEY, b->sink, check);
         else
-            dl_read_contig_kernel<false><<<pl->grid, DL_RR_THREADS, 0, b->stream>>>(a->k_cache, a->v_cache,
-                                                                                   pl->contig_bytes, DL_RR_KEY, b->sink,
-                                                                                   check);
+            rr_launch_one(b, dl_read_contig_kernel<false>, pl->grid, pdl, a->k_cache, a->v_cache, pl->contig_bytes,
+                          DL_RR_KEY, b->sink, check);
     } else if (check) {
-        rr_launch_pages<true>(b, pl, check);
+        rr_launch_pages<true>(b, pl, check, pdl);
     } else {
-        rr_launch_pages<false>(b, pl, check);
+        rr_launch_pages<false>(b, pl, check, pdl);
     }
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
@@ -792,6 +832,22 @@ extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t tot
     DL_TRY(rr_launch(b, a, &pl, NULL));
     DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
     return elapsed(b, sec);
+}
+
+extern "C" int dl_bench_time_read_chain(dl_bench *b, const dl_gpu_args *a, int n, int64_t total_tokens,
+                                        dl_read_order order, int flush, double *sec_per_read)
+{
+    if (n < 1 || n > DL_CHAIN_MAX) return dl_fail("read chain: %d layers (1 to %d)", n, DL_CHAIN_MAX);
+    dl_rr_plan pl[DL_CHAIN_MAX];
+    for (int l = 0; l < n; l++) DL_TRY(rr_plan(b, &a[l], total_tokens, order, 0, &pl[l]));
+    DL_TRY(before_sample(b, flush));
+    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
+    for (int l = 0; l < n; l++) DL_TRY(rr_launch(b, &a[l], &pl[l], NULL, l > 0));
+    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
+    double s = 0;
+    DL_TRY(elapsed(b, &s));
+    *sec_per_read = s / n;
+    return 0;
 }
 
 extern "C" int dl_bench_read_check(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,

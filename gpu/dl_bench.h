@@ -84,6 +84,14 @@ int dl_bench_flush_l2(dl_bench *b);
  * busy (launch latency stays out of the measurement). *sec = event time. */
 int dl_bench_time_launch(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int flush, double *sec);
 
+/* The layer chain (run --chain): n launches of fn, a[l] each (layer l's copy of the caches; a[l].pdl 1 or 2),
+ * queued back to back between one pair of events; with flush, L2 is flushed once before the first. *sec_per_launch
+ * = the events' time / n. A variant that supports it (dl_gpu_args.pdl) starts layer l + 1 before layer l ends. */
+#define DL_CHAIN_MAX 64
+int dl_bench_time_chain(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int n, int flush, double *sec_per_launch);
+/* Device-to-device copy (the chain's layer copies); dl_fail() naming `what` on error. */
+int dl_dev_copy(void *dst, const void *src, size_t bytes, const char *what);
+
 /* CUDA-graph mode: capture n launches of fn(a) into one graph (replaces any
  * previous graph of b), then time one replay; *sec_per_launch = replay / n.
  * With flush, L2 is flushed before each replay (only the first launch of a
@@ -143,6 +151,13 @@ int dl_read_ref_load_bytes(const dl_gpu_args *a);
  * must be dl_bench_stream(b); total_tokens: the sum of its sequence lengths). */
 int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order, int flush,
                        double *sec);
+
+/* The read reference of the layer chain: n reads as dl_bench_time_read's, read l over a[l]'s caches, back to
+ * back between one pair of events, reads after the first launched with programmatic dependent launch (each read
+ * triggers its dependents at entry and waits for nothing: a read of layer l + 1 may overlap layer l's);
+ * *sec_per_read = the events' time / n. */
+int dl_bench_time_read_chain(dl_bench *b, const dl_gpu_args *a, int n, int64_t total_tokens, dl_read_order order,
+                             int flush, double *sec_per_read);
 
 /* Self-check of a reader (untimed): run it once counting the bytes it loads
  * and xor-folding them, each byte x at byte offset o of its cache contributing

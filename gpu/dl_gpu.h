@@ -35,6 +35,10 @@ typedef struct dl_gpu_args_s {
     void *workspace;                  /* split-KV partials, dl_gpu_workspace_bytes() or the plan's */
     const void *plan;                 /* a dl_gpu_plan (host struct) for variants with a plan function */
     void *stream;                     /* cudaStream_t */
+    int pdl;                          /* run --chain: 1 the chain's first layer, 2 a later one, 0 none. A
+                                       * variant that supports it (decode_stream.cu's warp-consumer kernels,
+                                       * DL_STREAM_PDL) lets the next layer launch early, and launches a later
+                                       * layer with programmatic dependent launch after the previous one's */
 } dl_gpu_args;
 
 /* A work plan built on the host before launches (like FlashInfer's plan/run):

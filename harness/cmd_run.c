@@ -39,7 +39,7 @@ static void run_help(FILE *f)
 {
     fprintf(f,
             "usage: decodelab run GOLDEN.h5 [--variants GLOB[,GLOB]] [--time] [--flush write|read] [--hot-l2]\n"
-            "                     [--time-failed] [--graph] [--out RESULTS.h5] [--max-time-s S]\n"
+            "                     [--time-failed] [--graph | --chain L] [--out RESULTS.h5] [--max-time-s S]\n"
             "                     [--min-samples N] [--splits N|auto] [--save-outputs DIR]\n\n"
             "Checks every selected GPU variant on the golden file: the outputs are poisoned (NaN) before\n"
             "each launch, every element must be written; o and lse are scored against the variant's own\n"
@@ -67,6 +67,16 @@ static void run_help(FILE *f)
             "  --graph                 time replays of a CUDA graph of --graph-launches launches (default\n"
             "                          20); per-launch time = replay / launches (the read reference stays one\n"
             "                          launch per sample, flushed unless --hot-l2)\n"
+            "  --chain L               the layer chain (2 <= L <= 64; implies --time; timing_mode chain-cold-l2,\n"
+            "                          graph_launches L): L launches back to back, each over its own copy of the\n"
+            "                          caches (a model's L layers: L - 1 copies more in GPU memory), L2 flushed\n"
+            "                          once before the first; per-launch time = the chain's / L. The variants that\n"
+            "                          support it (the warp-consumer stream kernels; DL_STREAM_PDL=0 turns it off)\n"
+            "                          launch each layer after the first with programmatic dependent launch: it\n"
+            "                          starts while the previous ends. The read reference is timed the same way\n"
+            "                          (L reads, each after the first with that launch). Before timing, one chain\n"
+            "                          on poisoned outputs must leave one launch's outputs (else FAIL, not timed).\n"
+            "                          --resume treats chains of any L as one timing mode\n"
             "  --max-time-s S          time cap per variant and per reader of the read reference (default 5)\n"
             "  --min-samples N         (default 10)      --max-stdrel X   (default 0.005)\n"
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
@@ -130,6 +140,9 @@ static int parse_run(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--graph-launches")) {
             DL_TRY(dl_parse_i64(a, argv[++i], 1, 100000, &iv));
             o->x.graph_launches = (int)iv;
+        } else if (!strcmp(a, "--chain")) {
+            DL_TRY(dl_parse_i64(a, argv[++i], 2, DL_RUN_CHAIN_MAX, &iv));
+            o->x.chain = (int)iv;
         } else if (!strcmp(a, "--peak-runs")) {
             DL_TRY(dl_parse_i64(a, argv[++i], 1, 10000, &iv));
             o->x.peak_runs = (int)iv;
@@ -154,7 +167,11 @@ static int parse_run(int argc, char **argv, run_opts *o)
     if (o->flush_given && o->x.hot_l2)
         return dl_fail("--flush: '%s' cannot be combined with --hot-l2 (no flush between samples)",
                        o->x.flush == DL_FLUSH_READ ? "read" : "write");
-    if ((o->x.hot_l2 || o->x.graph || o->flush_given || o->x.time_failed) && !o->x.time) o->x.time = 1;
+    if (o->x.chain && o->x.graph) return dl_fail("--chain: '%d' cannot be combined with --graph", o->x.chain);
+    if (o->x.chain && o->x.hot_l2)
+        return dl_fail("--chain: '%d' cannot be combined with --hot-l2 (a chain is flushed once, before it)",
+                       o->x.chain);
+    if ((o->x.hot_l2 || o->x.graph || o->x.chain || o->flush_given || o->x.time_failed) && !o->x.time) o->x.time = 1;
     return 0;
 }
 

@@ -70,12 +70,16 @@ struct dl_variant;
 int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_variant *v, const dl_result_row *r,
                         const float *o, const float *lse);
 
+/* run --chain's most layers (gpu/dl_bench.h DL_CHAIN_MAX; this header builds without CUDA) */
+#define DL_RUN_CHAIN_MAX 64
+
 /* How `run` checks and times (harness/run.c); the CLI fills it from its flags. */
 typedef struct {
     int time;            /* time the variants that passed (and the read reference) */
     int time_failed;     /* also time a variant whose check FAILed (the row stays FAIL) */
     const char *save_dir; /* NULL, or a folder: each checked variant's o and lse as a candidate file there */
     int hot_l2, graph, graph_launches, peak_runs;
+    int chain;           /* --chain L (>= 2): time L layers back to back (copies of the caches), else 0 */
     int flush;           /* dl_flush_mode (gpu/dl_bench.h) of a cold sample */
     int splits;          /* split-KV chunks per sequence; 0 = dl_gpu_choose_splits */
     dl_timing_opts topt; /* the sampling rules */

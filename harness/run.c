@@ -53,6 +53,7 @@ void dl_run_version_string(int v, char *buf, size_t n) { snprintf(buf, n, "%d.%d
 
 const char *dl_run_timing_mode(const dl_run_opts *o)
 {
+    if (o->chain > 1) return "chain-cold-l2";
     if (o->graph) return o->hot_l2 ? "graph-hot-l2" : "graph-cold-l2";
     return o->hot_l2 ? "hot-l2" : "cold-l2";
 }
@@ -98,16 +99,44 @@ int dl_run_save_outputs(const char *dir, const dl_golden *g, const struct dl_var
 }
 
 #if DL_HAVE_CUDA
+_Static_assert(DL_CHAIN_MAX == DL_RUN_CHAIN_MAX, "run --chain's bound is gpu/dl_bench.h's");
 typedef struct {
     void *q, *k, *v, *ks, *vs, *indptr, *indices, *last, *o, *lse, *ws;
     size_t ws_bytes;
+    void *lk[DL_CHAIN_MAX], *lv[DL_CHAIN_MAX]; /* --chain: layer l's copies of k and v (lk[0] = k, lv[0] = v) */
+    int layers;
 } dev_bufs;
 
 static void dev_free_all(dev_bufs *d)
 {
     void *p[] = {d->q, d->k, d->v, d->ks, d->vs, d->indptr, d->indices, d->last, d->o, d->lse, d->ws};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) dl_dev_free(p[i]);
+    for (int l = 1; l < d->layers; l++) {
+        dl_dev_free(d->lk[l]);
+        dl_dev_free(d->lv[l]);
+    }
     memset(d, 0, sizeof *d);
+}
+
+/* --chain L: layers 1 .. L-1 of the caches, copies of the uploaded ones (the same bytes at other addresses, so
+ * that each layer's read is a cold read of its own, as a model's layers are). */
+static int upload_layers(const dl_case *c, dev_bufs *d, int layers)
+{
+    const size_t kvb = (size_t)dl_case_cache_elems(c) * dl_dtype_size(c->cfg.kv_dtype);
+    d->lk[0] = d->k;
+    d->lv[0] = d->v;
+    d->layers = 1;
+    for (int l = 1; l < layers; l++) {
+        char what[64];
+        snprintf(what, sizeof what, "--chain: layer %d of %d's k_cache", l, layers);
+        DL_TRY(dl_dev_malloc(&d->lk[l], kvb, what));
+        d->layers = l + 1; /* freed from here on */
+        DL_TRY(dl_dev_copy(d->lk[l], d->k, kvb, what));
+        snprintf(what, sizeof what, "--chain: layer %d of %d's v_cache", l, layers);
+        DL_TRY(dl_dev_malloc(&d->lv[l], kvb, what));
+        DL_TRY(dl_dev_copy(d->lv[l], d->v, kvb, what));
+    }
+    return 0;
 }
 
 static int upload(void **dst, const void *src, size_t bytes, const char *what)
@@ -138,14 +167,26 @@ static int upload_case(const dl_case *c, dev_bufs *d)
 typedef struct {
     dl_bench *b;
     dl_launch_fn fn;
-    const dl_gpu_args *a;
-    int flush, graph;
+    const dl_gpu_args *a; /* --chain: the layers' arguments, chain of them */
+    int flush, graph, chain;
 } sampler;
 
 static int sample(void *ctx, double *sec)
 {
     sampler *s = ctx;
+    if (s->chain > 1) return dl_bench_time_chain(s->b, s->fn, s->a, s->chain, s->flush, sec);
     return s->graph ? dl_bench_time_graph(s->b, s->flush, sec) : dl_bench_time_launch(s->b, s->fn, s->a, s->flush, sec);
+}
+
+/* --chain: layer l's launch arguments from layer 0's: its caches, pdl after the first. */
+static void layer_args(dl_gpu_args *al, const dl_gpu_args *a, const dev_bufs *d, int layers)
+{
+    for (int l = 0; l < layers; l++) {
+        al[l] = *a;
+        al[l].k_cache = l ? d->lk[l] : a->k_cache;
+        al[l].v_cache = l ? d->lv[l] : a->v_cache;
+        al[l].pdl = l > 0 ? 2 : 1;
+    }
 }
 
 /* One checked launch: poison, launch, wait, download. */
@@ -204,15 +245,16 @@ typedef struct {
 
 typedef struct {
     dl_bench *b;
-    const dl_gpu_args *a;
+    const dl_gpu_args *a; /* --chain: the layers' arguments */
     int64_t tokens;
     dl_read_order order;
-    int flush;
+    int flush, chain;
 } read_sampler;
 
 static int read_sample(void *ctx, double *sec)
 {
     read_sampler *s = ctx;
+    if (s->chain > 1) return dl_bench_time_read_chain(s->b, s->a, s->chain, s->tokens, s->order, s->flush, sec);
     return dl_bench_time_read(s->b, s->a, s->tokens, s->order, s->flush, sec);
 }
 
@@ -235,8 +277,10 @@ static int measure_read_ref(const dl_run_opts *o, const dl_case *c, const dev_bu
         tokens += len;
         if (len > maxlen) maxlen = len;
     }
-    dl_gpu_args a;
+    dl_gpu_args a, al[DL_CHAIN_MAX];
     case_args(&a, c, d, bench, maxlen);
+    const int chain = o->chain > 1 ? o->chain : 1;
+    layer_args(al, &a, d, chain);
     ref->load_bytes = dl_read_ref_load_bytes(&a);
     /* the contiguous reader reads tokens x row bytes from the start of each cache: with pages
      * shared between requests (prefix caching) the caches hold fewer, so it is not run (NaN) */
@@ -250,14 +294,17 @@ static int measure_read_ref(const dl_run_opts *o, const dl_case *c, const dev_bu
         int64_t want_bytes = 0, got_bytes = 0;
         uint32_t want_xor = 0, got_xor = 0;
         dl_run_read_sum(c, order == DL_READ_CONTIG, &want_bytes, &want_xor);
-        DL_TRY(dl_bench_read_check(bench, &a, tokens, order, &got_bytes, &got_xor));
-        if (got_bytes != want_bytes || got_xor != want_xor)
-            return dl_fail("the %s reader read %lld bytes (xor-fold %08x), the case's KV bytes are %lld "
-                           "(xor-fold %08x)",
-                           what[k], (long long)got_bytes, (unsigned)got_xor, (long long)want_bytes, (unsigned)want_xor);
+        for (int l = 0; l < chain; l++) { /* every layer's copy holds the case's bytes */
+            DL_TRY(dl_bench_read_check(bench, &al[l], tokens, order, &got_bytes, &got_xor));
+            if (got_bytes != want_bytes || got_xor != want_xor)
+                return dl_fail("the %s reader read %lld bytes (xor-fold %08x) of layer %d, the case's KV bytes are "
+                               "%lld (xor-fold %08x)",
+                               what[k], (long long)got_bytes, (unsigned)got_xor, l, (long long)want_bytes,
+                               (unsigned)want_xor);
+        }
         double warm;
         for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_read(bench, &a, tokens, order, 0, &warm));
-        read_sampler s = {bench, &a, tokens, order, !o->hot_l2};
+        read_sampler s = {bench, chain > 1 ? al : &a, tokens, order, !o->hot_l2, chain};
         dl_timing_stats st;
         DL_TRY(dl_timing_collect(read_sample, &s, &o->topt, &st));
         ref->t[k] = st.median;
@@ -272,6 +319,73 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
                                dev_bufs *d, const dl_peak_read *peak, const read_ref *ref, dl_result_row *r,
                                float *ho[2], float *hl[2], dl_gpu_args *ap, const dl_gpu_plan *plan);
 
+/* The sequence lengths of the case (host), for a plan function; NULL (dl_fail) when out of memory. */
+static int32_t *case_lens(const dl_case *c)
+{
+    int32_t *lens = dl_malloc((size_t)c->cfg.batch_size * sizeof(int32_t), "sequence lengths");
+    if (lens)
+        for (int64_t b = 0; b < c->cfg.batch_size; b++) lens[b] = (int32_t)dl_case_seq_len(c, b);
+    return lens;
+}
+
+/* --chain: the layers' arguments al[0 .. chain) from layer 0's a; a planned variant gets a plan of its own per
+ * layer after the first (lp[1 ..]: its tensor maps name the layer's caches; its tickets and counters are the
+ * layer's), sharing layer 0's workspace. *nlp: plans made (lp[1 .. *nlp]), to free with chain_free. */
+static int chain_setup(const dl_variant *v, const dl_case *c, const dl_gpu_args *a, const dev_bufs *d, int chain,
+                       dl_gpu_args *al, dl_gpu_plan *lp, int *nlp)
+{
+    *nlp = 0;
+    layer_args(al, a, d, chain);
+    if (!v->plan) return 0;
+    int32_t *lens = case_lens(c);
+    if (!lens) return -1;
+    int rc = 0;
+    for (int l = 1; l < chain && !rc; l++) {
+        memset(&lp[l], 0, sizeof lp[l]);
+        rc = v->plan(&al[l], lens, &lp[l]);
+        if (rc) break;
+        *nlp = l;
+        if (lp[l].workspace_bytes > d->ws_bytes)
+            rc = dl_fail("--chain: layer %d's plan asks for %zu workspace bytes, layer 0's had %zu", l,
+                         lp[l].workspace_bytes, d->ws_bytes);
+        al[l].plan = &lp[l];
+    }
+    free(lens);
+    return rc;
+}
+
+static void chain_free(dl_gpu_plan *lp, int nlp)
+{
+    for (int l = 1; l <= nlp; l++) dl_gpu_plan_free(&lp[l]);
+}
+
+/* --chain: one untimed chain on poisoned outputs; the last layer's o and lse (the same inputs as every layer's)
+ * must equal one launch's (bit for bit where two launches agreed bitwise, else within the model's limits).
+ * Returns 0 with *ok set, or nonzero on a CUDA error. */
+static int chain_check(const dl_variant *v, const dl_gpu_args *al, int chain, const dev_bufs *d, const dl_golden *g,
+                       const dl_output *mod, dl_result_row *r, float *ho[2], float *hl[2], size_t no, size_t nl,
+                       int *ok)
+{
+    *ok = 0;
+    DL_TRY(dl_dev_poison(d->o, no * sizeof(float), al[0].stream));
+    DL_TRY(dl_dev_poison(d->lse, nl * sizeof(float), al[0].stream));
+    for (int l = 0; l < chain; l++) DL_TRY(v->launch(&al[l]));
+    DL_TRY(dl_dev_check_launch(v->name, al[0].stream));
+    DL_TRY(dl_dev_download(ho[1], d->o, no * sizeof(float), "o"));
+    DL_TRY(dl_dev_download(hl[1], d->lse, nl * sizeof(float), "lse"));
+    if (r->deterministic) {
+        *ok = !memcmp(ho[0], ho[1], no * sizeof(float)) && !memcmp(hl[0], hl[1], nl * sizeof(float));
+        return 0;
+    }
+    dl_result_row *tmp = dl_malloc(sizeof *tmp, "a scratch results row");
+    if (!tmp) return -1;
+    *tmp = *r;
+    *ok = dl_run_judge(tmp, ho[1], hl[1], mod, v->model, g->have[DL_MODEL_EXACT] ? &g->out[DL_MODEL_EXACT] : NULL,
+                       g->c.cfg.kv_dtype, 0.0) != DL_FAIL;
+    free(tmp);
+    return 0;
+}
+
 /* Check (and time) one variant into row r. Returns 0, or nonzero on a CUDA
  * error (recorded into r as a FAIL with the reason). */
 static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_variant *v, dl_bench *bench, dev_bufs *d,
@@ -279,7 +393,6 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
                        float *ho[2], float *hl[2])
 {
     const dl_case *c = &g->c;
-    const dl_config *cfg = &c->cfg;
     dl_gpu_args a;
     case_args(&a, c, d, bench, r->max_seq_len);
     a.p_scale = g->params.p_scale;
@@ -288,9 +401,8 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
     dl_gpu_plan plan;
     memset(&plan, 0, sizeof plan);
     if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
-        int32_t *lens = dl_malloc((size_t)cfg->batch_size * sizeof(int32_t), "sequence lengths");
+        int32_t *lens = case_lens(c);
         if (!lens) return -1;
-        for (int64_t b = 0; b < cfg->batch_size; b++) lens[b] = (int32_t)dl_case_seq_len(c, b);
         int prc = v->plan(&a, lens, &plan);
         free(lens);
         DL_TRY(prc);
@@ -380,15 +492,36 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         snprintf(r->reason + n, sizeof r->reason - n, "%stimed anyway (--time-failed)", n ? "; " : "");
     }
     /* time */
-    sampler s = {bench, v->launch, &a, !o->hot_l2, o->graph};
+    const int chain = o->chain > 1 ? o->chain : 1;
+    dl_gpu_args al[DL_CHAIN_MAX];
+    dl_gpu_plan lp[DL_CHAIN_MAX];
+    int nlp = 0, chain_ok = 1;
+    if (chain > 1) {
+        int crc = chain_setup(v, c, &a, d, chain, al, lp, &nlp);
+        if (!crc) crc = chain_check(v, al, chain, d, g, mod, r, ho, hl, no, nl, &chain_ok);
+        if (crc || !chain_ok) chain_free(lp, nlp);
+        DL_TRY(crc);
+        if (!chain_ok) {
+            snprintf(r->verdict, sizeof r->verdict, "FAIL");
+            snprintf(r->reason, sizeof r->reason, "the chain of %d layers (--chain) left outputs that differ from one "
+                     "launch's%s: not timed", chain, r->deterministic ? " (bitwise)" : " (beyond the model's limits)");
+            return 0;
+        }
+    }
+    sampler s = {bench, v->launch, chain > 1 ? al : &a, !o->hot_l2, o->graph, chain};
     double warm;
-    for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_launch(bench, v->launch, &a, 0, &warm));
-    if (o->graph) DL_TRY(dl_bench_graph_capture(bench, v->launch, &a, o->graph_launches));
+    int trc = 0;
+    for (int i = 0; i < 3 && !trc; i++)
+        trc = chain > 1 ? dl_bench_time_chain(bench, v->launch, al, chain, 0, &warm)
+                        : dl_bench_time_launch(bench, v->launch, &a, 0, &warm);
+    if (!trc && o->graph) trc = dl_bench_graph_capture(bench, v->launch, &a, o->graph_launches);
     dl_timing_stats st;
-    DL_TRY(dl_timing_collect(sample, &s, &o->topt, &st));
+    if (!trc) trc = dl_timing_collect(sample, &s, &o->topt, &st);
+    chain_free(lp, nlp);
+    DL_TRY(trc);
     snprintf(r->timing_mode, sizeof r->timing_mode, "%s", dl_run_timing_mode(o));
     snprintf(r->flush, sizeof r->flush, "%s", dl_run_flush_name(o));
-    r->graph_launches = o->graph ? o->graph_launches : 1;
+    r->graph_launches = o->graph ? o->graph_launches : chain;
     r->time_samples = st.n;
     r->time_converged = st.converged;
     r->time_median_s = st.median;
@@ -432,6 +565,7 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
     if (!rc && o->time && !o->hot_l2) rc = dl_bench_set_flush(bench, (dl_flush_mode)o->flush);
     if (!rc && o->time) rc = dl_bench_peak_read(bench, 0, o->peak_runs, &peak);
     if (!rc) rc = upload_case(c, &d);
+    if (!rc && o->time && o->chain > 1) rc = upload_layers(c, &d, o->chain);
     char drv[16], rt[16];
     dl_run_version_string(info.driver_version, drv, sizeof drv);
     dl_run_version_string(info.runtime_version, rt, sizeof rt);

@@ -411,6 +411,13 @@ static const bad_flag bad_run_flags[] = {
     {{"--flush"}, "--flush", "missing value"},
     {{"--flush", "read", "--hot-l2"}, "--flush", "--hot-l2"},
     {{"--hot-l2", "--flush", "write"}, "--flush", "--hot-l2"},
+    /* --chain (issue 10, attempt #60: the layer chain) */
+    {{"--chain", "1"}, "--chain", "'1' is not an integer in 2..64"},
+    {{"--chain", "65"}, "--chain", "'65'"},
+    {{"--chain", "four"}, "--chain", "'four'"},
+    {{"--chain"}, "--chain", "missing value"},
+    {{"--chain", "4", "--graph"}, "--chain", "--graph"},
+    {{"--hot-l2", "--chain", "2"}, "--chain", "--hot-l2"},
 };
 static const int num_bad_run_flags = (int)(sizeof bad_run_flags / sizeof bad_run_flags[0]);
 
@@ -452,6 +459,21 @@ START_TEST(run_flush_accepted_and_documented)
 }
 END_TEST
 
+/* --chain: documented; without a GPU, accepted and the variants skipped, as for --time. */
+START_TEST(run_chain_accepted_and_documented)
+{
+    ck_assert_int_eq(DL_RUN("run", "--help"), 0);
+    const char *doc[] = {"--chain L", "chain-cold-l2", "graph_launches L", "DL_STREAM_PDL=0", "poisoned outputs"};
+    for (size_t i = 0; i < sizeof doc / sizeof doc[0]; i++)
+        ck_assert_msg(strstr(dl_test_out, doc[i]) != NULL, "run --help lacks '%s'", doc[i]);
+    if (dl_gpu_device_count() > 0) return; /* below: what a machine without a GPU does */
+    int rc = DL_RUN("run", good, "--chain", "4");
+    ck_assert_msg(rc == 0, "--chain 4: exit %d: %s", rc, dl_test_err);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "GPU variants skipped"));
+    ck_assert_str_eq(dl_test_err, "");
+}
+END_TEST
+
 /* Every file of the committed canonical set verifies. */
 START_TEST(canonical_set_verifies)
 {
@@ -473,7 +495,8 @@ Suite *make_suite(void)
     const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, golden_models_auto,
                             check_fails_on_changed_model, golden_write_fails_cleanly,
                             check_p_cast_counts, golden_missing_out_and_existing_file, check_usage_errors,
-                            run_flush_accepted_and_documented, deterministic_across_threads, golden_share_prefix,
+                            run_flush_accepted_and_documented, run_chain_accepted_and_documented,
+                            deterministic_across_threads, golden_share_prefix,
                             canonical_set_verifies};
     TCase *tc;
     Suite *s = dl_test_suite("cli", 120, setup, teardown, tests, (int)(sizeof tests / sizeof tests[0]), &tc);

@@ -7,6 +7,7 @@
 #   - a FAIL of any other variant fails the run, a MISSING row too;
 #   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
 #     log without its summary line;
+#   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n);
 #   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub.
 # `make test-gpu-script` (part of `make test`).
@@ -35,6 +36,7 @@ case "\$1" in
   list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
   golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
   run) rc=0
+       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$*" >> "\$STUB_ARGS_LOG"
        for v in bf16-fast-mma $KNOWN; do
          [ "\$v" = "\${STUB_DROP:-}" ] && continue
          case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
@@ -67,6 +69,15 @@ check other_fail 1 "$N FAIL, 0 XFAIL" STUB_FAIL=bf16-fast-mma
 check both_fail 1 "$N FAIL, $N XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
 check missing 1 "$N MISSING" STUB_DROP=bf16-fast-mma
 check san_jobs_bad 2 "DL_SAN_JOBS='x' is not a positive whole number" DL_SAN_JOBS=x
+check splits_bad 2 "DL_SPLITS: 'chains' is not a split count" DL_SPLITS=chains
+# the "chain" setting (issue 10, attempt #60) runs each case with three layers: run's own check then covers it
+check chain_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=chain STUB_ARGS_LOG="$T/chain_args.log"
+n_chain=$(grep -c -- "--splits auto --chain 3 --max-time-s 0.02 --min-samples 1 --out" "$T/chain_args.log")
+NC=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY=1 bash "$ROOT/tests/gpu/nasty_matrix.sh" |
+     grep -c '^case ') # one chain run a case (the page and wide runs come beside it)
+if [ "$NC" -gt 0 ] && [ "$n_chain" -eq "$NC" ]; then
+    echo "PASS test_gpu_script chain_args ($n_chain runs with --chain 3, one a case)"
+else echo "FAIL test_gpu_script chain_args: $n_chain runs with --chain 3 for $NC cases"; fails=1; fi
 # the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
 # the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
 mkdir -p "$T/bin"

@@ -16,13 +16,16 @@
 # kernels' 3 x 2 rings, which 'auto' leaves for the deep 2 x 3 ones on runs as short as these, issue 10 attempt #57).
 # Setting "unit16" (not in the default list) runs --splits auto with
 # DL_STREAM_UNIT=16: the streaming plans cut at 16-token units instead of 64-token tiles (issue 10 attempt #44).
+# Setting "chain" (not in the default list) runs --splits auto --chain 3 (issue 10 attempt #60: three layers, the
+# warp-consumer kernels after the first launched with programmatic dependent launch; each variant's chain on
+# poisoned outputs must leave one launch's outputs, else FAIL), timed briefly (--max-time-s 0.02, 1 sample at least).
 # Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
 # tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
 #
 # Environment:
 #   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
 #   DL_SEED     base seed (default: a new random one, printed)
-#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "unit16")
+#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "unit16", "chain")
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
@@ -42,7 +45,7 @@ fi
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SPLITS=${DL_SPLITS:-"1 4 auto kmerge"}
 for sp in $SPLITS; do
-    case $sp in auto|kmerge|unit16) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge or unit16" >&2; exit 2 ;; esac
+    case $sp in auto|kmerge|unit16|chain) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, unit16 or chain" >&2; exit 2 ;; esac
 done
 LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
 SAN_JOBS=${DL_SAN_JOBS:-8}
@@ -172,7 +175,9 @@ for c in "${CASES[@]}"; do
             wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
             *) kenv=() spl=$sp ;;
         esac
-        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$spl" --out "$WORK/results.h5" > "$log" 2>&1
+        xargs_=() # chain: three layers, timed briefly (the chain check runs before timing)
+        [ "$sp" = chain ] && { spl=auto; xargs_=(--chain 3 --max-time-s 0.02 --min-samples 1); }
+        env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$spl" "${xargs_[@]}" --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
         line=$(printf '%-46s %-6s' "$label" "$sp")
