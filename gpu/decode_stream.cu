@@ -130,8 +130,8 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
      * caches, groups 9-16 (its 2 x 3 kernel fits twice an SM): one (attempt #59). B128 L4096 group 16 e4m3,
      * bf16-hw-stream: 132x2w:264segs 90.34 us against 264x2w:528segs 97.73 / 97.76 (H200, 2026-12-05f) and 90.8 /
      * 98.6 (another H200, 2026-12-05e); H100 115.3 against 126.3, and at B4 L32768 48.1 against 49.0 (2026-12-05g):
-     * the small batch does not lose the halved consumer warps. The cast policy's kernel of the same shape wants two (212.3-212.8 against 284.5-284.6 us, H200,
-     * 2026-12-05e). */
+     * the small batch does not lose the halved consumer warps. The cast policy's kernel of the same shape wants two
+     * (212.3-212.8 against 284.5-284.6 us, H200, 2026-12-05e). */
     static constexpr int CTAS_CAP = ES == 1 && D == 128 && DQ == DL_DQ_HW && NT == 2 ? 1 : 0;
 };
 /* The rule above as the table the README gives (Tuning the streaming family; consumer warps x stages), checked at
@@ -904,7 +904,7 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
             if (cj[w] == 0) TL_MARK(sp, kTlPage, pg0);
-            if constexpr (WAIT && !DL_STREAM_EARLY_COPIES) if (cj[w] == 0) pdl_wait(); /* #60: the warp consumers' kernel */
+            if constexpr (WAIT && !DL_STREAM_EARLY_COPIES) if (cj[w] == 0) pdl_wait(); /* #60: warp consumers */
             mbar_wait(&empty[w * S + st], ((cj[w] / S) & 1) ^ 1);
             if (lane == 0) {
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[w * S + st]);
@@ -2478,8 +2478,8 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream, int ctas, int p
 #endif
 
 /* The launch of a planned kernel KERN of shape SH (stream_shape or wg_shape): the plan's grid,
- * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. PDL: KERN waits as stream_params.pdl
- * says (the warp-consumer kernels), so a->pdl (the layer chain) may launch it with programmatic dependent launch. */
+ * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. PDL: KERN waits as a chained layer
+ * must (the warp-consumer kernels, #60), so a->pdl 2 launches it with programmatic dependent launch. */
 template <auto KERN, class SH, bool PDL = false> static int launch_planned(const dl_gpu_args *a)
 {
     DL_TRY(dl_smem_limit<KERN>(SH::SMEM));
