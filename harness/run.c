@@ -578,6 +578,9 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
                peak.gbps_best);
     dl_bytes bytes;
     dl_run_bytes(c, &bytes);
+    char ref_mode[64]; /* how the read reference was timed: one read a sample, or a read of a chain's layer */
+    if (o->chain > 1) snprintf(ref_mode, sizeof ref_mode, "per read of a chain of %d (chain-cold-l2)", o->chain);
+    else snprintf(ref_mode, sizeof ref_mode, "%s", o->hot_l2 ? "hot-l2" : "cold-l2");
     if (o->time && !rc) {
         dl_clear_error();
         if (measure_read_ref(o, c, &d, bench, &ref)) {
@@ -590,7 +593,7 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
                        "(pages shared between requests: the caches hold fewer than %lld B) over %lld B of KV, %s, "
                        "flush %s: ref_read %.2f us = %.1f GB/s\n",
                        1e6 * ref.t[0], (long long)ref.n[0], ref.converged[0] ? "" : ", not converged", ref.load_bytes,
-                       (long long)bytes.kv, (long long)bytes.kv, o->hot_l2 ? "hot-l2" : "cold-l2", dl_run_flush_name(o),
+                       (long long)bytes.kv, (long long)bytes.kv, ref_mode, dl_run_flush_name(o),
                        1e6 * ref.ref_s, bytes.kv / ref.ref_s / 1e9);
             else
                 printf("read reference: page-table order %.2f us (%lld samples%s, %d-byte loads), contiguous %.2f us "
@@ -598,7 +601,7 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
                        "GB/s\n",
                        1e6 * ref.t[0], (long long)ref.n[0], ref.converged[0] ? "" : ", not converged", ref.load_bytes,
                        1e6 * ref.t[1], (long long)ref.n[1], ref.converged[1] ? "" : ", not converged",
-                       (long long)bytes.kv, o->hot_l2 ? "hot-l2" : "cold-l2", dl_run_flush_name(o), 1e6 * ref.ref_s,
+                       (long long)bytes.kv, ref_mode, dl_run_flush_name(o), 1e6 * ref.ref_s,
                        bytes.kv / ref.ref_s / 1e9);
         }
     }
