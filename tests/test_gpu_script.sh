@@ -9,7 +9,8 @@
 #     log without its summary line;
 #   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n);
-#   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub.
+#   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub;
+#   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub.
 # `make test-gpu-script` (part of `make test`).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -206,4 +207,43 @@ mcheck clean 0 "every row PASS and timed; --resume appended nothing"
 mcheck resume_appends 1 "--resume appended 3 rows on 8b_b64_l1024_e4m3" MSTUB=resume
 mcheck graph_fails 1 "exit 1: a row FAILed" MSTUB=fail
 mcheck hot_untimed 1 "a check FAILED" MSTUB=untimed
+# chain_job.sh (issue 10, attempt #60) through a stub decodelab: run writes one row a variant to the CSV twin of --out,
+# its median 20 us standalone or in a plain chain, 15 us in a chain with DL_STREAM_PDL=1 (CSTUB=fail: the chain's
+# rows FAIL); the table names each run with its median, a FAIL row fails the job
+mkdir -p "$T/cstub"
+cat > "$T/cstub/dl" <<'STUB'
+#!/usr/bin/env bash
+cmd=$1; shift
+if [ "$cmd" = golden ]; then while [ $# -gt 0 ]; do [ "$1" = --out ] && : > "$2"; shift; done; exit 0; fi
+g=$1; out=; vars=; chain=0
+while [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --variants) vars=$2; shift;; --chain) chain=$2; shift;; esac; shift; done
+csv=${out%.h5}.csv
+echo "golden_path,variant,timing_mode,verdict,time_median_s,ref_read_s,frac_ref,model_schedule" > "$csv"
+verdict=PASS; [ "${CSTUB:-}" = fail ] && [ "$chain" -gt 1 ] && verdict=FAIL
+med=2e-5; [ "$chain" -gt 1 ] && [ "${DL_STREAM_PDL:-}" = 1 ] && med=1.5e-5
+for v in ${vars//,/ }; do echo "$g,$v,chain$chain,$verdict,$med,1e-5,0.5,plan:stub" >> "$csv"; done
+[ $verdict = FAIL ] && exit 1; exit 0
+STUB
+chmod +x "$T/cstub/dl" && gzip -c "$T/cstub/dl" > "$T/cstub/base.gz"
+ccheck() { # name, expected exit, then env settings; the table is checked below
+    local name=$1 want=$2; shift 2
+    rm -rf "$T/cstub/out" "$T/cstub/w"
+    local rc=0
+    (cd "$ROOT" && env "$@" DECODELAB="$T/cstub/dl" BASE="$T/cstub/base.gz" CONFIGS=8b_b1_l32768_e4m3 \
+        VARIANTS=bf16-hw-stream OUT="$T/cstub/out" DL_WORKDIR="$T/cstub/w" bash tests/gpu/chain_job.sh) \
+        > "$T/cstub/$name.log" 2>&1 || rc=$?
+    [ $rc -eq "$want" ] && return 0
+    echo "FAIL test_gpu_script chain_job $name: exit $rc (want $want)"; tail -5 "$T/cstub/$name.log"; fails=1; return 1
+}
+row() { grep -E "^8b_b1_l32768_e4m3 +bf16-hw-stream +$1 " "$T/cstub/out/chain_table.txt"; }
+if ccheck clean 0; then
+    if row chain-pdl | grep -qE " PASS +15.00 " && row chain-plain | grep -qE " PASS +20.00 " && row base1 | grep -q PASS &&
+        row alone2 | grep -q PASS && [ "$(grep -c '^8b_b1' "$T/cstub/out/chain_table.txt")" -eq 6 ] &&
+        [ "$(wc -l < "$T/cstub/out/chain.csv")" -eq 7 ]; then echo "PASS test_gpu_script chain_job clean"
+    else echo "FAIL test_gpu_script chain_job clean: the table lacks a run or a median:"; cat "$T/cstub/out/chain_table.txt"; fails=1; fi
+fi
+if ccheck chain_fails 1 CSTUB=fail; then
+    if row chain-pdl | grep -qE " FAIL "; then echo "PASS test_gpu_script chain_job chain_fails"
+    else echo "FAIL test_gpu_script chain_job chain_fails: no FAIL row"; cat "$T/cstub/out/chain_table.txt"; fails=1; fi
+fi
 exit $fails
