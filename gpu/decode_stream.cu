@@ -2525,36 +2525,20 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
     }
 #endif
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = dim3((unsigned)pl->ctas);
-        cfg.blockDim = dim3(SH::THREADS);
-        cfg.dynamicSmemBytes = SH::SMEM;
-        cfg.stream = (cudaStream_t)a->stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, KERN, ak, sp, m->k, m->v));
+        DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), SH::SMEM,
+                                   (cudaStream_t)a->stream, true, ak, sp, m->k, m->v));
     } else {
         KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(ak, sp, m->k, m->v);
     }
     DL_CUDA_CHECK_LAUNCH();
-    if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel */
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
+    if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel (waits in griddepcontrol.wait) */
         const int C = m->merge_split;
-        cfg.gridDim = dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C));
-        cfg.blockDim = dim3(kMergeThreads);
-        cfg.stream = (cudaStream_t)a->stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        DL_CUDA_CHECK(cudaLaunchKernelEx(&cfg, C == 4 ? stream_merge_kernel<4> : C == 2 ? stream_merge_kernel<2>
-                                                                                : stream_merge_kernel<1>,
-                                         ak, (int32_t *)pl->dev, pl->num_slots,
-                                         pl->num_segs, pl->num_tasks));
+        DL_CUDA_CHECK(dl_launch_ex(C == 4   ? stream_merge_kernel<4>
+                                   : C == 2 ? stream_merge_kernel<2>
+                                            : stream_merge_kernel<1>,
+                                   dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C)),
+                                   dim3(kMergeThreads), 0, (cudaStream_t)a->stream, true, ak, (int32_t *)pl->dev,
+                                   pl->num_slots, pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
     if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream, pl->ctas, 0, 0));

@@ -356,12 +356,7 @@ static int elapsed(dl_bench *b, double *sec)
 
 extern "C" int dl_bench_time_launch(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int flush, double *sec)
 {
-    DL_TRY(before_sample(b, flush));
-    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
-    DL_TRY(fn(a));
-    DL_CUDA_CHECK(cudaGetLastError());
-    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
-    return elapsed(b, sec);
+    return dl_bench_time_chain(b, fn, a, 1, flush, sec);
 }
 
 extern "C" int dl_bench_time_chain(dl_bench *b, dl_launch_fn fn, const dl_gpu_args *a, int n, int flush,
@@ -770,21 +765,12 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
     return 0;
 }
 
-/* A launch of kern on b's stream; pdl: with programmatic dependent launch (--chain: the reads of the layers after
- * the first may start while the previous read runs; they wait for nothing, reading only the caches). */
+/* A read's launch on b's stream; pdl (--chain: the reads of the layers after the first): with programmatic dependent
+ * launch, so that it may start while the previous read runs (the reads wait for nothing: they read only the caches). */
 template <typename... P, typename... A>
 static cudaError_t rr_launch_one(dl_bench *b, void (*kern)(P...), dim3 grid, int pdl, A... args)
 {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(DL_RR_THREADS);
-    cfg.stream = b->stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kern, args...);
+    return dl_launch_ex(kern, grid, dim3(DL_RR_THREADS), 0, b->stream, pdl != 0, args...);
 }
 
 template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check, int pdl)
@@ -825,13 +811,7 @@ static int rr_launch(dl_bench *b, const dl_gpu_args *a, const dl_rr_plan *pl, dl
 extern "C" int dl_bench_time_read(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_read_order order,
                                   int flush, double *sec)
 {
-    dl_rr_plan pl;
-    DL_TRY(rr_plan(b, a, total_tokens, order, 0, &pl));
-    DL_TRY(before_sample(b, flush));
-    DL_CUDA_CHECK(cudaEventRecord(b->start, b->stream));
-    DL_TRY(rr_launch(b, a, &pl, NULL));
-    DL_CUDA_CHECK(cudaEventRecord(b->stop, b->stream));
-    return elapsed(b, sec);
+    return dl_bench_time_read_chain(b, a, 1, total_tokens, order, flush, sec);
 }
 
 extern "C" int dl_bench_time_read_chain(dl_bench *b, const dl_gpu_args *a, int n, int64_t total_tokens,

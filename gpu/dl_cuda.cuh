@@ -74,4 +74,24 @@ static inline int dl_chunk_tokens(const dl_gpu_args *a, int tile)
 /* gpu/runtime.cu: enqueue the LSE merge of the split partials into a->o/lse. */
 int dl_gpu_launch_merge(const dl_gpu_args *a);
 
+/* Launch kern<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when pdl: it may
+ * start before the previous kernel in the stream completes (that kernel's griddepcontrol.launch_dependents, or its
+ * exit), and orders itself with griddepcontrol.wait. Returns the launch's error. */
+template <typename... P, typename... A>
+static cudaError_t dl_launch_ex(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                                A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kern, (P)args...);
+}
+
 #endif

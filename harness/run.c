@@ -167,15 +167,15 @@ static int upload_case(const dl_case *c, dev_bufs *d)
 typedef struct {
     dl_bench *b;
     dl_launch_fn fn;
-    const dl_gpu_args *a; /* --chain: the layers' arguments, chain of them */
+    const dl_gpu_args *a; /* the layers' arguments, chain of them (1 but with --chain) */
     int flush, graph, chain;
 } sampler;
 
 static int sample(void *ctx, double *sec)
 {
     sampler *s = ctx;
-    if (s->chain > 1) return dl_bench_time_chain(s->b, s->fn, s->a, s->chain, s->flush, sec);
-    return s->graph ? dl_bench_time_graph(s->b, s->flush, sec) : dl_bench_time_launch(s->b, s->fn, s->a, s->flush, sec);
+    return s->graph ? dl_bench_time_graph(s->b, s->flush, sec)
+                    : dl_bench_time_chain(s->b, s->fn, s->a, s->chain, s->flush, sec);
 }
 
 /* --chain: layer l's launch arguments from layer 0's: its caches, pdl after the first. */
@@ -245,7 +245,7 @@ typedef struct {
 
 typedef struct {
     dl_bench *b;
-    const dl_gpu_args *a; /* --chain: the layers' arguments */
+    const dl_gpu_args *a; /* the layers' arguments, chain of them (1 but with --chain) */
     int64_t tokens;
     dl_read_order order;
     int flush, chain;
@@ -254,8 +254,7 @@ typedef struct {
 static int read_sample(void *ctx, double *sec)
 {
     read_sampler *s = ctx;
-    if (s->chain > 1) return dl_bench_time_read_chain(s->b, s->a, s->chain, s->tokens, s->order, s->flush, sec);
-    return dl_bench_time_read(s->b, s->a, s->tokens, s->order, s->flush, sec);
+    return dl_bench_time_read_chain(s->b, s->a, s->chain, s->tokens, s->order, s->flush, sec);
 }
 
 /* Bytes of one token's K (or V) row over all KV heads. */
@@ -304,7 +303,7 @@ static int measure_read_ref(const dl_run_opts *o, const dl_case *c, const dev_bu
         }
         double warm;
         for (int i = 0; i < 3; i++) DL_TRY(dl_bench_time_read(bench, &a, tokens, order, 0, &warm));
-        read_sampler s = {bench, chain > 1 ? al : &a, tokens, order, !o->hot_l2, chain};
+        read_sampler s = {bench, al, tokens, order, !o->hot_l2, chain};
         dl_timing_stats st;
         DL_TRY(dl_timing_collect(read_sample, &s, &o->topt, &st));
         ref->t[k] = st.median;
@@ -511,9 +510,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
     sampler s = {bench, v->launch, chain > 1 ? al : &a, !o->hot_l2, o->graph, chain};
     double warm;
     int trc = 0;
-    for (int i = 0; i < 3 && !trc; i++)
-        trc = chain > 1 ? dl_bench_time_chain(bench, v->launch, al, chain, 0, &warm)
-                        : dl_bench_time_launch(bench, v->launch, &a, 0, &warm);
+    for (int i = 0; i < 3 && !trc; i++) trc = dl_bench_time_chain(bench, v->launch, s.a, chain, 0, &warm);
     if (!trc && o->graph) trc = dl_bench_graph_capture(bench, v->launch, &a, o->graph_launches);
     dl_timing_stats st;
     if (!trc) trc = dl_timing_collect(sample, &s, &o->topt, &st);
