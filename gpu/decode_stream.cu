@@ -2597,9 +2597,9 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
     }
 #endif
     if constexpr (CL) { /* attempt #61: task t's CTAs one thread-block cluster (cluster_merge) */
-        if (m->cluster > 8)
-            DL_CUDA_CHECK(cudaFuncSetAttribute(KERN, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        if (!m->cluster_said) { /* whether every cluster is resident at once (else the launch runs in waves) */
+        if (!m->cluster_said) { /* once a plan: sizes over 8 allowed; whether every cluster is resident at once */
+            if (m->cluster > 8)
+                DL_CUDA_CHECK(cudaFuncSetAttribute(KERN, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
             cudaLaunchConfig_t cfg = {};
             cudaLaunchAttribute at;
             at.id = cudaLaunchAttributeClusterDimension;
@@ -2944,8 +2944,19 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_MERGE=cluster: this binary has no cluster merge; build one with make STREAM_CLUSTER=1 "
                        "(e.g. make static BUILD=build-a61 STREAM_CLUSTER=1)");
     if (merge == DL_MERGE_CLUSTER && sh.page) return 1; /* the tile rings instead (or the page stage's caller's error) */
-    const bool cluster_asked = merge == DL_MERGE_CLUSTER && sh.pool; /* the wgmma kernels: ignored (auto), as the pool */
-    if (merge == DL_MERGE_CLUSTER) merge = DL_MERGE_AUTO;
+    const bool cluster_env = merge == DL_MERGE_CLUSTER;
+    const bool cluster_asked = cluster_env && sh.pool; /* the wgmma kernels: ignored (auto), as the pool */
+    if (cluster_env) merge = DL_MERGE_AUTO;
+    /* the cluster's CTAs (DL_STREAM_CLUSTER_SIZE: 0 = dl_plan_cluster_size's, else 2, 4, 8 or 16 as asked, even where
+     * the clusters do not all fit at once) */
+    int cluster_size;
+    DL_TRY(knob("DL_STREAM_CLUSTER_SIZE", 0, DL_PLAN_MAX_CLUSTER, 0, &cluster_size));
+    if (cluster_size & (cluster_size - 1) || cluster_size == 1)
+        return dl_fail("DL_STREAM_CLUSTER_SIZE: '%d' is not 0 (the largest of 16, 8, 4, 2 whose clusters all fit at once), "
+                       "2, 4, 8 or 16 (CTAs a task with DL_STREAM_MERGE=cluster)", cluster_size);
+    if (cluster_size && !cluster_env)
+        return dl_fail("DL_STREAM_CLUSTER_SIZE=%d without DL_STREAM_MERGE=cluster (it sizes the clusters of that merge)",
+                       cluster_size);
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
@@ -3060,9 +3071,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     };
-    const int cluster = cluster_asked ? dl_plan_cluster_size(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W,
-                                                              sms * per_sm)
-                                      : 0;
+    const int cluster = !cluster_asked    ? 0
+                        : cluster_size > 0 ? cluster_size
+                                           : dl_plan_cluster_size(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W,
+                                                                  sms * per_sm);
     if (cluster) {
         if (dl_plan_build_cluster(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, cluster, &p)) {
             dl_gpu_plan_free(out);
