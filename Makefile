@@ -22,6 +22,8 @@
 #             an experiment, 3 measured slower; rings that would pass 200 KB keep 2)
 #   STREAM_SETMAXNREG  0 | 1   with STREAM_SHAPE=4,S: the producers' warpgroup gives its registers to the
 #             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
+#   STREAM_CLUSTER  0 | 1    compile the tile rings' merge inside a thread-block cluster (DL_STREAM_MERGE=cluster;
+#             issue 10, attempt #61, an experiment), e.g. `make static BUILD=build-a61 STREAM_CLUSTER=1`
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -129,6 +131,10 @@ $(eval $(call flag01,STREAM_SETMAXNREG,DL_STREAM_SETMAXNREG))
 # before the previous layer's kernel completes (a bound: wrong where that kernel writes KV the copies read)
 CHAIN_EARLY_COPIES ?= 0
 $(eval $(call flag01,CHAIN_EARLY_COPIES,DL_STREAM_EARLY_COPIES))
+# STREAM_CLUSTER=1 (issue 10, attempt #61, an experiment): the tile rings' kernels can merge split tasks inside a
+# thread-block cluster (DL_STREAM_MERGE=cluster picks it at run time); 0 compiles none of it
+STREAM_CLUSTER ?= 0
+$(eval $(call flag01,STREAM_CLUSTER,DL_STREAM_CLUSTER))
 # a numeric knob: $(1) unset, or matching the regex $(2), passed to nvcc as -D$(3); $(1)_MUST says what it must be
 define flagnum
 ifneq ($$($(1)),)

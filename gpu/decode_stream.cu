@@ -717,6 +717,68 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
     }
 }
 
+#ifndef DL_STREAM_CLUSTER
+#define DL_STREAM_CLUSTER 0
+#endif
+/* Attempt #61 (make STREAM_CLUSTER=1, DL_STREAM_MERGE=cluster): the merge of a split task inside the thread-block
+ * cluster of C CTAs that computed all of its segments (dl_plan_build_cluster: task t is cluster t, CTAs t * C..; C,
+ * the rank and t read from %cluster_nctarank, %cluster_ctarank and %clusterid.x, so the kernels' parameters are
+ * main's), instead of the merge kernel (its launch gap after the grid's last exit, ~0.9 us, then its body,
+ * ~3.5 us at B1 and B4 L32768, gpu/NOTES.md) or the ticket (one warp merging every segment). Each consumer warp has
+ * written its segments' partials to the workspace (rows task_ptr[t].. in token order, normalized o, then the
+ * natural-log lse, as for the other merges) and arrives at the cluster barrier (release: those writes, at cluster
+ * scope, before any other CTA's acquire; the producer warps have exited, which releases the barrier for them).
+ * After it every stage of every CTA of the cluster is consumed, so the CTA's ring is free: its consumer threads
+ * (32W, warps 0..W-1) put the task's n x G lse values there (one load each), then take the task's G x D outputs,
+ * thread i of rank r the items r 32W + i, + C 32W, ..., each in the models' form (merge_segments in ref/dl_ref.c):
+ * M = max lse_k, w_k = expf(lse_k - M), o = sum w_k o_k / sum w_k in token order, lse = M + logf(sum w_k), the o
+ * loads kBatch segments at a time, all issued before any is used. Adjacent threads take adjacent dims. Tasks of
+ * one segment wrote o and lse in place: nothing to merge, no barrier (the same for the whole cluster). Inlined:
+ * its registers stay under the main loop's (a form that held all 32 segments' loads in registers raised ptxas's
+ * count of 84 of the 123 kernels, also as a call). */
+template <int W>
+__device__ __forceinline__ void cluster_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
+                                              int G, float *sl)
+{
+    constexpr int kBatch = 8;
+    unsigned C, rank, cid;
+    asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(C));
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    asm("mov.u32 %0, %%clusterid.x;\n" : "=r"(cid));
+    const int t = (int)cid; /* 1-D clusters along x: cluster t is CTAs t * C.. */
+    const int32_t *task_ptr = seg_out + sp.num_segs;
+    const int k0 = task_ptr[t], n = task_ptr[t + 1] - k0;
+    if (n < 2) return;
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+    const float *ws = (const float *)a.workspace;
+    const int D = a.head_dim, tid = (int)threadIdx.x;
+    for (int i = tid; i < n * G; i += 32 * W) sl[i] = __ldcg(ws + ((size_t)k0 * G + i) * (D + 1) + D); /* k G + h */
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory"); /* the consumer warps alone */
+    const size_t row0 = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G;
+    for (int it = (int)rank * 32 * W + tid; it < G * D; it += (int)C * 32 * W) {
+        const int head = it / D, dim = it % D;
+        float M = sl[head];
+        for (int k = 1; k < n; k++) M = fmaxf(M, sl[k * G + head]);
+        float den = 0.0f, acc = 0.0f;
+        for (int b = 0; b < n; b += kBatch) {
+            float o[kBatch];
+#pragma unroll
+            for (int u = 0; u < kBatch; u++) /* a segment past n reloads segment b's (weight 0 below) */
+                o[u] = __ldcg(ws + ((size_t)(k0 + (b + u < n ? b + u : b)) * G + head) * (D + 1) + dim);
+#pragma unroll
+            for (int u = 0; u < kBatch; u++)
+                if (b + u < n) {
+                    const float w = expf(sl[(b + u) * G + head] - M);
+                    den += w;
+                    acc += w * o[u];
+                }
+        }
+        a.o[(row0 + head) * D + dim] = acc / den;
+        if (dim == 0) a.lse[row0 + head] = M + logf(den);
+    }
+}
+
 /* The merge kernel (issue 10, attempt #15; DL_STREAM_MERGE=kernel, or auto for plans with long tasks:
  * dl_plan.h): the split tasks' partials merged by a second kernel, C CTAs per (task, query head), each of
  * kMergeThreads threads and D / C of the head's dims (attempt #35, DL_STREAM_MERGE_SPLIT): thread (sub, col)
@@ -1234,8 +1296,10 @@ template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr in
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
     return two && !(D == 128 && dl_kv_size<KV>::value == 1 && NT == 2) ? 2 : 1;
 }
-/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape; DEEP: their 2 x 3 form, #57). */
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false, bool DEEP = false>
+/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape; DEEP: their 2 x 3 form, #57); CL:
+ * the tile rings launched in thread-block clusters, split tasks merged by cluster_merge (attempt #61: instances of
+ * their own, in a make STREAM_CLUSTER=1 build alone, so that the other kernels keep their code). */
+template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false, bool DEEP = false, bool CL = false>
 __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::THREADS,
                                   (stream_min_ctas<D, KV, DQ, NT, PAGE, DEEP>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
@@ -1245,6 +1309,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
     using SH = stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>;
     static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
     static_assert(!(PAGE && DEEP), "the deep rings are tile rings");
+    static_assert(!(PAGE && CL), "the clusters are the tile rings'");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
     constexpr int RING = PAGE ? S : W * S; /* stages: one ring shared by the CTA, or one ring per consumer */
     constexpr int NB = PAGE ? S / 4 : RING; /* full and empty barriers: a quad's (attempt #48), or a stage's */
@@ -1649,8 +1714,10 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
                     else orow[D] = lse;
                 }
             }
-        if (part >= 0) split_ticket_merge<FP8 && D == 128 ? 4 : 1>(a, sp, seg_out, t, G, row0, lane);
+        if (part >= 0 && !CL) split_ticket_merge<FP8 && D == 128 ? 4 : 1>(a, sp, seg_out, t, G, row0, lane);
     }
+    if constexpr (CL)
+        if (!(DL_STREAM_DIAG && sp.dry == 1)) cluster_merge<W>(a, sp, seg_out, G, (float *)smem);
     TL_END(sp);
 }
 
@@ -2294,6 +2361,8 @@ struct stream_maps {
     int pdl;           /* DL_STREAM_PDL (attempt #60): 1 = a chained layer (dl_gpu_args.pdl) triggers and uses PDL */
     int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
     size_t sfp;
+    int cluster;       /* attempt #61: CTAs a thread-block cluster (DL_STREAM_MERGE=cluster), else 0 */
+    int cluster_said;  /* the clusters' residency reported once (launch_planned) */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -2480,7 +2549,7 @@ static int tl_report(const dl_gpu_plan *pl, cudaStream_t stream, int ctas, int p
 /* The launch of a planned kernel KERN of shape SH (stream_shape or wg_shape): the plan's grid,
  * its tensor maps and schedule; the plan must be for SH::W consumers per CTA. PDL: KERN waits as a chained layer
  * must (the warp-consumer kernels, #60), so a->pdl 2 launches it with programmatic dependent launch. */
-template <auto KERN, class SH, bool PDL = false> static int launch_planned(const dl_gpu_args *a)
+template <auto KERN, class SH, bool PDL = false, bool CL = false> static int launch_planned(const dl_gpu_args *a)
 {
     DL_TRY(dl_smem_limit<KERN>(SH::SMEM));
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
@@ -2488,6 +2557,9 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
         return dl_fail("decode_stream.cu: no plan for this launch (or a plan for %d consumers, kernel has %d): call "
                        "the variant's plan function first", pl ? pl->warps : 0, SH::W);
     const stream_maps *m = (const stream_maps *)pl->host;
+    if ((m->cluster > 0) != CL) /* attempt #61: a clusters' plan runs the CL kernels alone, and they no other plan */
+        return dl_fail("decode_stream.cu: a plan %s clusters for a kernel %s them: plan and launch disagree",
+                       m->cluster ? "with" : "without", CL ? "with" : "without");
     const int32_t *dev = (const int32_t *)pl->dev;
     stream_params sp = {dev, pl->num_slots, pl->num_segs, pl->num_tasks, pl->num_static,
                         (const int4 *)(dev + m->srec), (const int4 *)(dev + m->grec),
@@ -2524,9 +2596,34 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
         return 0;
     }
 #endif
+    if constexpr (CL) { /* attempt #61: task t's CTAs one thread-block cluster (cluster_merge) */
+        if (!m->cluster_said) { /* once a plan: sizes over 8 allowed; whether every cluster is resident at once */
+            if (m->cluster > 8)
+                DL_CUDA_CHECK(cudaFuncSetAttribute(KERN, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+            cudaLaunchConfig_t cfg = {};
+            cudaLaunchAttribute at;
+            at.id = cudaLaunchAttributeClusterDimension;
+            at.val.clusterDim.x = (unsigned)m->cluster, at.val.clusterDim.y = at.val.clusterDim.z = 1;
+            cfg.gridDim = dim3((unsigned)pl->ctas), cfg.blockDim = dim3(SH::THREADS);
+            cfg.dynamicSmemBytes = SH::SMEM, cfg.attrs = &at, cfg.numAttrs = 1;
+            int fit = 0;
+            DL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, KERN, &cfg));
+            if (fit < pl->num_tasks)
+                fprintf(stderr, "note: DL_STREAM_MERGE=cluster: %d clusters of %d CTAs, %d resident at once (the rest "
+                                "wait for a cluster to end)\n", pl->num_tasks, m->cluster, fit);
+            ((stream_maps *)m)->cluster_said = 1;
+        }
+        DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), SH::SMEM, (cudaStream_t)a->stream,
+                                   ak.pdl == 2, (unsigned)m->cluster, ak, sp, m->k, m->v));
+        DL_CUDA_CHECK_LAUNCH();
+#if DL_STREAM_DIAG
+        if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream, pl->ctas, 0, 0));
+#endif
+        return 0;
+    }
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
         DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), SH::SMEM,
-                                   (cudaStream_t)a->stream, true, ak, sp, m->k, m->v));
+                                   (cudaStream_t)a->stream, true, 0u, ak, sp, m->k, m->v));
     } else {
         KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(ak, sp, m->k, m->v);
     }
@@ -2537,7 +2634,7 @@ template <auto KERN, class SH, bool PDL = false> static int launch_planned(const
                                    : C == 2 ? stream_merge_kernel<2>
                                             : stream_merge_kernel<1>,
                                    dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C)),
-                                   dim3(kMergeThreads), 0, (cudaStream_t)a->stream, true, ak, (int32_t *)pl->dev,
+                                   dim3(kMergeThreads), 0, (cudaStream_t)a->stream, true, 0u, ak, (int32_t *)pl->dev,
                                    pl->num_slots, pl->num_segs, pl->num_tasks));
     }
 #if DL_STREAM_DIAG
@@ -2555,6 +2652,18 @@ template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_
             return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
                            "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
     }
+#if DL_STREAM_CLUSTER
+    if (pl && pl->cluster) { /* attempt #61: the clusters' plan (make_plan, DL_STREAM_MERGE=cluster) */
+        if (!pl->deep_rings)
+            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, false, true>,
+                                  stream_shape<D, dl_kv_size<KV>::value, DQ, NT>, true, true>(a);
+        if constexpr (kDeepFits<D, KV>)
+            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, true, true>,
+                                  stream_shape<D, dl_kv_size<KV>::value, DQ, NT, true>, true, true>(a);
+        else
+            return dl_fail("decode_stream.cu: a deep-ring plan for a case without deep rings: plan and launch disagree");
+    }
+#endif
     if (pl && pl->deep_rings) { /* the plan function chose the deep rings (stream_make_plan, attempt #57) */
         if constexpr (kDeepFits<D, KV>)
             return launch_planned<stream_decode_kernel<D, KV, DQ, NT, false, true>,
@@ -2829,6 +2938,25 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                 &per_sm));
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
+    /* attempt #61: each task's CTAs a thread-block cluster that merges its partials (cluster_merge), the tile rings
+     * of a make STREAM_CLUSTER=1 build alone; where no cluster fits (dl_plan_cluster_size), auto's plan and merge */
+    if (merge == DL_MERGE_CLUSTER && !DL_STREAM_CLUSTER)
+        return dl_fail("DL_STREAM_MERGE=cluster: this binary has no cluster merge; build one with make STREAM_CLUSTER=1 "
+                       "(e.g. make static BUILD=build-a61 STREAM_CLUSTER=1)");
+    if (merge == DL_MERGE_CLUSTER && sh.page) return 1; /* the tile rings instead (or the page stage's caller's error) */
+    const bool cluster_env = merge == DL_MERGE_CLUSTER;
+    const bool cluster_asked = cluster_env && sh.pool; /* the wgmma kernels: ignored (auto), as the pool */
+    if (cluster_env) merge = DL_MERGE_AUTO;
+    /* the cluster's CTAs (DL_STREAM_CLUSTER_SIZE: 0 = dl_plan_cluster_size's, else 2, 4, 8 or 16 as asked, even where
+     * the clusters do not all fit at once) */
+    int cluster_size;
+    DL_TRY(knob("DL_STREAM_CLUSTER_SIZE", 0, DL_PLAN_MAX_CLUSTER, 0, &cluster_size));
+    if (cluster_size & (cluster_size - 1) || cluster_size == 1)
+        return dl_fail("DL_STREAM_CLUSTER_SIZE: '%d' is not 0 (the largest of 16, 8, 4, 2 whose clusters all fit at once), "
+                       "2, 4, 8 or 16 (CTAs a task with DL_STREAM_MERGE=cluster)", cluster_size);
+    if (cluster_size && !cluster_env)
+        return dl_fail("DL_STREAM_CLUSTER_SIZE=%d without DL_STREAM_MERGE=cluster (it sizes the clusters of that merge)",
+                       cluster_size);
     DL_TRY(knob("DL_STREAM_MAX_SEGS", 1, 1 << 20,
                 merge == DL_MERGE_TICKET ? DL_PLAN_MAX_SEGS_TICKET : DL_PLAN_MAX_SEGS_KERNEL, &max_segs));
     DL_TRY(knob("DL_STREAM_WAVES", 0, 1, 1, &waves)); /* default 1 since 2026-12-03d (attempt #16) */
@@ -2917,6 +3045,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     stream_maps *maps = (stream_maps *)malloc(sizeof(stream_maps));
     if (!maps) return dl_fail("dl_stream_make_plan: out of memory for the tensor maps");
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
+    maps->cluster = maps->cluster_said = 0;
     maps->dry = dry;
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
@@ -2942,9 +3071,20 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     };
-    if (build(order)) return -1;
+    const int cluster = !cluster_asked    ? 0
+                        : cluster_size > 0 ? cluster_size
+                                           : dl_plan_cluster_size(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W,
+                                                                  sms * per_sm);
+    if (cluster) {
+        if (dl_plan_build_cluster(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, cluster, &p)) {
+            dl_gpu_plan_free(out);
+            return -1;
+        }
+    } else if (build(order)) {
+        return -1;
+    }
     const int merge_asked = merge;
-    merge = dl_plan_pick_merge(merge_asked, &p);
+    merge = cluster ? (p.num_partials ? DL_MERGE_CLUSTER : DL_MERGE_TICKET) : dl_plan_pick_merge(merge_asked, &p);
     /* where the plan needs the merge kernel, each request its own runs, equal within it (where runs < requests: the
      * equal cut). The cost cut's longer runs lose there (bf16-hw-stream B4 L32768 e4m3: 87.65 us at 0, 89.82 at 4),
      * while the equal cut's boundaries lose at B8-B16 (H200 2026-12-04d call 1, bf16-hw-stream e4m3, equal /
@@ -3016,7 +3156,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->sched_begin = p.sched_begin;
     const int G = a->num_qo_heads / a->num_kv_heads;
     out->workspace_bytes = (size_t)p.num_partials * G * (a->head_dim + 1) * sizeof(float);
-    if (merge) /* DL_STREAM_MERGE=kernel: no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
+    maps->cluster = merge == DL_MERGE_CLUSTER ? cluster : 0;
+    out->cluster = maps->cluster;
+    if (merge == DL_MERGE_KERNEL) /* no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
         for (int t = 0; t < p.num_tasks; t++)
             p.buf[plan_tickets_at(p.num_slots, p.num_segs, p.num_tasks) + t] = kParkedTicket;
     /* the plan, then the producers' records (plan_records) */
@@ -3090,7 +3232,10 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     if (stage == 0) return 1;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
-    const char *why = page_misfit(a, order, pool_pct);
+    int merge;
+    DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
+    const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"
+                                                : page_misfit(a, order, pool_pct);
     if (why) return stage == 1 ? dl_fail("DL_STREAM_STAGE=page: %s", why) : 1;
     const bool hw_auto = stage == -1 && dq == DL_DQ_HW; /* the hw policy's rule (above) */
     if (hw_auto && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;

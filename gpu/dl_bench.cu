@@ -770,7 +770,7 @@ static int rr_plan(dl_bench *b, const dl_gpu_args *a, int64_t total_tokens, dl_r
 template <typename... P, typename... A>
 static cudaError_t rr_launch_one(dl_bench *b, void (*kern)(P...), dim3 grid, int pdl, A... args)
 {
-    return dl_launch_ex(kern, grid, dim3(DL_RR_THREADS), 0, b->stream, pdl != 0, args...);
+    return dl_launch_ex(kern, grid, dim3(DL_RR_THREADS), 0, b->stream, pdl != 0, 0u, args...);
 }
 
 template <bool CHECK> static void rr_launch_pages(dl_bench *b, const dl_rr_plan *pl, dl_rr_check *check, int pdl)

@@ -76,21 +76,33 @@ int dl_gpu_launch_merge(const dl_gpu_args *a);
 
 /* Launch kern<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when pdl: it may
  * start before the previous kernel in the stream completes (that kernel's griddepcontrol.launch_dependents, or its
- * exit), and orders itself with griddepcontrol.wait. Returns the launch's error. */
+ * exit), and orders itself with griddepcontrol.wait; and in thread-block clusters of `cluster` CTAs along x when
+ * cluster > 1 (grid.x a multiple of it; above 8, kern must allow non-portable sizes). Returns the launch's error. */
 template <typename... P, typename... A>
 static cudaError_t dl_launch_ex(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
-                                A... args)
+                                unsigned cluster, A... args)
 {
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    if (cluster > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = cluster;
+        attr[n].val.clusterDim.y = 1;
+        attr[n].val.clusterDim.z = 1;
+        n++;
+    }
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = n;
     return cudaLaunchKernelEx(&cfg, kern, (P)args...);
 }
 

@@ -53,6 +53,7 @@ typedef struct {
                             * slots than heads) */
     int cut, seg_cost;     /* the heads order's cut taken: DL_CUT_EQUAL, DL_CUT_COST (at seg_cost tiles a
                             * boundary) or DL_CUT_APPORTION; DL_CUT_EQUAL and 0 for the tasks order */
+    int cluster;           /* 0, or CTAs a cluster (dl_plan_build_cluster): task t is cluster t's alone */
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
     /* the schedule in tokens for the CPU model (owned): segments of task t are
@@ -125,6 +126,22 @@ int dl_plan_order_of(const char *s, int *order);
  * KV head h (the heads order with warps = Hkv, no pool), else 0: what the streaming kernels' whole-page stage
  * needs (gpu/decode_stream.cu page_shape: one ring of 16-row pieces of all heads, shared by a CTA's warps). */
 int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv);
+/* The clusters' plan (issue 10, attempt #61; DL_STREAM_MERGE=cluster): task t = b * Hkv + kvh gets the
+ * `cluster` CTAs t * cluster.. (a thread-block cluster), its tiles cut into cluster x warps equal runs in token
+ * order, one a consumer warp (slot = cta * warps + warp; a slot of no tile where a task has fewer tiles than
+ * that), so that a split task's partials are all written inside one cluster and merged there after a cluster
+ * barrier, with no ticket and no second kernel. The tasks order's layout, p->cluster set. cluster: a power of 2,
+ * 2..DL_PLAN_MAX_CLUSTER, cluster x warps <= DL_PLAN_MAX_CLUSTER_SEGS (what the merge holds in registers).
+ * Returns 0 or dl_fail(). */
+#define DL_PLAN_MAX_CLUSTER 16
+#define DL_PLAN_MAX_CLUSTER_SEGS 32
+int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, dl_plan *p);
+/* The cluster dl_plan_build_cluster should take: the largest power of 2 from DL_PLAN_MAX_CLUSTER down to 2 whose
+ * clusters all fit at once (tasks x cluster <= max_ctas) with cluster x warps <= DL_PLAN_MAX_CLUSTER_SEGS; 0 where
+ * none does (more tasks than half the resident CTAs: whole tasks, or tickets, serve) or no request has two tiles.
+ * Ragged lengths are not weighed: a short request's cluster ends early (slots of no tile). Example: llama3-8B B4
+ * L32768 (32 tasks, 2 warps a CTA, 264 resident CTAs): 8, 256 CTAs; B1: 16, 128 CTAs. */
+int dl_plan_cluster_size(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 
@@ -139,11 +156,12 @@ int dl_plan_max_task_segs(const dl_plan *p);
  * with 32-96 (B1 L32768) 13.2-36.5.
  * With the kernel a task may be cut finer (DL_PLAN_MAX_SEGS_KERNEL segments
  * instead of DL_PLAN_MAX_SEGS_TICKET: one warp merging 64 was slower than 32). */
-enum { DL_MERGE_AUTO = -1, DL_MERGE_TICKET = 0, DL_MERGE_KERNEL = 1 };
+enum { DL_MERGE_AUTO = -1, DL_MERGE_TICKET = 0, DL_MERGE_KERNEL = 1, DL_MERGE_CLUSTER = 2 };
 #define DL_PLAN_MERGE_KERNEL_SEGS 4
 #define DL_PLAN_MAX_SEGS_TICKET 32
 #define DL_PLAN_MAX_SEGS_KERNEL 96
-/* The mode named by the DL_STREAM_MERGE value s (NULL or "auto": AUTO). Returns
+/* The mode named by the DL_STREAM_MERGE value s (NULL or "auto": AUTO; "cluster": the clusters' plan,
+ * dl_plan_build_cluster, in a make STREAM_CLUSTER=1 build). Returns
  * 0, or dl_fail() naming the variable and the value. */
 int dl_plan_merge_mode(const char *s, int *mode);
 /* The merge a launch of plan p runs in mode (AUTO resolved; TICKET when no task

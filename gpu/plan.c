@@ -1,6 +1,7 @@
 /* plan.c - the balanced work plan of gpu/decode_stream.cu (see dl_plan.h). */
 #include "dl_plan.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,71 @@ static void heads_cuts(const int64_t *ub, int B, int64_t U, int64_t runs, int se
     }
 }
 
+/* The plan p from its slots' segments (slot s: segments slot_ptr[s]..slot_ptr[s + 1]; segment k: tiles s0[k]..s1[k]
+ * of task st[k]), for either walk or the clusters: per task where its segments begin in the schedule (task_first)
+ * and the first of its partials' workspace rows (row0, the device's task_ptr: rows numbered task by task, split
+ * tasks only); every walk meets a task's segments in token order, so the i-th one met is the i-th in each list.
+ * p->cut and p->seg_cost are the caller's. Returns 0 or dl_fail(). */
+static int plan_assemble(dl_plan *p, int T, int64_t N, int tile, int warps, int64_t ctas, int64_t nslots_all,
+                         int64_t nstatic, int order, const int32_t *slot_ptr, const int32_t *st, const int32_t *s0,
+                         const int32_t *s1, int64_t nseg)
+{
+    int32_t *so = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int32_t));
+    int32_t *task_first = malloc(((size_t)T + 1) * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
+    int32_t *row0 = malloc(((size_t)T + 1) * sizeof(int32_t)), *fill = calloc((size_t)T, sizeof(int32_t));
+    if (!so || !task_first || !task_nseg || !row0 || !fill) {
+        free(so); free(task_first); free(task_nseg); free(row0); free(fill);
+        return dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
+    }
+    for (int64_t k = 0; k < nseg; k++) task_nseg[st[k]]++;
+    task_first[0] = row0[0] = 0;
+    for (int t = 0; t < T; t++) {
+        task_first[t + 1] = task_first[t] + task_nseg[t];
+        row0[t + 1] = row0[t] + (task_nseg[t] > 1 ? task_nseg[t] : 0);
+    }
+    p->tile = tile;
+    p->warps = warps;
+    p->ctas = (int)ctas;
+    p->num_tasks = T;
+    p->num_slots = (int)nslots_all;
+    p->num_static = (int)nstatic;
+    p->num_segs = (int)nseg;
+    p->num_partials = row0[T];
+    p->num_tiles = N;
+    p->order = order;
+    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T + 2;
+    p->buf = malloc(p->buf_len * sizeof(int32_t));
+    p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
+    p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
+    int rc = 0;
+    if (!p->buf || !p->sched_indptr || !p->sched_begin) {
+        dl_plan_free(p);
+        rc = dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
+    } else {
+        for (int64_t k = 0; k < nseg; k++) {
+            const int t = st[k], i = fill[t]++;
+            so[k] = task_nseg[t] > 1 ? row0[t] + i : -1;
+            p->sched_begin[task_first[t] + i] = (int64_t)s0[k] * tile;
+        }
+        int32_t *o = p->buf;
+        memcpy(o, slot_ptr, ((size_t)nslots_all + 1) * sizeof(int32_t));
+        o += nslots_all + 1;
+        memcpy(o, st, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, s0, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, s1, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, so, (size_t)nseg * sizeof(int32_t));
+        o += nseg;
+        memcpy(o, row0, ((size_t)T + 1) * sizeof(int32_t)); /* task_ptr */
+        for (int t = 0; t <= T; t++) p->sched_indptr[t] = task_first[t];
+        memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
+    }
+    free(so); free(task_first); free(task_nseg); free(row0); free(fill);
+    return rc;
+}
+
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                        int pool_pct, int chunk, int order, int cuts, dl_plan *p)
 {
@@ -198,15 +264,11 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int64_t cap = nslots_all + T;
     int32_t *slot_ptr = calloc((size_t)nslots_all + 1, sizeof(int32_t));
     int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
-    int32_t *s1 = malloc((size_t)cap * sizeof(int32_t)), *so = malloc((size_t)cap * sizeof(int32_t));
-    int32_t *task_first = malloc(((size_t)T + 1) * sizeof(int32_t)), *task_nseg = calloc((size_t)T, sizeof(int32_t));
-    int32_t *row0 = malloc(((size_t)T + 1) * sizeof(int32_t)), *fill = calloc((size_t)T, sizeof(int32_t));
+    int32_t *s1 = malloc((size_t)cap * sizeof(int32_t));
     int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t)), *nruns = malloc((size_t)B * sizeof(int64_t));
     int64_t *cut = malloc(((size_t)(runs > 0 ? runs : 0) + 1) * sizeof(int64_t)); /* the heads order's runs */
-    if (!slot_ptr || !st || !s0 || !s1 || !so || !task_first || !task_nseg || !row0 || !fill || !ub || !nruns ||
-        !cut) {
-        free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
-        free(fill); free(ub); free(nruns); free(cut);
+    if (!slot_ptr || !st || !s0 || !s1 || !ub || !nruns || !cut) {
+        free(slot_ptr); free(st); free(s0); free(s1); free(ub); free(nruns); free(cut);
         return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots_all);
     }
     int64_t nseg = 0;
@@ -251,59 +313,67 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
         }
     }
     slot_ptr[nslots_all] = (int32_t)nseg;
+    const int rc = plan_assemble(p, T, N, tile, warps, ctas, nslots_all, nstatic, order, slot_ptr, st, s0, s1, nseg);
+    free(slot_ptr); free(st); free(s0); free(s1); free(ub); free(nruns); free(cut);
+    return rc;
+}
 
-    /* per task: where its segments begin in the schedule (task_first), and the first of its partials'
-     * workspace rows (row0, the device's task_ptr: rows numbered task by task, split tasks only); either walk
-     * meets a task's segments in token order, so the i-th one met is the i-th in each list */
-    for (int64_t k = 0; k < nseg; k++) task_nseg[st[k]]++;
-    task_first[0] = row0[0] = 0;
-    for (int t = 0; t < T; t++) {
-        task_first[t + 1] = task_first[t] + task_nseg[t];
-        row0[t + 1] = row0[t] + (task_nseg[t] > 1 ? task_nseg[t] : 0);
+int dl_plan_cluster_size(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas)
+{
+    if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || !seq_len) return 0;
+    int64_t longest = 0;
+    for (int b = 0; b < B; b++) {
+        const int64_t n = seq_len[b] < 1 ? 0 : (seq_len[b] + tile - 1) / tile;
+        longest = n > longest ? n : longest;
     }
-    const int npart = row0[T];
+    if (longest < 2) return 0; /* no task to split */
+    const int64_t T = (int64_t)B * Hkv;
+    for (int c = DL_PLAN_MAX_CLUSTER; c >= 2; c /= 2)
+        if (T * c <= max_ctas && c * warps <= DL_PLAN_MAX_CLUSTER_SEGS) return c;
+    return 0;
+}
 
-    p->tile = tile;
-    p->warps = warps;
-    p->ctas = (int)ctas;
-    p->num_tasks = T;
-    p->num_slots = (int)nslots_all;
-    p->num_static = (int)nstatic;
-    p->num_segs = (int)nseg;
-    p->num_partials = npart;
-    p->num_tiles = N;
-    p->order = order;
-    p->buf_len = (size_t)(nslots_all + 1) + 4 * (size_t)nseg + (size_t)T + 1 + (size_t)T + 2;
-    p->buf = malloc(p->buf_len * sizeof(int32_t));
-    p->sched_indptr = malloc(((size_t)T + 1) * sizeof(int64_t));
-    p->sched_begin = malloc((size_t)(nseg > 0 ? nseg : 1) * sizeof(int64_t));
-    int rc = 0;
-    if (!p->buf || !p->sched_indptr || !p->sched_begin) {
-        dl_plan_free(p);
-        rc = dl_fail("dl_plan_build: out of memory for a plan of %lld segments", (long long)nseg);
-    } else {
-        for (int64_t k = 0; k < nseg; k++) {
-            const int t = st[k], i = fill[t]++;
-            so[k] = task_nseg[t] > 1 ? row0[t] + i : -1;
-            p->sched_begin[task_first[t] + i] = (int64_t)s0[k] * tile;
+int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, dl_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || !seq_len || cluster < 2 || cluster > DL_PLAN_MAX_CLUSTER ||
+        (cluster & (cluster - 1)) || cluster * warps > DL_PLAN_MAX_CLUSTER_SEGS)
+        return dl_fail("dl_plan_build_cluster: bad arguments (B=%d Hkv=%d tile=%d warps=%d cluster=%d; the cluster a "
+                       "power of 2 from 2 to %d, at most %d segments a cluster)", B, Hkv, tile, warps, cluster,
+                       DL_PLAN_MAX_CLUSTER, DL_PLAN_MAX_CLUSTER_SEGS);
+    const int T = B * Hkv, per = cluster * warps; /* slots a task */
+    int64_t N = 0;
+    for (int b = 0; b < B; b++) {
+        if (seq_len[b] < 1) return dl_fail("dl_plan_build: request %d has sequence length %d (< 1)", b, seq_len[b]);
+        N += (int64_t)Hkv * ((seq_len[b] + tile - 1) / tile);
+    }
+    const int64_t nslots = (int64_t)T * per;
+    int32_t *slot_ptr = malloc(((size_t)nslots + 1) * sizeof(int32_t));
+    int32_t *st = malloc((size_t)nslots * sizeof(int32_t)), *s0 = malloc((size_t)nslots * sizeof(int32_t));
+    int32_t *s1 = malloc((size_t)nslots * sizeof(int32_t));
+    if (!slot_ptr || !st || !s0 || !s1) {
+        free(slot_ptr); free(st); free(s0); free(s1);
+        return dl_fail("dl_plan_build: out of memory for %lld slots", (long long)nslots);
+    }
+    int64_t nseg = 0;
+    for (int t = 0; t < T; t++) { /* task t: slots t * per.. in token order, equal shares; a slot of no tile: empty */
+        const int64_t n = (seq_len[t / Hkv] + tile - 1) / tile;
+        for (int i = 0; i < per; i++) {
+            const int64_t s = (int64_t)t * per + i, a = i * n / per, e = (i + 1) * n / per;
+            slot_ptr[s] = (int32_t)nseg;
+            if (e > a) {
+                st[nseg] = t;
+                s0[nseg] = (int32_t)a;
+                s1[nseg] = (int32_t)e;
+                nseg++;
+            }
         }
-        int32_t *o = p->buf;
-        memcpy(o, slot_ptr, ((size_t)nslots_all + 1) * sizeof(int32_t));
-        o += nslots_all + 1;
-        memcpy(o, st, (size_t)nseg * sizeof(int32_t));
-        o += nseg;
-        memcpy(o, s0, (size_t)nseg * sizeof(int32_t));
-        o += nseg;
-        memcpy(o, s1, (size_t)nseg * sizeof(int32_t));
-        o += nseg;
-        memcpy(o, so, (size_t)nseg * sizeof(int32_t));
-        o += nseg;
-        memcpy(o, row0, ((size_t)T + 1) * sizeof(int32_t)); /* task_ptr */
-        for (int t = 0; t <= T; t++) p->sched_indptr[t] = task_first[t];
-        memset(o + T + 1, 0, ((size_t)T + 2) * sizeof(int32_t)); /* tickets, the pool's claim and done counts */
     }
-    free(slot_ptr); free(st); free(s0); free(s1); free(so); free(task_first); free(task_nseg); free(row0);
-    free(fill); free(ub); free(nruns); free(cut);
+    slot_ptr[nslots] = (int32_t)nseg;
+    const int rc = plan_assemble(p, T, N, tile, warps, (int64_t)T * cluster, nslots, nslots, DL_ORDER_TASKS, slot_ptr,
+                                 st, s0, s1, nseg);
+    p->cluster = cluster;
+    free(slot_ptr); free(st); free(s0); free(s1);
     return rc;
 }
 
@@ -322,11 +392,13 @@ int dl_plan_merge_mode(const char *s, int *mode)
     if (!s || !strcmp(s, "auto")) *mode = DL_MERGE_AUTO;
     else if (!strcmp(s, "ticket")) *mode = DL_MERGE_TICKET;
     else if (!strcmp(s, "kernel")) *mode = DL_MERGE_KERNEL;
+    else if (!strcmp(s, "cluster")) *mode = DL_MERGE_CLUSTER;
     else
         return dl_fail("DL_STREAM_MERGE: '%s' is not 'auto' (the default: 'kernel' when some task has at least %d "
-                       "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment) or "
-                       "'kernel' (a second kernel, one CTA per task and query head)",
-                       s, DL_PLAN_MERGE_KERNEL_SEGS);
+                       "segments, else 'ticket'), 'ticket' (the warp that finishes a task's last segment), "
+                       "'kernel' (a second kernel, one CTA per task and query head) or 'cluster' (each task's CTAs "
+                       "a thread-block cluster that merges its partials; the tile rings of a make STREAM_CLUSTER=1 "
+                       "build)", s, DL_PLAN_MERGE_KERNEL_SEGS);
     return 0;
 }
 

@@ -456,6 +456,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         if (dl_schedule_trivial(&sc)) snprintf(merge, sizeof merge, "none");
         else if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
         else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
+        else if (plan->cluster > 0) snprintf(merge, sizeof merge, "cluster%d", plan->cluster);
         char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
         if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
         char sched[128];

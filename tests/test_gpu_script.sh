@@ -7,7 +7,8 @@
 #   - a FAIL of any other variant fails the run, a MISSING row too;
 #   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
 #     log without its summary line;
-#   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3;
+#   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3, "cluster"
+#     once with DL_STREAM_MERGE=cluster;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n);
 #   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub;
 #   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub.
@@ -37,7 +38,7 @@ case "\$1" in
   list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
   golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
   run) rc=0
-       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$*" >> "\$STUB_ARGS_LOG"
+       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
        for v in bf16-fast-mma $KNOWN; do
          [ "\$v" = "\${STUB_DROP:-}" ] && continue
          case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
@@ -79,6 +80,13 @@ NC=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY
 if [ "$NC" -gt 0 ] && [ "$n_chain" -eq "$NC" ]; then
     echo "PASS test_gpu_script chain_args ($n_chain runs with --chain 3, one a case)"
 else echo "FAIL test_gpu_script chain_args: $n_chain runs with --chain 3 for $NC cases"; fails=1; fi
+# the "cluster" setting (attempt #61): each case once with --splits auto and DL_STREAM_MERGE=cluster
+check cluster_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=cluster STUB_ARGS_LOG="$T/cluster_args.log"
+n_cl=$(grep -c -- "--splits auto --out .* merge=cluster$" "$T/cluster_args.log")
+n_all=$(wc -l < "$T/cluster_args.log")
+if [ "$n_cl" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
+    echo "PASS test_gpu_script cluster_args ($n_cl runs with DL_STREAM_MERGE=cluster, one a case)"
+else echo "FAIL test_gpu_script cluster_args: $n_cl runs with DL_STREAM_MERGE=cluster for $NC cases ($n_all runs)"; fails=1; fi
 # the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
 # the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
 mkdir -p "$T/bin"

@@ -2,7 +2,7 @@
  * tile of every (request, KV head) task in exactly one segment, segments of a
  * task in token order, slots balanced to one tile, partials' workspace
  * rows numbered task by task for split tasks only, the heads order's runs shared by the Hkv slots of a
- * group, the schedule view (what the CPU model follows)
+ * group, the clusters' plan (each task in its own cluster's slots), the schedule view (what the CPU model follows)
  * equal to the device buffer, the tickets zero, and bad arguments refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +67,7 @@ static int64_t check_built_tol(const dl_plan *pp, int B, int Hkv, const int32_t 
     /* balanced: the used slots differ by at most tol tiles (1: equal cuts; the heads order: by at most one tile a
      * head); empty slots only when N < slots (the heads order: past the last whole group of Hkv) */
     ck_assert_int_le(smax - smin, tol);
-    if (p.order == DL_ORDER_TASKS && N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
+    if (p.order == DL_ORDER_TASKS && !p.cluster && N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
     if (p.order == DL_ORDER_HEADS) {
         const int64_t U = N / Hkv, runs = p.num_slots / Hkv < U ? p.num_slots / Hkv : U;
         ck_assert_int_eq(nonempty, runs * Hkv);
@@ -211,6 +211,9 @@ START_TEST(test_merge_mode)
     ck_assert_int_ne(dl_plan_merge_mode("Kernel", &m), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_MERGE: 'Kernel' is not") != NULL);
     ck_assert_int_ne(dl_plan_merge_mode("", &m), 0);
+    m = 99;
+    ck_assert_int_eq(dl_plan_merge_mode("cluster", &m), 0);
+    ck_assert_int_eq(m, DL_MERGE_CLUSTER);
 
     dl_plan p;
     /* B1 L32768 on 264 x 3 warps with the kernel's segment cap: tasks of 512 tiles in ~86 segments */
@@ -752,7 +755,81 @@ START_TEST(test_unit_cut)
 }
 END_TEST
 
+/* The clusters' plan (attempt #61): task t's tiles in the slots of CTAs t * C.. alone (slot s holds task s / (C W)),
+ * cut into C W runs in token order that differ by at most a tile (a slot of none where the task is shorter), the
+ * generic invariants (every tile once, partial rows, schedule view, tickets zero); the size rule; bad arguments. */
+static void check_cluster(int B, int Hkv, const int32_t *len, int warps, int C)
+{
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build_cluster(B, Hkv, len, 64, warps, C, &p), 0);
+    ck_assert_int_eq(p.cluster, C);
+    ck_assert_int_eq(p.ctas, B * Hkv * C);
+    check_built_tol(&p, B, Hkv, len, 64, warps, p.ctas, INT32_MAX);
+    const views v = view_of(&p);
+    const int per = C * warps;
+    for (int t = 0; t < p.num_tasks; t++) {
+        const int64_t n = (len[t / Hkv] + 63) / 64;
+        int64_t lo = INT64_MAX, hi = 0;
+        for (int i = 0; i < per; i++) {
+            const int s = t * per + i;
+            int64_t size = 0;
+            for (int k = v.slot_ptr[s]; k < v.slot_ptr[s + 1]; k++) {
+                ck_assert_int_eq(v.seg_task[k], t);
+                size += v.seg_t1[k] - v.seg_t0[k];
+            }
+            ck_assert_int_le(v.slot_ptr[s + 1] - v.slot_ptr[s], 1);
+            lo = size < lo ? size : lo;
+            hi = size > hi ? size : hi;
+        }
+        ck_assert_int_le(hi - lo, 1);
+        ck_assert_int_eq(hi, (n + per - 1) / per);
+    }
+    dl_plan_free(&p);
+}
+
+START_TEST(test_cluster_plan)
+{
+    int32_t b4[4] = {32768, 32768, 32768, 32768};
+    const int32_t b1[1] = {32768};
+    int32_t b64[64];
+    for (int b = 0; b < 64; b++) b64[b] = 1024;
+    /* the size rule on 132 SMs x 2 CTAs: B4 L32768 (32 tasks) 8, B1 (8 tasks) 16, B64 L1024 (512 tasks) none; three
+     * consumer warps cap it at 8 (8 x 3 <= 32 segments); requests of one tile have nothing to split */
+    ck_assert_int_eq(dl_plan_cluster_size(4, 8, b4, 64, 2, 264), 8);
+    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 2, 264), 16);
+    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 3, 264), 8);
+    ck_assert_int_eq(dl_plan_cluster_size(64, 8, b64, 64, 2, 264), 0);
+    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 2, 15), 0);
+    const int32_t tiny[3] = {1, 64, 17}, short2[2] = {1, 65};
+    ck_assert_int_eq(dl_plan_cluster_size(3, 2, tiny, 64, 2, 264), 0);
+    ck_assert_int_eq(dl_plan_cluster_size(2, 2, short2, 64, 2, 264), 16);
+    check_cluster(4, 8, b4, 2, 8);
+    check_cluster(1, 8, b1, 2, 16);
+    check_cluster(1, 8, b1, 3, 8);
+    /* ragged, with tasks shorter than a cluster's slots (1 tile: whole, written in place; 5 tiles over 8 slots) and
+     * lengths that are not whole tiles */
+    const int32_t ragged[3] = {1, 300, 64 * 40 + 7};
+    check_cluster(3, 2, ragged, 2, 4);
+    dl_plan p;
+    ck_assert_int_eq(dl_plan_build_cluster(3, 2, ragged, 64, 2, 4, &p), 0);
+    ck_assert_int_eq(p.sched_indptr[1] - p.sched_indptr[0], 1); /* request 0: one tile, one segment */
+    ck_assert_int_eq(p.sched_indptr[3] - p.sched_indptr[2], 5); /* request 1: 5 tiles, 5 of the 8 slots */
+    ck_assert_int_eq(p.sched_indptr[5] - p.sched_indptr[4], 8); /* request 2: 41 tiles over 8 */
+    ck_assert_int_eq(p.num_partials, 2 * (5 + 8));
+    dl_plan_free(&p);
+    /* refused: a cluster not a power of 2 in 2..16, more than 32 segments a cluster, a length under 1 */
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 3, &p), 0);
+    ck_assert(strstr(dl_last_error(), "cluster=3") != NULL);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 1, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 32, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 3, 16, &p), 0);
+    const int32_t zero[2] = {64, 0};
+    ck_assert_int_ne(dl_plan_build_cluster(2, 8, zero, 64, 2, 2, &p), 0);
+    ck_assert(strstr(dl_last_error(), "request 1 has sequence length 0") != NULL);
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut)
+              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan)

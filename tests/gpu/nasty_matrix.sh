@@ -19,13 +19,16 @@
 # Setting "chain" (not in the default list) runs --splits auto --chain 3 (issue 10 attempt #60: three layers, the
 # warp-consumer kernels after the first launched with programmatic dependent launch; each variant's chain on
 # poisoned outputs must leave one launch's outputs, else FAIL), timed briefly (--max-time-s 0.02, 1 sample at least).
+# Setting "cluster" (not in the default list; a make STREAM_CLUSTER=1 build) runs --splits auto with
+# DL_STREAM_MERGE=cluster: the tile rings' plans give each task a thread-block cluster that merges its split
+# partials (issue 10 attempt #61; the wgmma variants ignore it, the page stage gives way to the tile rings).
 # Passes when no variant FAILs and memcheck reports no error. A FAIL of a variant listed in
 # tests/gpu/known_failures.txt (an open issue) is reported as XFAIL: shown and counted, not fatal.
 #
 # Environment:
 #   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
 #   DL_SEED     base seed (default: a new random one, printed)
-#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "unit16", "chain")
+#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "unit16", "chain", "cluster")
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
@@ -45,7 +48,7 @@ fi
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SPLITS=${DL_SPLITS:-"1 4 auto kmerge"}
 for sp in $SPLITS; do
-    case $sp in auto|kmerge|unit16|chain) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, unit16 or chain" >&2; exit 2 ;; esac
+    case $sp in auto|kmerge|unit16|chain|cluster) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, unit16, chain or cluster" >&2; exit 2 ;; esac
 done
 LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
 SAN_JOBS=${DL_SAN_JOBS:-8}
@@ -173,6 +176,7 @@ for c in "${CASES[@]}"; do
             page) kenv=(DL_STREAM_STAGE=page) spl=auto ;;
             unit16) kenv=(DL_STREAM_UNIT=16) spl=auto ;;      # the plans cut at 16-token units (attempt #44)
             wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
+            cluster) kenv=(DL_STREAM_MERGE=cluster) spl=auto ;; # merged in thread-block clusters (attempt #61)
             *) kenv=() spl=$sp ;;
         esac
         xargs_=() # chain: three layers, timed briefly (the chain check runs before timing)
@@ -253,6 +257,11 @@ npass=$(grep -ow 'PASS' "$SUMMARY" | wc -l)
 nfail=$(grep -ow 'FAIL' "$SUMMARY" | wc -l); nskip=$(grep -ow 'SKIP' "$SUMMARY" | wc -l)
 nxfail=$(grep -ow 'XFAIL' "$SUMMARY" | wc -l); nmiss=$(grep -ow 'MISSING' "$SUMMARY" | wc -l)
 echo "verdicts: $npass PASS, $nfail FAIL, $nxfail XFAIL (known, not fatal), $nskip SKIP, $nmiss MISSING; memcheck: $SAN_STATUS"
+case " $SPLITS " in *" cluster "*) # which of the cluster runs' planned rows ran a clusters' plan (attempt #61)
+    ncl=$(cat "$WORK"/*_splitscluster.log 2>/dev/null | grep -c 'schedule plan:.*:cluster[0-9]')
+    nplan=$(cat "$WORK"/*_splitscluster.log 2>/dev/null | grep -c 'schedule plan:')
+    echo "cluster setting: $ncl of $nplan planned rows ran a clusters' plan (the rest: no task split, or no cluster fits)" ;;
+esac
 echo "results table: $WORK/results.h5 (+ results.csv); logs in $WORK"
 if [ $status -ne 0 ]; then
     echo "test-gpu: FAILED (seed $SEED)"

@@ -6,6 +6,8 @@
 #   sanitize  tests/gpu/sanitize.sh, memcheck and racecheck over the streaming and wgmma variants
 #   heads     the same with DL_STREAM_ORDER=heads forced (the plan's heads order and
 #             the merge rows it numbers, on cases where 'auto' might keep the tasks order)
+#   cluster   the same with DL_STREAM_MERGE=cluster over the streaming variants (issue 10 attempt #61: the tile
+#             rings in thread-block clusters that merge their split tasks; a make STREAM_CLUSTER=1 binary)
 # Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
 # (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s).
 # PARALLEL=1 runs the steps at the same time (the GPU is shared; these check, they do not time).
@@ -27,13 +29,15 @@ one() { # step
                   timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/sanitize.log" 2>&1 ;;
       heads) DECODELAB=$T/dl DL_STREAM_ORDER=heads DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream *-wgmma' DL_WORKDIR=$T/heads \
                   timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/heads.log" 2>&1 ;;
+      cluster) DECODELAB=$T/dl DL_STREAM_MERGE=cluster DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream' \
+                  DL_WORKDIR=$T/cluster timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/cluster.log" 2>&1 ;;
     esac
     echo "   exit $? (124: its time limit)" | tee -a "$T/$1.log"
     echo "== $1 done at $SECONDS s"
     pack "$1"
 }
 for s in ${STEPS:-matrix sanitize}; do
-    case $s in matrix|sanitize|heads) ;; *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads)" >&2; exit 2 ;; esac
+    case $s in matrix|sanitize|heads|cluster) ;; *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads, cluster)" >&2; exit 2 ;; esac
 done
 for s in ${STEPS:-matrix sanitize}; do
     if [ "${PARALLEL:-0}" = 1 ]; then one "$s" & else one "$s"; fi
@@ -43,7 +47,7 @@ echo "== summaries"
 for s in ${STEPS:-matrix sanitize}; do
     echo "-- $s"
     case $s in
-      matrix) grep -E '^test-gpu: decodelab|^verdicts:|^memcheck .*exit [^01]|FAILED|exit [0-9]+$' "$T/matrix.log" | tail -8 ;;
+      matrix) grep -E '^test-gpu: decodelab|^verdicts:|^cluster setting:|^memcheck .*exit [^01]|FAILED|exit [0-9]+$' "$T/matrix.log" | tail -8 ;;
       *) tail -22 "$T/$s.log" ;;
     esac
 done
