@@ -720,63 +720,101 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
 #ifndef DL_STREAM_CLUSTER
 #define DL_STREAM_CLUSTER 0
 #endif
-/* Attempt #61 (make STREAM_CLUSTER=1, DL_STREAM_MERGE=cluster): the merge of a split task inside the thread-block
- * cluster of C CTAs that computed all of its segments (dl_plan_build_cluster: task t is cluster t, CTAs t * C..; C,
- * the rank and t read from %cluster_nctarank, %cluster_ctarank and %clusterid.x, so the kernels' parameters are
- * main's), instead of the merge kernel (its launch gap after the grid's last exit, ~0.9 us, then its body,
- * ~3.5 us at B1 and B4 L32768, gpu/NOTES.md) or the ticket (one warp merging every segment). Each consumer warp has
- * written its segments' partials to the workspace (rows task_ptr[t].. in token order, normalized o, then the
- * natural-log lse, as for the other merges) and arrives at the cluster barrier (release: those writes, at cluster
- * scope, before any other CTA's acquire; the producer warps have exited, which releases the barrier for them).
- * After it every stage of every CTA of the cluster is consumed, so the CTA's ring is free: its consumer threads
- * (32W, warps 0..W-1) put the task's n x G lse values there (one load each), then take the task's G x D outputs,
- * thread i of rank r the items r 32W + i, + C 32W, ..., each in the models' form (merge_segments in ref/dl_ref.c):
- * M = max lse_k, w_k = expf(lse_k - M), o = sum w_k o_k / sum w_k in token order, lse = M + logf(sum w_k), the o
- * loads kBatch segments at a time, all issued before any is used. Adjacent threads take adjacent dims. Tasks of
- * one segment wrote o and lse in place: nothing to merge, no barrier (the same for the whole cluster). Inlined:
- * its registers stay under the main loop's (a form that held all 32 segments' loads in registers raised ptxas's
- * count of 84 of the 123 kernels, also as a call). */
+/* Attempt #61 (make STREAM_CLUSTER=1, DL_STREAM_MERGE=cluster): the merge of a split task by the thread-block
+ * clusters that computed it (dl_plan_build_cluster: task t has K clusters of C CTAs, clusters t K.., K = the grid's
+ * clusters over the tasks; C, the rank and the cluster from %cluster_nctarank, %cluster_ctarank and %clusterid.x,
+ * so the kernels' parameters are main's), instead of the merge kernel (its launch gap after the grid's last exit,
+ * ~0.9 us, then its body, ~3.5 us at B1 and B4 L32768, gpu/NOTES.md) or the ticket (one warp merging every
+ * segment). Each consumer warp has written its segments' partials to the workspace (rows task_ptr[t].. in token
+ * order, normalized o, then the natural-log lse, as for the other merges) and arrives at the cluster barrier
+ * (release: those writes, at cluster scope, before any other CTA's acquire; the producer warps have exited, which
+ * releases the barrier for them). After it every stage of the cluster is consumed, so the CTA's ring is free: its
+ * consumer threads (32W, warps 0..W-1) put the cluster's n x G lse values there (one load each), then take items
+ * (head, dim) of the task's G x D outputs, rank r's thread i the items r 32W + i, + C 32W, ... (its slice), each
+ * in the models' form (merge_segments in ref/dl_ref.c): M = max lse_k, w_k = expf(lse_k - M), o = sum w_k o_k /
+ * sum w_k in token order, lse = M + logf(sum w_k), the o loads 8 segments at a time, all issued before any is used;
+ * adjacent threads take adjacent dims. K = 1: that is the output. K > 1 (a task longer than one cluster's CTAs can
+ * hold at once: B1): the cluster's result goes to its row of K after the task's partials (workspace rows
+ * num_partials + t K + kc; lse -inf where the cluster had no segment), then each CTA adds one to the task's ticket
+ * after its slice (a fence first); the CTA that brings it to K C merges the task's K rows for every item the same
+ * way and sets the ticket back to 0. Tasks of one segment wrote o and lse in place: nothing to merge, no barrier
+ * (the same for all of a task's clusters). Inlined: its registers stay under the main loop's (a form that held all
+ * 32 segments' loads in registers raised ptxas's count of 84 of the 123 kernels, also as a call). */
+__device__ __forceinline__ float merge_rows(const float *ws, const float *sl, int stride, int r0, int n, int G,
+                                            int head, int D, int dim, float *lse)
+{
+    constexpr int kBatch = 8;
+    float M = sl[head];
+    for (int k = 1; k < n; k++) M = fmaxf(M, sl[k * stride + head]);
+    float den = 0.0f, acc = 0.0f;
+    for (int b = 0; b < n; b += kBatch) {
+        float o[kBatch];
+#pragma unroll
+        for (int u = 0; u < kBatch; u++) /* a row past n reloads row b's (weight 0 below) */
+            o[u] = __ldcg(ws + ((size_t)(r0 + (b + u < n ? b + u : b)) * G + head) * (D + 1) + dim);
+#pragma unroll
+        for (int u = 0; u < kBatch; u++)
+            if (b + u < n) {
+                const float w = expf(sl[(b + u) * stride + head] - M);
+                den += w;
+                acc += w * o[u];
+            }
+    }
+    *lse = M + logf(den);
+    return acc / den;
+}
 template <int W>
 __device__ __forceinline__ void cluster_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
                                               int G, float *sl)
 {
-    constexpr int kBatch = 8;
     unsigned C, rank, cid;
     asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(C));
     asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
     asm("mov.u32 %0, %%clusterid.x;\n" : "=r"(cid));
-    const int t = (int)cid; /* 1-D clusters along x: cluster t is CTAs t * C.. */
+    const int K = (int)(gridDim.x / C) / sp.num_tasks, t = (int)cid / K, kc = (int)cid % K;
     const int32_t *task_ptr = seg_out + sp.num_segs;
-    const int k0 = task_ptr[t], n = task_ptr[t + 1] - k0;
-    if (n < 2) return;
+    if (task_ptr[t + 1] - task_ptr[t] < 2) return;
+    const int per = (int)C * W, ks = sp.plan[cid * per], n = sp.plan[(cid + 1) * per] - ks; /* slot_ptr: segments */
+    const int r0 = n > 0 ? seg_out[ks] : 0; /* the cluster's partial rows r0.. (consecutive: token order) */
     asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
     asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
-    const float *ws = (const float *)a.workspace;
+    float *ws = (float *)a.workspace;
     const int D = a.head_dim, tid = (int)threadIdx.x;
-    for (int i = tid; i < n * G; i += 32 * W) sl[i] = __ldcg(ws + ((size_t)k0 * G + i) * (D + 1) + D); /* k G + h */
+    for (int i = tid; i < n * G; i += 32 * W) sl[i] = __ldcg(ws + ((size_t)r0 * G + i) * (D + 1) + D); /* k G + h */
     asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory"); /* the consumer warps alone */
     const size_t row0 = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G;
+    const int crow = task_ptr[sp.num_tasks] + t * K; /* K > 1: the task's K cluster rows */
     for (int it = (int)rank * 32 * W + tid; it < G * D; it += (int)C * 32 * W) {
         const int head = it / D, dim = it % D;
-        float M = sl[head];
-        for (int k = 1; k < n; k++) M = fmaxf(M, sl[k * G + head]);
-        float den = 0.0f, acc = 0.0f;
-        for (int b = 0; b < n; b += kBatch) {
-            float o[kBatch];
-#pragma unroll
-            for (int u = 0; u < kBatch; u++) /* a segment past n reloads segment b's (weight 0 below) */
-                o[u] = __ldcg(ws + ((size_t)(k0 + (b + u < n ? b + u : b)) * G + head) * (D + 1) + dim);
-#pragma unroll
-            for (int u = 0; u < kBatch; u++)
-                if (b + u < n) {
-                    const float w = expf(sl[(b + u) * G + head] - M);
-                    den += w;
-                    acc += w * o[u];
-                }
+        float lse = -INFINITY, o = 0.0f;
+        if (n > 0) o = merge_rows(ws, sl, G, r0, n, G, head, D, dim, &lse);
+        if (K == 1) {
+            a.o[(row0 + head) * D + dim] = o;
+            if (dim == 0) a.lse[row0 + head] = lse;
+        } else {
+            float *p = ws + ((size_t)(crow + kc) * G + head) * (D + 1);
+            p[dim] = o;
+            if (dim == 0) p[D] = lse;
         }
-        a.o[(row0 + head) * D + dim] = acc / den;
-        if (dim == 0) a.lse[row0 + head] = M + logf(den);
     }
+    if (K == 1) return;
+    int *ticket = (int *)(task_ptr + sp.num_tasks + 1) + t, *flag = (int *)(sl + DL_PLAN_MAX_CLUSTER_SEGS * 16);
+    __threadfence(); /* this thread's items of the cluster's row, before the ticket (as split_ticket_merge) */
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory"); /* the slice written (and sl read) */
+    if (tid == 0) *flag = atomicAdd(ticket, 1);
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory");
+    if (*flag != K * (int)C - 1) return;
+    __threadfence(); /* every slice of every cluster of the task written */
+    for (int i = tid; i < K * G; i += 32 * W) sl[i] = __ldcg(ws + ((size_t)crow * G + i) * (D + 1) + D);
+    asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory");
+    for (int it = tid; it < G * D; it += 32 * W) {
+        const int head = it / D, dim = it % D;
+        float lse;
+        const float o = merge_rows(ws, sl, G, crow, K, G, head, D, dim, &lse);
+        a.o[(row0 + head) * D + dim] = o;
+        if (dim == 0) a.lse[row0 + head] = lse;
+    }
+    if (tid == 0) *ticket = 0; /* ready for the next launch */
 }
 
 /* The merge kernel (issue 10, attempt #15; DL_STREAM_MERGE=kernel, or auto for plans with long tasks:
@@ -2608,9 +2646,9 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
             cfg.dynamicSmemBytes = SH::SMEM, cfg.attrs = &at, cfg.numAttrs = 1;
             int fit = 0;
             DL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, KERN, &cfg));
-            if (fit < pl->num_tasks)
+            if (fit < pl->ctas / m->cluster)
                 fprintf(stderr, "note: DL_STREAM_MERGE=cluster: %d clusters of %d CTAs, %d resident at once (the rest "
-                                "wait for a cluster to end)\n", pl->num_tasks, m->cluster, fit);
+                                "wait for a cluster to end)\n", pl->ctas / m->cluster, m->cluster, fit);
             ((stream_maps *)m)->cluster_said = 1;
         }
         DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), SH::SMEM, (cudaStream_t)a->stream,
@@ -2939,7 +2977,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_MIN_TILES", 1, 1 << 20, sh.min_tiles, &min_tiles));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge)); /* who merges a split task: dl_plan.h */
     /* attempt #61: each task's CTAs a thread-block cluster that merges its partials (cluster_merge), the tile rings
-     * of a make STREAM_CLUSTER=1 build alone; where no cluster fits (dl_plan_cluster_size), auto's plan and merge */
+     * of a make STREAM_CLUSTER=1 build alone; where no cluster fits (dl_plan_cluster_shape), auto's plan and merge */
     if (merge == DL_MERGE_CLUSTER && !DL_STREAM_CLUSTER)
         return dl_fail("DL_STREAM_MERGE=cluster: this binary has no cluster merge; build one with make STREAM_CLUSTER=1 "
                        "(e.g. make static BUILD=build-a61 STREAM_CLUSTER=1)");
@@ -2947,8 +2985,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     const bool cluster_env = merge == DL_MERGE_CLUSTER;
     const bool cluster_asked = cluster_env && sh.pool; /* the wgmma kernels: ignored (auto), as the pool */
     if (cluster_env) merge = DL_MERGE_AUTO;
-    /* the cluster's CTAs (DL_STREAM_CLUSTER_SIZE: 0 = dl_plan_cluster_size's, else 2, 4, 8 or 16 as asked, even where
-     * the clusters do not all fit at once) */
+    /* the cluster's CTAs (DL_STREAM_CLUSTER_SIZE: 0 = dl_plan_cluster_shape's rule, else 2, 4, 8 or 16 as asked, even
+     * where the clusters do not all fit at once) */
     int cluster_size;
     DL_TRY(knob("DL_STREAM_CLUSTER_SIZE", 0, DL_PLAN_MAX_CLUSTER, 0, &cluster_size));
     if (cluster_size & (cluster_size - 1) || cluster_size == 1)
@@ -3071,12 +3109,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         dl_gpu_plan_free(out);
         return -1;
     };
-    const int cluster = !cluster_asked    ? 0
-                        : cluster_size > 0 ? cluster_size
-                                           : dl_plan_cluster_size(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W,
-                                                                  sms * per_sm);
+    int cluster = 0, per_task = 0; /* C and K (dl_plan_cluster_shape) */
+    if (cluster_asked)
+        dl_plan_cluster_shape(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, sms * per_sm, cluster_size,
+                              &cluster, &per_task);
     if (cluster) {
-        if (dl_plan_build_cluster(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, cluster, &p)) {
+        if (dl_plan_build_cluster(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, cluster, per_task, &p)) {
             dl_gpu_plan_free(out);
             return -1;
         }
@@ -3156,8 +3194,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->sched_begin = p.sched_begin;
     const int G = a->num_qo_heads / a->num_kv_heads;
     out->workspace_bytes = (size_t)p.num_partials * G * (a->head_dim + 1) * sizeof(float);
+    if (merge == DL_MERGE_CLUSTER && per_task > 1) /* the clusters' rows, K a task after the partials (cluster_merge) */
+        out->workspace_bytes += (size_t)p.num_tasks * per_task * G * (a->head_dim + 1) * sizeof(float);
     maps->cluster = merge == DL_MERGE_CLUSTER ? cluster : 0;
     out->cluster = maps->cluster;
+    out->cluster_per_task = maps->cluster ? per_task : 0;
     if (merge == DL_MERGE_KERNEL) /* no decode warp merges (stream_merge_kernel); tickets per dl_plan.h */
         for (int t = 0; t < p.num_tasks; t++)
             p.buf[plan_tickets_at(p.num_slots, p.num_segs, p.num_tasks) + t] = kParkedTicket;

@@ -54,8 +54,9 @@ typedef struct {
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     int deep_rings;                   /* 1: the tile rings' deep form (DL_STREAM_DEEP, stream_shape's DEEP) */
-    int cluster;                      /* C >= 2: split tasks merged inside thread-block clusters of C CTAs, one a task
+    int cluster;                      /* C >= 2: split tasks merged inside thread-block clusters of C CTAs
                                        * (DL_STREAM_MERGE=cluster, attempt #61); 0: not clustered */
+    int cluster_per_task;             /* with cluster: K clusters a task (K > 1: their rows merged by a ticket) */
     int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */
     int unit;                         /* tokens per unit of the plan's cut: 64 (its tiles) or 16, 32 (DL_STREAM_UNIT) */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */

@@ -53,7 +53,8 @@ typedef struct {
                             * slots than heads) */
     int cut, seg_cost;     /* the heads order's cut taken: DL_CUT_EQUAL, DL_CUT_COST (at seg_cost tiles a
                             * boundary) or DL_CUT_APPORTION; DL_CUT_EQUAL and 0 for the tasks order */
-    int cluster;           /* 0, or CTAs a cluster (dl_plan_build_cluster): task t is cluster t's alone */
+    int cluster;           /* 0, or CTAs a cluster (dl_plan_build_cluster) */
+    int cluster_per_task;  /* with cluster: the clusters of each task (task t: clusters t K..) */
     int32_t *buf;          /* host copy, layout above (owned) */
     size_t buf_len;        /* int32 elements */
     /* the schedule in tokens for the CPU model (owned): segments of task t are
@@ -126,22 +127,27 @@ int dl_plan_order_of(const char *s, int *order);
  * KV head h (the heads order with warps = Hkv, no pool), else 0: what the streaming kernels' whole-page stage
  * needs (gpu/decode_stream.cu page_shape: one ring of 16-row pieces of all heads, shared by a CTA's warps). */
 int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv);
-/* The clusters' plan (issue 10, attempt #61; DL_STREAM_MERGE=cluster): task t = b * Hkv + kvh gets the
- * `cluster` CTAs t * cluster.. (a thread-block cluster), its tiles cut into cluster x warps equal runs in token
- * order, one a consumer warp (slot = cta * warps + warp; a slot of no tile where a task has fewer tiles than
- * that), so that a split task's partials are all written inside one cluster and merged there after a cluster
- * barrier, with no ticket and no second kernel. The tasks order's layout, p->cluster set. cluster: a power of 2,
- * 2..DL_PLAN_MAX_CLUSTER, cluster x warps <= DL_PLAN_MAX_CLUSTER_SEGS (what the merge holds in registers).
- * Returns 0 or dl_fail(). */
+/* The clusters' plan (issue 10, attempt #61; DL_STREAM_MERGE=cluster): task t = b * Hkv + kvh gets K = per_task
+ * thread-block clusters of `cluster` CTAs, clusters t K.. (CTAs t K C..), its tiles cut into K x cluster x warps
+ * equal runs in token order, one a consumer warp (slot = cta * warps + warp; a slot of no tile where a task has
+ * fewer tiles than that): a split task's partials are merged inside each cluster after a cluster barrier, and with
+ * K > 1 the K clusters' results by the task's last CTA to finish (a ticket a task), with no second kernel. The
+ * tasks order's layout, p->cluster and p->cluster_per_task set. cluster: a power of 2, 2..DL_PLAN_MAX_CLUSTER,
+ * cluster x warps <= DL_PLAN_MAX_CLUSTER_SEGS; per_task 1..DL_PLAN_MAX_CLUSTERS_PER_TASK. Returns 0 or dl_fail(). */
 #define DL_PLAN_MAX_CLUSTER 16
+#define DL_PLAN_AUTO_CLUSTER 8 /* the largest the rule takes (portable sizes; 16 only when asked) */
 #define DL_PLAN_MAX_CLUSTER_SEGS 32
-int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, dl_plan *p);
-/* The cluster dl_plan_build_cluster should take: the largest power of 2 from DL_PLAN_MAX_CLUSTER down to 2 whose
- * clusters all fit at once (tasks x cluster <= max_ctas) with cluster x warps <= DL_PLAN_MAX_CLUSTER_SEGS; 0 where
- * none does (more tasks than half the resident CTAs: whole tasks, or tickets, serve) or no request has two tiles.
- * Ragged lengths are not weighed: a short request's cluster ends early (slots of no tile). Example: llama3-8B B4
- * L32768 (32 tasks, 2 warps a CTA, 264 resident CTAs): 8, 256 CTAs; B1: 16, 128 CTAs. */
-int dl_plan_cluster_size(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas);
+#define DL_PLAN_MAX_CLUSTERS_PER_TASK 32
+int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, int per_task,
+                          dl_plan *p);
+/* The shape dl_plan_build_cluster should take, into *cluster (C) and *per_task (K); both 0 where no task has two
+ * tiles or no cluster fits. C: `asked` (2, 4, 8, 16) or, asked 0, the largest of 8, 4, 2 with every task's cluster
+ * resident at once (tasks x C <= max_ctas) and C x warps <= DL_PLAN_MAX_CLUSTER_SEGS; K: as many clusters a task as
+ * fit at once (max_ctas / (tasks x C), at least 1), but no more than give each warp of the longest task a tile.
+ * Ragged lengths are not weighed: a short request's clusters end early. Examples on 132 SMs x 2 CTAs of 2 warps,
+ * llama3-8B L32768: B4 (32 tasks) C 8, K 1 (256 CTAs); B1 (8 tasks) C 8, K 4 (256 CTAs). Returns 0. */
+int dl_plan_cluster_shape(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int asked,
+                          int *cluster, int *per_task);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

@@ -318,8 +318,10 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     return rc;
 }
 
-int dl_plan_cluster_size(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas)
+int dl_plan_cluster_shape(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int asked,
+                          int *cluster, int *per_task)
 {
+    *cluster = *per_task = 0;
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || !seq_len) return 0;
     int64_t longest = 0;
     for (int b = 0; b < B; b++) {
@@ -328,20 +330,32 @@ int dl_plan_cluster_size(int B, int Hkv, const int32_t *seq_len, int tile, int w
     }
     if (longest < 2) return 0; /* no task to split */
     const int64_t T = (int64_t)B * Hkv;
-    for (int c = DL_PLAN_MAX_CLUSTER; c >= 2; c /= 2)
-        if (T * c <= max_ctas && c * warps <= DL_PLAN_MAX_CLUSTER_SEGS) return c;
+    int c = asked;
+    if (c == 0)
+        for (c = DL_PLAN_AUTO_CLUSTER; c >= 2; c /= 2)
+            if (T * c <= max_ctas && c * warps <= DL_PLAN_MAX_CLUSTER_SEGS) break;
+    if (c < 2) return 0;
+    int64_t k = T * c <= max_ctas ? max_ctas / (T * c) : 1; /* clusters a task: as many as fit at once */
+    const int64_t by_len = longest / ((int64_t)c * warps); /* no more than give the longest task's warps a tile */
+    if (k > by_len) k = by_len > 0 ? by_len : 1;
+    if (k > DL_PLAN_MAX_CLUSTERS_PER_TASK) k = DL_PLAN_MAX_CLUSTERS_PER_TASK;
+    *cluster = c;
+    *per_task = (int)k;
     return 0;
 }
 
-int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, dl_plan *p)
+int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int cluster, int per_task,
+                          dl_plan *p)
 {
     memset(p, 0, sizeof *p);
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || !seq_len || cluster < 2 || cluster > DL_PLAN_MAX_CLUSTER ||
-        (cluster & (cluster - 1)) || cluster * warps > DL_PLAN_MAX_CLUSTER_SEGS)
-        return dl_fail("dl_plan_build_cluster: bad arguments (B=%d Hkv=%d tile=%d warps=%d cluster=%d; the cluster a "
-                       "power of 2 from 2 to %d, at most %d segments a cluster)", B, Hkv, tile, warps, cluster,
-                       DL_PLAN_MAX_CLUSTER, DL_PLAN_MAX_CLUSTER_SEGS);
-    const int T = B * Hkv, per = cluster * warps; /* slots a task */
+        (cluster & (cluster - 1)) || cluster * warps > DL_PLAN_MAX_CLUSTER_SEGS || per_task < 1 ||
+        per_task > DL_PLAN_MAX_CLUSTERS_PER_TASK)
+        return dl_fail("dl_plan_build_cluster: bad arguments (B=%d Hkv=%d tile=%d warps=%d cluster=%d per_task=%d; the "
+                       "cluster a power of 2 from 2 to %d, at most %d segments a cluster, 1 to %d clusters a task)", B,
+                       Hkv, tile, warps, cluster, per_task, DL_PLAN_MAX_CLUSTER, DL_PLAN_MAX_CLUSTER_SEGS,
+                       DL_PLAN_MAX_CLUSTERS_PER_TASK);
+    const int T = B * Hkv, per = per_task * cluster * warps; /* slots a task */
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
         if (seq_len[b] < 1) return dl_fail("dl_plan_build: request %d has sequence length %d (< 1)", b, seq_len[b]);
@@ -370,9 +384,10 @@ int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int 
         }
     }
     slot_ptr[nslots] = (int32_t)nseg;
-    const int rc = plan_assemble(p, T, N, tile, warps, (int64_t)T * cluster, nslots, nslots, DL_ORDER_TASKS, slot_ptr,
-                                 st, s0, s1, nseg);
+    const int rc = plan_assemble(p, T, N, tile, warps, (int64_t)T * per_task * cluster, nslots, nslots, DL_ORDER_TASKS,
+                                 slot_ptr, st, s0, s1, nseg);
     p->cluster = cluster;
+    p->cluster_per_task = per_task;
     free(slot_ptr); free(st); free(s0); free(s1);
     return rc;
 }

@@ -452,10 +452,12 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
             snprintf(cut, sizeof cut, ":cost%d", plan->seg_cost);
         else if (plan->order == DL_ORDER_HEADS && plan->cut == DL_CUT_APPORTION)
             snprintf(cut, sizeof cut, ":apportion");
-        char merge[24] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
+        char merge[32] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
         if (dl_schedule_trivial(&sc)) snprintf(merge, sizeof merge, "none");
         else if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
         else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
+        else if (plan->cluster > 0 && plan->cluster_per_task > 1)
+            snprintf(merge, sizeof merge, "cluster%dx%d", plan->cluster, plan->cluster_per_task);
         else if (plan->cluster > 0) snprintf(merge, sizeof merge, "cluster%d", plan->cluster);
         char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
         if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);

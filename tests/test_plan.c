@@ -755,18 +755,20 @@ START_TEST(test_unit_cut)
 }
 END_TEST
 
-/* The clusters' plan (attempt #61): task t's tiles in the slots of CTAs t * C.. alone (slot s holds task s / (C W)),
- * cut into C W runs in token order that differ by at most a tile (a slot of none where the task is shorter), the
- * generic invariants (every tile once, partial rows, schedule view, tickets zero); the size rule; bad arguments. */
-static void check_cluster(int B, int Hkv, const int32_t *len, int warps, int C)
+/* The clusters' plan (attempt #61): task t's tiles in the slots of its K clusters of C CTAs alone (slot s holds task
+ * s / (K C W)), cut into K C W runs in token order that differ by at most a tile (a slot of none where the task is
+ * shorter), the generic invariants (every tile once, partial rows, schedule view, tickets zero); the shape rule; bad
+ * arguments. */
+static void check_cluster(int B, int Hkv, const int32_t *len, int warps, int C, int K)
 {
     dl_plan p;
-    ck_assert_int_eq(dl_plan_build_cluster(B, Hkv, len, 64, warps, C, &p), 0);
+    ck_assert_int_eq(dl_plan_build_cluster(B, Hkv, len, 64, warps, C, K, &p), 0);
     ck_assert_int_eq(p.cluster, C);
-    ck_assert_int_eq(p.ctas, B * Hkv * C);
+    ck_assert_int_eq(p.cluster_per_task, K);
+    ck_assert_int_eq(p.ctas, B * Hkv * K * C);
     check_built_tol(&p, B, Hkv, len, 64, warps, p.ctas, INT32_MAX);
     const views v = view_of(&p);
-    const int per = C * warps;
+    const int per = K * C * warps;
     for (int t = 0; t < p.num_tasks; t++) {
         const int64_t n = (len[t / Hkv] + 63) / 64;
         int64_t lo = INT64_MAX, hi = 0;
@@ -783,48 +785,79 @@ static void check_cluster(int B, int Hkv, const int32_t *len, int warps, int C)
         }
         ck_assert_int_le(hi - lo, 1);
         ck_assert_int_eq(hi, (n + per - 1) / per);
+        /* the kernel's view of cluster kc of task t: its segments from slot_ptr, their rows consecutive from the
+         * first one's (cluster_merge) */
+        for (int kc = 0; kc < K; kc++) {
+            const int cid = t * K + kc, ks = v.slot_ptr[cid * C * warps], ke = v.slot_ptr[(cid + 1) * C * warps];
+            for (int k = ks; k < ke; k++) {
+                ck_assert_int_eq(v.seg_task[k], t);
+                if (v.seg_out[k] >= 0) ck_assert_int_eq(v.seg_out[k], v.seg_out[ks] + (k - ks));
+            }
+        }
     }
     dl_plan_free(&p);
+}
+
+/* dl_plan_cluster_shape into c, k; returns c * 100 + k for one assertion a case */
+static int shape_of(int B, int Hkv, const int32_t *len, int warps, int max_ctas, int asked)
+{
+    int c = -1, k = -1;
+    ck_assert_int_eq(dl_plan_cluster_shape(B, Hkv, len, 64, warps, max_ctas, asked, &c, &k), 0);
+    return c * 100 + k;
 }
 
 START_TEST(test_cluster_plan)
 {
     int32_t b4[4] = {32768, 32768, 32768, 32768};
     const int32_t b1[1] = {32768};
-    int32_t b64[64];
+    int32_t b64[64], b8[8], b16[16];
     for (int b = 0; b < 64; b++) b64[b] = 1024;
-    /* the size rule on 132 SMs x 2 CTAs: B4 L32768 (32 tasks) 8, B1 (8 tasks) 16, B64 L1024 (512 tasks) none; three
-     * consumer warps cap it at 8 (8 x 3 <= 32 segments); requests of one tile have nothing to split */
-    ck_assert_int_eq(dl_plan_cluster_size(4, 8, b4, 64, 2, 264), 8);
-    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 2, 264), 16);
-    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 3, 264), 8);
-    ck_assert_int_eq(dl_plan_cluster_size(64, 8, b64, 64, 2, 264), 0);
-    ck_assert_int_eq(dl_plan_cluster_size(1, 8, b1, 64, 2, 15), 0);
-    const int32_t tiny[3] = {1, 64, 17}, short2[2] = {1, 65};
-    ck_assert_int_eq(dl_plan_cluster_size(3, 2, tiny, 64, 2, 264), 0);
-    ck_assert_int_eq(dl_plan_cluster_size(2, 2, short2, 64, 2, 264), 16);
-    check_cluster(4, 8, b4, 2, 8);
-    check_cluster(1, 8, b1, 2, 16);
-    check_cluster(1, 8, b1, 3, 8);
-    /* ragged, with tasks shorter than a cluster's slots (1 tile: whole, written in place; 5 tiles over 8 slots) and
-     * lengths that are not whole tiles */
+    for (int b = 0; b < 8; b++) b8[b] = 16384;
+    for (int b = 0; b < 16; b++) b16[b] = 8192;
+    /* the shape rule on 132 SMs x 2 CTAs of 2 warps: B4 L32768 (32 tasks) C 8 K 1; B1 (8 tasks) C 8 K 4; B8 L16384
+     * C 4 K 1; B16 L8192 C 2 K 1; B64 L1024 (512 tasks) none; three warps: C 8 (24 segments), B1 K 4; asked 16 at
+     * B1: K 2; 4 at B4: K 2; a short request caps K (40 tiles over C 8 x 2 warps: K 2); requests of one tile: none */
+    ck_assert_int_eq(shape_of(4, 8, b4, 2, 264, 0), 801);
+    ck_assert_int_eq(shape_of(1, 8, b1, 2, 264, 0), 804);
+    ck_assert_int_eq(shape_of(8, 8, b8, 2, 264, 0), 401);
+    ck_assert_int_eq(shape_of(16, 8, b16, 2, 264, 0), 201);
+    ck_assert_int_eq(shape_of(64, 8, b64, 2, 264, 0), 0);
+    ck_assert_int_eq(shape_of(1, 8, b1, 3, 264, 0), 804);
+    ck_assert_int_eq(shape_of(1, 8, b1, 2, 264, 16), 1602);
+    ck_assert_int_eq(shape_of(4, 8, b4, 2, 264, 4), 402);
+    ck_assert_int_eq(shape_of(4, 8, b4, 2, 264, 16), 1601); /* asked: taken even where it does not all fit */
+    const int32_t t40[1] = {40 * 64};
+    ck_assert_int_eq(shape_of(1, 8, t40, 2, 264, 0), 802);
+    const int32_t tiny[3] = {1, 64, 17};
+    ck_assert_int_eq(shape_of(3, 2, tiny, 2, 264, 0), 0);
+    ck_assert_int_eq(shape_of(1, 8, b1, 2, 15, 0), 0);
+    check_cluster(4, 8, b4, 2, 8, 1);
+    check_cluster(1, 8, b1, 2, 8, 4);
+    check_cluster(1, 8, b1, 2, 16, 2);
+    check_cluster(1, 8, b1, 3, 8, 4);
+    /* ragged, with tasks shorter than a task's slots (1 tile: whole, written in place; 5 tiles over 8 slots, or over
+     * 16 in two clusters, one of them holding 2) and lengths that are not whole tiles */
     const int32_t ragged[3] = {1, 300, 64 * 40 + 7};
-    check_cluster(3, 2, ragged, 2, 4);
+    check_cluster(3, 2, ragged, 2, 4, 1);
+    check_cluster(3, 2, ragged, 2, 4, 2);
     dl_plan p;
-    ck_assert_int_eq(dl_plan_build_cluster(3, 2, ragged, 64, 2, 4, &p), 0);
+    ck_assert_int_eq(dl_plan_build_cluster(3, 2, ragged, 64, 2, 4, 1, &p), 0);
     ck_assert_int_eq(p.sched_indptr[1] - p.sched_indptr[0], 1); /* request 0: one tile, one segment */
     ck_assert_int_eq(p.sched_indptr[3] - p.sched_indptr[2], 5); /* request 1: 5 tiles, 5 of the 8 slots */
     ck_assert_int_eq(p.sched_indptr[5] - p.sched_indptr[4], 8); /* request 2: 41 tiles over 8 */
     ck_assert_int_eq(p.num_partials, 2 * (5 + 8));
     dl_plan_free(&p);
-    /* refused: a cluster not a power of 2 in 2..16, more than 32 segments a cluster, a length under 1 */
-    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 3, &p), 0);
+    /* refused: a cluster not a power of 2 in 2..16, more than 32 segments a cluster, K out of 1..32, a length < 1 */
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 3, 1, &p), 0);
     ck_assert(strstr(dl_last_error(), "cluster=3") != NULL);
-    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 1, &p), 0);
-    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 32, &p), 0);
-    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 3, 16, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 1, 1, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 32, 1, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 3, 16, 1, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 8, 0, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(4, 8, b4, 64, 2, 8, 33, &p), 0);
+    ck_assert(strstr(dl_last_error(), "per_task=33") != NULL);
     const int32_t zero[2] = {64, 0};
-    ck_assert_int_ne(dl_plan_build_cluster(2, 8, zero, 64, 2, 2, &p), 0);
+    ck_assert_int_ne(dl_plan_build_cluster(2, 8, zero, 64, 2, 2, 1, &p), 0);
     ck_assert(strstr(dl_last_error(), "request 1 has sequence length 0") != NULL);
 }
 END_TEST
