@@ -2732,6 +2732,8 @@ struct shape_rt {
     bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
     int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
+    bool page_ticket_only; /* the page stage only where its plan merges by ticket (make_plan returns 1 where it would
+                            * need the merge kernel: the hw policy's rule, attempt #62) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2741,7 +2743,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0, false};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -3143,7 +3145,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
     if (sh.page && (!dl_plan_ctas_share_tiles(&p, a->num_kv_heads) ||
-                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * a->num_kv_heads * p.ctas)) { /* the tile rings instead */
+                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * a->num_kv_heads * p.ctas ||
+                    (sh.page_ticket_only && merge == DL_MERGE_KERNEL))) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;
@@ -3265,7 +3268,11 @@ static int stage_of(const char *s, int *stage)
  * than 2 CTAs of 3); the hw policy gains only on NHD with long runs (B128 L4096 272.4 vs 276.4 and 279.2 vs
  * 285.6, B4 L32768 88.4 vs 93.3) and loses on short runs (B64 L1024 64.9 vs 59.5, B1 L32768 40.3 vs 37.2) and
  * HND (B128 278.8 vs 273.2) and at group 8 (the 70B shape B64 L4096, 31 tiles a run: 171.7-177.9 in four runs
- * vs 170.3): it takes the page stage on NHD, groups up to 4, where a CTA's run has 12 tiles or more. */
+ * vs 170.3): it takes the page stage on NHD, groups up to 4, where a CTA's run has 12 tiles or more, and (attempt
+ * #62, since the tile rings' 2 x 3 shape, #54) where its plan merges by ticket: where it needs the merge kernel the
+ * tile rings are faster (H200 2026-12-05h, page / tile, median us: B4 L32768 84.26, 84.26, 84.16 / 83.14, 83.17,
+ * 83.14; B8 L16384 84.42, 84.45 / 83.52, 83.62; B16 L8192 85.54, 85.70 / 83.84, 83.74; with the ticket B128 L4096
+ * 261.15 / 262.69). */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage, order, pool_pct;
@@ -3282,6 +3289,7 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     if (hw_auto && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;
     shape_rt sh = shape_rt_of<page_shape>(kWarpMinTiles, false, true);
     sh.page_min_run = hw_auto ? kPageHwMinRun : 0;
+    sh.page_ticket_only = hw_auto; /* attempt #62: where the page plan needs the merge kernel, the tile rings */
     sh.occ = 1 << 20;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, page plan", [&](auto s) {
         constexpr int D = decltype(s)::D;
