@@ -798,6 +798,7 @@ __device__ __forceinline__ void cluster_merge(const dl_gpu_args &a, const stream
         }
     }
     if (K == 1) return;
+    /* the flag past the staged lse values (at most DL_PLAN_MAX_CLUSTER_SEGS rows of up to 16 query heads) */
     int *ticket = (int *)(task_ptr + sp.num_tasks + 1) + t, *flag = (int *)(sl + DL_PLAN_MAX_CLUSTER_SEGS * 16);
     __threadfence(); /* this thread's items of the cluster's row, before the ticket (as split_ticket_merge) */
     asm volatile("bar.sync 1, %0;\n" ::"n"(32 * W) : "memory"); /* the slice written (and sl read) */
@@ -2983,9 +2984,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (merge == DL_MERGE_CLUSTER && !DL_STREAM_CLUSTER)
         return dl_fail("DL_STREAM_MERGE=cluster: this binary has no cluster merge; build one with make STREAM_CLUSTER=1 "
                        "(e.g. make static BUILD=build-a61 STREAM_CLUSTER=1)");
-    if (merge == DL_MERGE_CLUSTER && sh.page) return 1; /* the tile rings instead (or the page stage's caller's error) */
     const bool cluster_env = merge == DL_MERGE_CLUSTER;
-    const bool cluster_asked = cluster_env && sh.pool; /* the wgmma kernels: ignored (auto), as the pool */
+    /* the wgmma kernels ignore it (auto), as the pool; page_stage_plan never asks for the page stage with it */
+    const bool cluster_asked = cluster_env && sh.pool;
     if (cluster_env) merge = DL_MERGE_AUTO;
     /* the cluster's CTAs (DL_STREAM_CLUSTER_SIZE: 0 = dl_plan_cluster_shape's rule, else 2, 4, 8 or 16 as asked, even
      * where the clusters do not all fit at once) */
