@@ -2972,8 +2972,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int per_sm = dl_plan_ctas_per_sm(smem_sm, sh.SMEM, sh.occ);
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
-     * task merges them alone), the TMA maps' L2 promotion (default 128 B: with 256 the NHD
-     * 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
+     * task merges them alone), the TMA maps' L2 promotion (default 128 B, 256 for the deep rings: with 256 the
+     * NHD 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
     int min_tiles, max_segs, promo_bytes, dry, merge, waves, pool_pct, pool_chunk;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, sh.ctas_cap > 0 && sh.ctas_cap < per_sm ? sh.ctas_cap : per_sm,
                 &per_sm));
@@ -3043,7 +3043,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
-    DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, 128, &promo_bytes));
+    /* the deep rings' 256-byte rows (bf16 D 128, short runs) promote a whole row (attempt #64: both 128-byte
+     * halves of a row in one L2 fill; H200 2026-12-06, bf16-cast-stream B64 L1024 bf16 79.52-79.65 -> 78.37-78.50
+     * us); elsewhere 128 (a 256-byte promotion of 128-byte NHD rows also fetched the next head's, gpu/NOTES.md #7;
+     * with the default rings' 256-byte rows it moved llama-13B by nothing and B128 L4096 bf16 by +3.7 us) */
+    DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.deep ? 256 : 128, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
      * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers where no task needs the merge
      * kernel (below; fp8-none-wgmma B128 L4096 312.0-313.2 -> 307.3-307.7 us; gpu/NOTES.md #25) */
