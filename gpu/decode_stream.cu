@@ -3043,9 +3043,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
-    /* the deep rings' 256-byte rows (bf16 D 128, short runs) promote a whole row (attempt #64: both 128-byte
-     * halves of a row in one L2 fill; H200 2026-12-06, bf16-cast-stream B64 L1024 bf16 79.52-79.65 -> 78.37-78.50
-     * us); elsewhere 128 (a 256-byte promotion of 128-byte NHD rows also fetched the next head's, gpu/NOTES.md #7;
+    /* the deep rings' 256-byte rows (bf16 D 128, short runs) promote a whole row (attempt #64: presumably both
+     * 128-byte halves of a row in one L2 fill, not measured apart; H200 2026-12-06, bf16-cast-stream B64 L1024
+     * bf16 79.52-79.65 -> 78.37-78.50 us); elsewhere 128 (a 256-byte promotion of 128-byte NHD rows also fetched the next head's, gpu/NOTES.md #7;
      * with the default rings' 256-byte rows it moved llama-13B by nothing and B128 L4096 bf16 by +3.7 us) */
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.deep ? 256 : 128, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
