@@ -867,75 +867,155 @@ __device__ __forceinline__ float4 merge_batches(const float *ws, const int *s_ro
     return acc;
 }
 
-template <int C>
+/* Attempt #65 (ONEPASS, DL_STREAM_MERGE_FORM=1): the merge's chain of dependent loads shortened by two. The
+ * task's bounds come from the plan, which the host wrote before the decode kernel ran, so they are loaded before
+ * griddepcontrol.wait (the two-pass form loads them after it); and each thread loads its segments' lse beside their
+ * partials, keeping its own running max and sums, rescaled once to the CTA's max at the end (merge_onepass), where
+ * the two-pass form waits for every lse (one load round trip and two CTA barriers) before the first partial's load.
+ * The sums are the same terms in another grouping: w_i = exp(lse_i - m) exp(m - M) for a thread's max m. */
+template <int B>
+__device__ __forceinline__ float4 merge_onepass(const float *ws, int k0, int n, int sub, int SUB, int G, int head,
+                                                int D, int f, int cols, float *m_out, float *den_out)
+{
+    float m = -INFINITY, den = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i0 = sub; i0 < n; i0 += B * SUB) {
+        float l[B];
+        float4 o[B];
+#pragma unroll
+        for (int u = 0; u < B; u++) { /* a segment past n reloads the batch's first (weight 0 below) */
+            const int i = i0 + u * SUB, ii = i < n ? i : i0;
+            const float *p = ws + ((size_t)(k0 + ii) * G + head) * (D + 1);
+            l[u] = __ldcg(p + D);
+            o[u] = make_float4(__ldcg(p + f), __ldcg(p + f + cols), __ldcg(p + f + 2 * cols), __ldcg(p + f + 3 * cols));
+        }
+        /* no branch on the lse values here: with one (nothing weighs yet when every lse so far is -inf) ptxas issued
+         * the partials' loads after it, a second round trip (the SASS); selects instead */
+        float mb = m;
+#pragma unroll
+        for (int u = 0; u < B; u++)
+            if (i0 + u * SUB < n) mb = fmaxf(mb, l[u]);
+        const float r = m == -INFINITY ? 0.0f : expf(m - mb);
+        acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r, den *= r;
+#pragma unroll
+        for (int u = 0; u < B; u++) {
+            const float w = i0 + u * SUB < n && l[u] != -INFINITY ? expf(l[u] - mb) : 0.0f;
+            acc.x += w * o[u].x; acc.y += w * o[u].y; acc.z += w * o[u].z; acc.w += w * o[u].w;
+            den += w;
+        }
+        m = mb;
+    }
+    *m_out = m, *den_out = den;
+    return acc;
+}
+
+template <int C, bool ONEPASS>
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
     pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
+    const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / (4 * C);
+    const int part = blockIdx.x % C, t = blockIdx.x / C / G, head = blockIdx.x / C % G;
+    const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
+    int k0 = 0, k1 = 0;
+    if constexpr (ONEPASS) { /* the host's plan: readable before the decode grid completes */
+        k0 = task_ptr[t], k1 = task_ptr[t + 1];
+        if (k1 - k0 < 2) return;
+    }
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #if DL_STREAM_DIAG /* the timeline: harmless when DL_STREAM_DRY != 3 (nothing reads it then) */
     if (threadIdx.x == 0) atomicMin(&g_tl_merge[0], tl_now());
 #endif
-    const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / (4 * C);
-    const int part = blockIdx.x % C, t = blockIdx.x / C / G, head = blockIdx.x / C % G;
-    const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
-    const int k0 = task_ptr[t], k1 = task_ptr[t + 1];
-    if (k1 - k0 < 2) return;
+    if constexpr (!ONEPASS) {
+        k0 = task_ptr[t], k1 = task_ptr[t + 1];
+        if (k1 - k0 < 2) return;
+    }
     if (head == 0 && part == 0 && threadIdx.x == 0)
         plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
 #if DL_STREAM_DIAG
     if (g_merge_dry) return; /* DL_STREAM_DRY=6: the merge's launch and wait alone (wrong outputs) */
 #endif
-    /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
-     * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
-     * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
-     * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
-    const float *ws = (const float *)a.workspace;
-    const int n = k1 - k0, tid = (int)threadIdx.x;
-    __shared__ int s_row[kMergeThreads];
-    __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
-    __shared__ float4 part_o[kMergeThreads];
-    float l = -INFINITY;
-    if (tid < n) {
-        const int r = k0 + tid; /* the task's partial rows (dl_plan.h) */
-        s_row[tid] = r;
-        l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
-    }
-    float M = l;
-    for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    if (tid % 32 == 0) red_max[tid / 32] = M;
-    __syncthreads();
-    M = red_max[0];
-    for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
-    const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
-    if (tid < n) s_w[tid] = wt;
-    float W = wt;
-    for (int o = 16; o > 0; o /= 2) W += __shfl_xor_sync(0xffffffffu, W, o);
-    if (tid % 32 == 0) red_sum[tid / 32] = W;
-    __syncthreads();
-    W = red_sum[0];
-    for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
-    /* every thread has a sub: kMergeThreads (256) is a multiple of cols (D / 4C: 1 to 64) */
-    const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
-    /* batches of B segments a thread (merge_batches), the loads unconditional, so that a batch's loads
-     * are in flight together: with the bound checked between them ptxas issued one segment's loads at
-     * a time (the SASS of 8937463), and the merge of ~99 segments took 10-13.6 us (the timeline of
-     * 2026-12-03d, call 2). B = 8 from 5 segments a thread (B1 L32768: ~13; 39.10 -> 37.44 us), else 4
-     * (B4 L32768, ~3-4 a thread, lost ~1 us with 8: half of each batch reloaded for nothing) */
-    const float4 acc = n > 4 * SUB ? merge_batches<8>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols)
-                                   : merge_batches<4>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols);
-    part_o[tid] = acc;
-    __syncthreads();
-    if (sub == 0) {
-        float4 o = part_o[col];
-        for (int i = 1; i < SUB; i++) {
-            const float4 x = part_o[i * cols + col];
-            o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
+    if constexpr (ONEPASS) {
+        const float *ws = (const float *)a.workspace;
+        const int n = k1 - k0, tid = (int)threadIdx.x;
+        const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
+        __shared__ float s_m[kMergeThreads], s_den[kMergeThreads];
+        __shared__ float4 s_o[kMergeThreads];
+        float m, den;
+        const float4 acc = n > 4 * SUB ? merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den)
+                                       : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
+        s_o[tid] = acc, s_m[tid] = m, s_den[tid] = den;
+        __syncthreads();
+        if (sub == 0) {
+            float M = -INFINITY;
+            for (int i = 0; i < SUB && i < n; i++) M = fmaxf(M, s_m[i * cols + col]);
+            float W = 0.0f;
+            float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int i = 0; i < SUB && i < n; i++) {
+                const float mi = s_m[i * cols + col];
+                if (mi == -INFINITY) continue;
+                const float r = expf(mi - M);
+                const float4 x = s_o[i * cols + col];
+                o.x += r * x.x; o.y += r * x.y; o.z += r * x.z; o.w += r * x.w;
+                W += r * s_den[i * cols + col];
+            }
+            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
+            float *out = a.o + row * D + f;
+            out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
+            if (f == 0) a.lse[row] = M + logf(W);
         }
-        const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-        float *out = a.o + row * D + f;
-        out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
-        if (f == 0) a.lse[row] = M + logf(W);
+    } else {
+        /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
+         * segment i's row and weight w_i = exp(lse_i - M) in shared memory, so that the loop below has
+         * only independent loads of the partials (session 2026-12-03d: the merge took 4.4-5.7 us at B1
+         * and B4 L32768 with the weights recomputed from global lse loads in the loop; gpu/NOTES.md #17) */
+        const float *ws = (const float *)a.workspace;
+        const int n = k1 - k0, tid = (int)threadIdx.x;
+        __shared__ int s_row[kMergeThreads];
+        __shared__ float s_w[kMergeThreads], red_max[kMergeThreads / 32], red_sum[kMergeThreads / 32];
+        __shared__ float4 part_o[kMergeThreads];
+        float l = -INFINITY;
+        if (tid < n) {
+            const int r = k0 + tid; /* the task's partial rows (dl_plan.h) */
+            s_row[tid] = r;
+            l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
+        }
+        float M = l;
+        for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        if (tid % 32 == 0) red_max[tid / 32] = M;
+        __syncthreads();
+        M = red_max[0];
+        for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+        const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
+        if (tid < n) s_w[tid] = wt;
+        float W = wt;
+        for (int o = 16; o > 0; o /= 2) W += __shfl_xor_sync(0xffffffffu, W, o);
+        if (tid % 32 == 0) red_sum[tid / 32] = W;
+        __syncthreads();
+        W = red_sum[0];
+        for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
+        /* every thread has a sub: kMergeThreads (256) is a multiple of cols (D / 4C: 1 to 64) */
+        const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
+        /* batches of B segments a thread (merge_batches), the loads unconditional, so that a batch's loads
+         * are in flight together: with the bound checked between them ptxas issued one segment's loads at
+         * a time (the SASS of 8937463), and the merge of ~99 segments took 10-13.6 us (the timeline of
+         * 2026-12-03d, call 2). B = 8 from 5 segments a thread (B1 L32768: ~13; 39.10 -> 37.44 us), else 4
+         * (B4 L32768, ~3-4 a thread, lost ~1 us with 8: half of each batch reloaded for nothing) */
+        const float4 acc = n > 4 * SUB ? merge_batches<8>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols)
+                                       : merge_batches<4>(ws, s_row, s_w, n, sub, SUB, G, head, D, f, cols);
+        part_o[tid] = acc;
+        __syncthreads();
+        if (sub == 0) {
+            float4 o = part_o[col];
+            for (int i = 1; i < SUB; i++) {
+                const float4 x = part_o[i * cols + col];
+                o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
+            }
+            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
+            float *out = a.o + row * D + f;
+            out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
+            if (f == 0) a.lse[row] = M + logf(W);
+        }
     }
 #if DL_STREAM_DIAG
     if (threadIdx.x == 0) atomicMax(&g_tl_merge[1], tl_now());
@@ -2397,6 +2477,7 @@ struct stream_maps {
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
+    int merge_form;    /* DL_STREAM_MERGE_FORM (attempt #65): the merge kernel's form, 0 two passes, 1 one pass */
     int pdl;           /* DL_STREAM_PDL (attempt #60): 1 = a chained layer (dl_gpu_args.pdl) triggers and uses PDL */
     int first_pages;   /* DL_STREAM_FIRST_PAGES (attempt #34; page sizes >= 16): the slots' first page ids at sfp */
     size_t sfp;
@@ -2669,9 +2750,10 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
     DL_CUDA_CHECK_LAUNCH();
     if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel (waits in griddepcontrol.wait) */
         const int C = m->merge_split;
-        DL_CUDA_CHECK(dl_launch_ex(C == 4   ? stream_merge_kernel<4>
-                                   : C == 2 ? stream_merge_kernel<2>
-                                            : stream_merge_kernel<1>,
+        const bool one = m->merge_form == 1; /* attempt #65 (DL_STREAM_MERGE_FORM) */
+        DL_CUDA_CHECK(dl_launch_ex(C == 4   ? (one ? stream_merge_kernel<4, true> : stream_merge_kernel<4, false>)
+                                   : C == 2 ? (one ? stream_merge_kernel<2, true> : stream_merge_kernel<2, false>)
+                                            : (one ? stream_merge_kernel<1, true> : stream_merge_kernel<1, false>),
                                    dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C)),
                                    dim3(kMergeThreads), 0, (cudaStream_t)a->stream, true, 0u, ak, (int32_t *)pl->dev,
                                    pl->num_slots, pl->num_segs, pl->num_tasks));
@@ -3031,6 +3113,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_MERGE_SPLIT", 0, 4, 0, &merge_split));
     if (merge_split == 3) /* refused now, whatever the plan's merge: dl_plan_merge_split checks the value first */
         return dl_plan_merge_split(merge_split, 0, 1, 0, &merge_split);
+    /* the merge kernel's form (attempt #65, stream_merge_kernel): 0 two passes (every lse, then the partials), 1 one
+     * pass (each thread's lse beside its partials, the task's bounds loaded before the grid dependency's wait) */
+    int merge_form;
+    DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, 0, &merge_form));
     /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
      * default since 2026-12-04's fifth session: 0.5-1.4 us off the cases merged by ticket, gpu/NOTES.md #34) */
     int first_pages;
@@ -3184,7 +3270,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
+    maps->merge_form = merge_form;
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
+    out->merge_form = maps->merge_split ? merge_form : 0;
     out->order = p.order;
     out->cut = p.cut;
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */

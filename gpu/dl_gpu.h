@@ -51,6 +51,7 @@ typedef struct {
     int num_static;                   /* slots [num_static, num_slots): the pool, claimed at run time (DL_STREAM_POOL) */
     int merge_kernel;                 /* C >= 1: split tasks merged by a second kernel (DL_STREAM_MERGE), C CTAs per
                                        * (task, query head) (DL_STREAM_MERGE_SPLIT); 0: by a warp */
+    int merge_form;                   /* the merge kernel's form (DL_STREAM_MERGE_FORM, attempt #65): 0 two passes, 1 one */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     int deep_rings;                   /* 1: the tile rings' deep form (DL_STREAM_DEEP, stream_shape's DEEP) */

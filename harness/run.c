@@ -454,8 +454,9 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
             snprintf(cut, sizeof cut, ":apportion");
         char merge[32] = "ticket"; /* or the merge kernel, with its CTAs per (task, head) when more than one */
         if (dl_schedule_trivial(&sc)) snprintf(merge, sizeof merge, "none");
-        else if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel");
-        else if (plan->merge_kernel > 1) snprintf(merge, sizeof merge, "kernel%d", plan->merge_kernel);
+        else if (plan->merge_kernel == 1) snprintf(merge, sizeof merge, "kernel%s", plan->merge_form ? "-1p" : "");
+        else if (plan->merge_kernel > 1)
+            snprintf(merge, sizeof merge, "kernel%d%s", plan->merge_kernel, plan->merge_form ? "-1p" : "");
         else if (plan->cluster > 0 && plan->cluster_per_task > 1)
             snprintf(merge, sizeof merge, "cluster%dx%d", plan->cluster, plan->cluster_per_task);
         else if (plan->cluster > 0) snprintf(merge, sizeof merge, "cluster%d", plan->cluster);
