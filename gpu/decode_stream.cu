@@ -939,25 +939,30 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
         const float *ws = (const float *)a.workspace;
         const int n = k1 - k0, tid = (int)threadIdx.x;
         const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
-        __shared__ float s_m[kMergeThreads], s_den[kMergeThreads];
+        __shared__ float s_den[kMergeThreads], red_max[kMergeThreads / 32];
         __shared__ float4 s_o[kMergeThreads];
         float m, den;
-        const float4 acc = n > 4 * SUB ? merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den)
-                                       : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
-        s_o[tid] = acc, s_m[tid] = m, s_den[tid] = den;
+        float4 acc = n > 4 * SUB ? merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den)
+                                 : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
+        /* the CTA's max M by shuffles and one barrier; each thread rescales its own sums to it (a first form had
+         * the column's first thread rescale every thread's sums, SUB exponentials in a row: 1.0 us slower at B1) */
+        float M = m;
+        for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        if (tid % 32 == 0) red_max[tid / 32] = M;
+        __syncthreads();
+        M = red_max[0];
+        for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+        const float r = m == -INFINITY ? 0.0f : expf(m - M);
+        acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
+        s_o[tid] = acc, s_den[tid] = den * r;
         __syncthreads();
         if (sub == 0) {
-            float M = -INFINITY;
-            for (int i = 0; i < SUB && i < n; i++) M = fmaxf(M, s_m[i * cols + col]);
-            float W = 0.0f;
-            float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            for (int i = 0; i < SUB && i < n; i++) {
-                const float mi = s_m[i * cols + col];
-                if (mi == -INFINITY) continue;
-                const float r = expf(mi - M);
+            float W = s_den[col];
+            float4 o = s_o[col];
+            for (int i = 1; i < SUB; i++) {
                 const float4 x = s_o[i * cols + col];
-                o.x += r * x.x; o.y += r * x.y; o.z += r * x.z; o.w += r * x.w;
-                W += r * s_den[i * cols + col];
+                o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
+                W += s_den[i * cols + col];
             }
             const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
             float *out = a.o + row * D + f;
@@ -2817,6 +2822,7 @@ struct shape_rt {
     int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
     bool page_ticket_only; /* the page stage only where its plan merges by ticket (make_plan returns 1 where it would
                             * need the merge kernel: the hw policy's rule, attempt #62) */
+    int promo;             /* the TMA maps' L2 promotion in bytes, the default of DL_STREAM_L2PROMO (attempts #64, #66) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -2826,7 +2832,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0, false};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0, false, 128};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -2834,6 +2840,7 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
     shape_rt r = shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
     r.deep = DEEP;
     r.ctas_cap = SH::CTAS_CAP;
+    r.promo = SH::R >= 256 ? 256 : 128; /* attempt #66 (make_plan's DL_STREAM_L2PROMO) */
     return r;
 }
 
@@ -3129,11 +3136,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
-    /* the deep rings' 256-byte rows (bf16 D 128, short runs) promote a whole row (attempt #64: presumably both
-     * 128-byte halves of a row in one L2 fill, not measured apart; H200 2026-12-06, bf16-cast-stream B64 L1024
-     * bf16 79.52-79.65 -> 78.37-78.50 us); elsewhere 128 (a 256-byte promotion of 128-byte NHD rows also fetched the next head's, gpu/NOTES.md #7;
-     * with the default rings' 256-byte rows it moved llama-13B by nothing and B128 L4096 bf16 by +3.7 us) */
-    DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.deep ? 256 : 128, &promo_bytes));
+    /* the tile rings' rows of 256 bytes or more (bf16 D 128, 8-bit D 256, ...) promote 256 bytes (attempt #64 for
+     * the deep rings, #66 for every tile-ring kernel: presumably both 128-byte boxes of a row in one L2 fill, not
+     * measured apart; bf16-cast-stream B64 L1024 bf16 79.52-79.65 -> 78.37-78.50 us on an H200; on an H100
+     * bf16-hw-stream D 256 e4m3 1.4-2.2 % faster at B64 L1024, B64 L4096, B4 L32768 and the 70B shape, B128 L4096
+     * bf16-cast-stream 0.8 %, llama-13B 0.2-0.4 %, gpu/NOTES.md); elsewhere 128 (a 256-byte promotion of 128-byte
+     * NHD rows also fetched the next head's, #7; the page stage's and the wgmma kernels' maps were not measured) */
+    DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.promo, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
      * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers where no task needs the merge
      * kernel (below; fp8-none-wgmma B128 L4096 312.0-313.2 -> 307.3-307.7 us; gpu/NOTES.md #25) */
