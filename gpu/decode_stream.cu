@@ -3121,9 +3121,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (merge_split == 3) /* refused now, whatever the plan's merge: dl_plan_merge_split checks the value first */
         return dl_plan_merge_split(merge_split, 0, 1, 0, &merge_split);
     /* the merge kernel's form (attempt #65, stream_merge_kernel): 0 two passes (every lse, then the partials), 1 one
-     * pass (each thread's lse beside its partials, the task's bounds loaded before the grid dependency's wait) */
+     * pass (each thread's lse beside its partials, the task's bounds loaded before the grid dependency's wait);
+     * unset: 1 where the merge kernel has 2 or more CTAs per (task, query head), else 0 (below; H100 2026-12-06: B1
+     * L32768 (C 4) 41.54-41.60 -> 41.28-41.31 us, B4 (C 2) 108.38-108.51 -> 108.03-108.27, B16 L8192 (C 1) 109.06-109.12
+     * -> 110.08-110.40: its 80 registers hold 3 CTAs of 256 threads an SM against the two-pass form's 5, and B16's 512
+     * CTAs then take two waves) */
     int merge_form;
-    DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, 0, &merge_form));
+    DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, -1, &merge_form));
     /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
      * default since 2026-12-04's fifth session: 0.5-1.4 us off the cases merged by ticket, gpu/NOTES.md #34) */
     int first_pages;
@@ -3279,9 +3283,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
-    maps->merge_form = merge_form;
+    maps->merge_form = merge_form >= 0 ? merge_form : merge_split >= 2 ? 1 : 0;
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
-    out->merge_form = maps->merge_split ? merge_form : 0;
+    out->merge_form = maps->merge_split ? maps->merge_form : 0;
     out->order = p.order;
     out->cut = p.cut;
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */

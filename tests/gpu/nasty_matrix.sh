@@ -19,8 +19,9 @@
 # Setting "chain" (not in the default list) runs --splits auto --chain 3 (issue 10 attempt #60: three layers, the
 # warp-consumer kernels after the first launched with programmatic dependent launch; each variant's chain on
 # poisoned outputs must leave one launch's outputs, else FAIL), timed briefly (--max-time-s 0.02, 1 sample at least).
-# Setting "kmerge1p" (not in the default list) is "kmerge" with DL_STREAM_MERGE_FORM=1: the merge kernel's one-pass
-# form (issue 10 attempt #65).
+# Settings "kmerge1p" and "kmerge2p" (not in the default list) are "kmerge" with DL_STREAM_MERGE_FORM=1 and =0: the
+# merge kernel's one-pass and two-pass forms everywhere ("kmerge" takes the default: one pass where the merge kernel has
+# 2 or more CTAs per task and query head, issue 10 attempt #65).
 # Setting "cluster" (not in the default list; a make STREAM_CLUSTER=1 build) runs --splits auto with
 # DL_STREAM_MERGE=cluster: the tile rings' plans give each task a thread-block cluster that merges its split
 # partials (issue 10 attempt #61; the wgmma variants ignore it, the page stage gives way to the tile rings).
@@ -30,7 +31,8 @@
 # Environment:
 #   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
 #   DL_SEED     base seed (default: a new random one, printed)
-#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "kmerge1p", "unit16", "chain", "cluster")
+#   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "kmerge1p", "kmerge2p", "unit16", "chain",
+#               "cluster")
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
@@ -50,7 +52,7 @@ fi
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SPLITS=${DL_SPLITS:-"1 4 auto kmerge"}
 for sp in $SPLITS; do
-    case $sp in auto|kmerge|kmerge1p|unit16|chain|cluster) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, kmerge1p, unit16, chain or cluster" >&2; exit 2 ;; esac
+    case $sp in auto|kmerge|kmerge1p|kmerge2p|unit16|chain|cluster) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, kmerge1p, kmerge2p, unit16, chain or cluster" >&2; exit 2 ;; esac
 done
 LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
 SAN_JOBS=${DL_SAN_JOBS:-8}
@@ -176,6 +178,7 @@ for c in "${CASES[@]}"; do
         case $sp in # a named setting: --splits auto with its plan knob
             kmerge) kenv=(DL_STREAM_MERGE=kernel) spl=auto ;; # the merge kernel
             kmerge1p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=1) spl=auto ;; # its one-pass form (#65)
+            kmerge2p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=0) spl=auto ;; # its two-pass form
             page) kenv=(DL_STREAM_STAGE=page) spl=auto ;;
             unit16) kenv=(DL_STREAM_UNIT=16) spl=auto ;;      # the plans cut at 16-token units (attempt #44)
             wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
@@ -223,11 +226,13 @@ else
             c=${CASES[$idx]}; file=${c%%|*}; label=${c#*|}
             msps="1 4 kmerge"; [ "$idx" = 3 ] && msps="$msps wide" # case 3 (f16 D128) on the 3 x 2 rings too (#57)
             case " $SPLITS " in *" kmerge1p "*) msps="$msps kmerge1p" ;; esac # the one-pass merge when asked (#65)
+            case " $SPLITS " in *" kmerge2p "*) msps="$msps kmerge2p" ;; esac # the two-pass merge when asked
             for sp in $msps; do
                 log="$WORK/memcheck_$(basename "$file" .h5)_splits$sp.log"
                 case $sp in # a named setting here: --splits 4 with its plan knob
                     kmerge) kenv=(DL_STREAM_MERGE=kernel) spl=4 ;; # the merge kernel
                     kmerge1p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=1) spl=4 ;; # its one-pass form
+                    kmerge2p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=0) spl=4 ;; # its two-pass form
                     wide) kenv=(DL_STREAM_DEEP=0) spl=4 ;;         # the 3 x 2 rings
                     *) kenv=() spl=$sp ;;
                 esac
