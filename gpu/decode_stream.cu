@@ -909,6 +909,17 @@ __device__ __forceinline__ float4 merge_onepass(const float *ws, int k0, int n, 
     return acc;
 }
 
+/* The largest v over the merge CTA's threads (shuffles, then red[kMergeThreads / 32] and one barrier). */
+__device__ __forceinline__ float merge_cta_max(float v, float *red)
+{
+    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    float M = red[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red[i]);
+    return M;
+}
+
 template <int C, bool ONEPASS>
 __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
@@ -946,12 +957,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
                                  : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
         /* the CTA's max M by shuffles and one barrier; each thread rescales its own sums to it (a first form had
          * the column's first thread rescale every thread's sums, SUB exponentials in a row: 1.0 us slower at B1) */
-        float M = m;
-        for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-        if (tid % 32 == 0) red_max[tid / 32] = M;
-        __syncthreads();
-        M = red_max[0];
-        for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+        const float M = merge_cta_max(m, red_max);
         const float r = m == -INFINITY ? 0.0f : expf(m - M);
         acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
         s_o[tid] = acc, s_den[tid] = den * r;
@@ -985,12 +991,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
             s_row[tid] = r;
             l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
         }
-        float M = l;
-        for (int o = 16; o > 0; o /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-        if (tid % 32 == 0) red_max[tid / 32] = M;
-        __syncthreads();
-        M = red_max[0];
-        for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red_max[i]);
+        const float M = merge_cta_max(l, red_max);
         const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
         if (tid < n) s_w[tid] = wt;
         float W = wt;
