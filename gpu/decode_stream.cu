@@ -956,7 +956,7 @@ __global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gp
         float4 acc = n > 4 * SUB ? merge_onepass<8>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den)
                                  : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
         /* the CTA's max M by shuffles and one barrier; each thread rescales its own sums to it (a first form had
-         * the column's first thread rescale every thread's sums, SUB exponentials in a row: 1.0 us slower at B1) */
+         * the column's first thread rescale every thread's sums, SUB exponentials in a row: 1.0 us slower at B1, H100) */
         const float M = merge_cta_max(m, red_max);
         const float r = m == -INFINITY ? 0.0f : expf(m - M);
         acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
