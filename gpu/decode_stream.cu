@@ -920,8 +920,13 @@ __device__ __forceinline__ float merge_cta_max(float v, float *red)
     return M;
 }
 
+/* The one-pass form at one CTA a head (C 1) is held to 64 registers (4 CTAs an SM: B16 L8192's 512 merge CTAs in one
+ * wave on 132 SMs; with 80 they took two and lost 1.0 us, H100 2026-12-06; ptxas: 24 bytes of spill, not yet timed);
+ * the other forms keep ptxas's own counts (0: no minimum given; an explicit 1 raised the two-pass kernels from 44-48
+ * registers to 80). The one-pass at C 2 and 4 keeps its 80, as measured (held to 48, 5 CTAs an SM, it spilled 208
+ * bytes). */
 template <int C, bool ONEPASS>
-__global__ void __launch_bounds__(kMergeThreads) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
+__global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
                                                                      int num_slots, int num_segs, int num_tasks)
 {
     pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
