@@ -909,6 +909,17 @@ __device__ __forceinline__ float4 merge_onepass(const float *ws, int k0, int n, 
     return acc;
 }
 
+/* A merged column's four outputs (dims f, f + cols, f + 2 cols, f + 3 cols of task t's query head `head`): o / W, and
+ * the head's lse = M + log W by the thread holding dim 0. */
+__device__ __forceinline__ void merge_store(const dl_gpu_args &a, int t, int G, int head, int D, int f, int cols,
+                                            float4 o, float W, float M)
+{
+    const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
+    float *out = a.o + row * D + f;
+    out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
+    if (f == 0) a.lse[row] = M + logf(W);
+}
+
 /* The largest v over the merge CTA's threads (shuffles, then red[kMergeThreads / 32] and one barrier). */
 __device__ __forceinline__ float merge_cta_max(float v, float *red)
 {
@@ -975,10 +986,7 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
                 o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
                 W += s_den[i * cols + col];
             }
-            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-            float *out = a.o + row * D + f;
-            out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
-            if (f == 0) a.lse[row] = M + logf(W);
+            merge_store(a, t, G, head, D, f, cols, o, W, M);
         }
     } else {
         /* n = k1 - k0 <= kMergeThreads segments (make_plan refuses a plan with more): thread i holds
@@ -1022,10 +1030,7 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
                 const float4 x = part_o[i * cols + col];
                 o.x += x.x; o.y += x.y; o.z += x.z; o.w += x.w;
             }
-            const size_t row = (size_t)(t / a.num_kv_heads) * a.num_qo_heads + (t % a.num_kv_heads) * G + head;
-            float *out = a.o + row * D + f;
-            out[0] = o.x / W, out[cols] = o.y / W, out[2 * cols] = o.z / W, out[3 * cols] = o.w / W;
-            if (f == 0) a.lse[row] = M + logf(W);
+            merge_store(a, t, G, head, D, f, cols, o, W, M);
         }
     }
 #if DL_STREAM_DIAG
@@ -3150,7 +3155,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * the deep rings, #66 for every tile-ring kernel: presumably both 128-byte boxes of a row in one L2 fill, not
      * measured apart; bf16-cast-stream B64 L1024 bf16 79.52-79.65 -> 78.37-78.50 us on an H200; on an H100
      * bf16-hw-stream D 256 e4m3 1.4-2.2 % faster at B64 L1024, B64 L4096, B4 L32768 and the 70B shape, B128 L4096
-     * bf16-cast-stream 0.8 %, llama-13B 0.2-0.4 %, gpu/NOTES.md); elsewhere 128 (a 256-byte promotion of 128-byte
+     * bf16-cast-stream 0.8-1.0 %, llama-13B 0.2-0.4 %, gpu/NOTES.md); elsewhere 128 (a 256-byte promotion of 128-byte
      * NHD rows also fetched the next head's, #7; the page stage's and the wgmma kernels' maps were not measured) */
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.promo, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
