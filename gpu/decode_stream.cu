@@ -3133,10 +3133,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_plan_merge_split(merge_split, 0, 1, 0, &merge_split);
     /* the merge kernel's form (attempt #65, stream_merge_kernel): 0 two passes (every lse, then the partials), 1 one
      * pass (each thread's lse beside its partials, the task's bounds loaded before the grid dependency's wait);
-     * unset: 1 where the merge kernel has 2 or more CTAs per (task, query head), else 0 (below; H100 2026-12-06: B1
-     * L32768 (C 4) 41.54-41.60 -> 41.28-41.31 us, B4 (C 2) 108.38-108.51 -> 108.03-108.27, B16 L8192 (C 1) 109.06-109.12
-     * -> 110.08-110.40: its 80 registers hold 3 CTAs of 256 threads an SM against the two-pass form's 5, and B16's 512
-     * CTAs then take two waves) */
+     * unset: 1 (H100 2026-12-06: B1 L32768 (C 4) 41.54-41.60 -> 41.28-41.31 us, B4 (C 2) 108.38-108.51 ->
+     * 108.03-108.27; at C 1 the form first took 80 registers, 3 CTAs of 256 threads an SM against the two-pass form's
+     * 5, and lost at B16 L8192, 109.06-109.12 -> 110.08-110.40, two waves; held to 64 registers since #65c it won
+     * there, 109.02-109.30 -> 108.38-108.48, and at B8 L16384, 108.54 -> 108.06-108.16, twenty-fourth session) */
     int merge_form;
     DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, -1, &merge_form));
     /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
@@ -3294,7 +3294,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
-    maps->merge_form = merge_form >= 0 ? merge_form : merge_split >= 2 ? 1 : 0;
+    maps->merge_form = merge_form >= 0 ? merge_form : 1;
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
     out->merge_form = maps->merge_split ? maps->merge_form : 0;
     out->order = p.order;

@@ -20,8 +20,8 @@
 # warp-consumer kernels after the first launched with programmatic dependent launch; each variant's chain on
 # poisoned outputs must leave one launch's outputs, else FAIL), timed briefly (--max-time-s 0.02, 1 sample at least).
 # Settings "kmerge1p" and "kmerge2p" (not in the default list) are "kmerge" with DL_STREAM_MERGE_FORM=1 and =0: the
-# merge kernel's one-pass and two-pass forms everywhere ("kmerge" takes the default: one pass where the merge kernel has
-# 2 or more CTAs per task and query head, issue 10 attempt #65).
+# merge kernel's one-pass and two-pass forms everywhere ("kmerge" takes the default, one pass since issue 10's
+# twenty-fourth session; kmerge2p is then the one setting that runs the two-pass form).
 # Setting "cluster" (not in the default list; a make STREAM_CLUSTER=1 build) runs --splits auto with
 # DL_STREAM_MERGE=cluster: the tile rings' plans give each task a thread-block cluster that merges its split
 # partials (issue 10 attempt #61; the wgmma variants ignore it, the page stage gives way to the tile rings).
