@@ -496,7 +496,8 @@ END_TEST
 
 /* flashinfer_decode.py --targets on a results CSV whose answer is known: per configuration the fastest PASS
  * variant's frac_ref against 0.91 and its row's page-order read over the reference (71 / 80 us), ours over FlashInfer's fastest non-XQA backend against 1.5x (e4m3 with
- * grouped heads) or 1.0x (a bf16 cache; an e4m3 MHA case), 16-bit-model ours over XQA; then e4m3 / bf16. */
+ * grouped heads) or 1.0x (a bf16 cache; an e4m3 MHA case), the frac_ref that target takes (1.5 x 71 / 140 us; 198 /
+ * 190, above 1: beyond the read), 16-bit-model ours over XQA; then e4m3 / bf16. */
 START_TEST(python_targets_of_results)
 {
     if (!have_python("numpy", "python_targets_of_results")) return;
@@ -520,9 +521,9 @@ START_TEST(python_targets_of_results)
     const int st = run_baseline(cmd);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit %d: %s", st, dl_test_out);
     const char *want[] = {
-        "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | fp8-y | 0.950: yes | 0.887 | 1.40x / 1.87x | 1.5x | no / yes | 0.92x: no |",
-        "| B=4 Hq=8 Hkv=2 kv=bf16 len=64 | bf16-z | 0.990: yes | 1.000 | 0.95x / 0.95x | 1.0x | no / no | - |",
-        "| B=2 Hq=4 Hkv=4 kv=e4m3 len=64 | bf16-a | 0.500: no | - | 1.20x / 1.20x | 1.0x | yes / yes | - |",
+        "| B=4 Hq=8 Hkv=2 kv=e4m3 len=64 | fp8-y | 0.950: yes | 0.887 | 1.40x / 1.87x | 1.5x | no / yes | 0.761 | 0.92x: no |",
+        "| B=4 Hq=8 Hkv=2 kv=bf16 len=64 | bf16-z | 0.990: yes | 1.000 | 0.95x / 0.95x | 1.0x | no / no | 1.042: beyond the read | - |",
+        "| B=2 Hq=4 Hkv=4 kv=e4m3 len=64 | bf16-a | 0.500: no | - | 1.20x / 1.20x | 1.0x | yes / yes | 0.417 | - |",
         "| B=4 Hq=8 Hkv=2 len=64 | 100.0 | 200.0 | 0.500: yes |",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
