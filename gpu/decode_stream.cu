@@ -3167,6 +3167,15 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (order == DL_ORDER_HEADS && pool_pct > 0)
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
+    /* the heads order's group of KV heads read side by side (attempt #67, dl_plan.h DL_PLAN_HEAD_GROUP): 0 (unset)
+     * all of them; g < Hkv lets the slots be a multiple of g instead of Hkv (llama-13B's 40 heads). The page stage
+     * copies a page for all its heads at once and keeps them all */
+    int head_group;
+    DL_TRY(knob("DL_STREAM_HEAD_GROUP", 0, a->num_kv_heads, 0, &head_group));
+    if (head_group && a->num_kv_heads % head_group)
+        return dl_fail("DL_STREAM_HEAD_GROUP=%d: does not divide the %d KV heads (0: all of them)", head_group,
+                       a->num_kv_heads);
+    if (sh.page) head_group = 0;
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
@@ -3221,7 +3230,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     dl_plan p; /* whole waves when min_tiles binds and tasks are split anyway (dl_plan.h, attempt #16) */
     auto build = [&](int walk) { /* the plan for this walk and the current cut; on failure the tensor maps go too */
         if (!dl_plan_build_waves(a->batch_size, a->num_kv_heads, h_seq_len, unit, sh.W, sms, sms * per_sm, min_units,
-                                 waves, pool_pct, pool_chunk * per_tile, walk, seg_cost * per_tile | apportion_flag, &p))
+                                 waves, pool_pct, pool_chunk * per_tile, walk,
+                                 seg_cost * per_tile | apportion_flag | DL_PLAN_HEAD_GROUP(head_group), &p))
             return 0;
         dl_gpu_plan_free(out);
         return -1;
@@ -3298,6 +3308,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
     out->merge_form = maps->merge_split ? maps->merge_form : 0;
     out->order = p.order;
+    out->head_group = p.order == DL_ORDER_HEADS ? p.head_group : 0;
     out->cut = p.cut;
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */
     out->unit = unit;

@@ -53,6 +53,7 @@ typedef struct {
                                        * (task, query head) (DL_STREAM_MERGE_SPLIT); 0: by a warp */
     int merge_form;                   /* the merge kernel's form (DL_STREAM_MERGE_FORM, attempt #65): 0 two passes, 1 one */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
+    int head_group;                   /* the heads order's group of KV heads (DL_STREAM_HEAD_GROUP), or 0: all of them */
     int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
     int deep_rings;                   /* 1: the tile rings' deep form (DL_STREAM_DEEP, stream_shape's DEEP) */
     int cluster;                      /* C >= 2: split tasks merged inside thread-block clusters of C CTAs

@@ -19,7 +19,9 @@
  * KV head h: the Hkv warps that read a page's rows (NHD: 128-byte pieces of the same 1 KB token rows) run
  * side by side instead of a fraction of the launch apart. Slots past the last run stay empty. The runs are
  * equal, or (a cost > 0, attempt #30) cut where the costliest run, counting that many tiles for each request
- * boundary inside it, costs least.
+ * boundary inside it, costs least. With a head group g (DL_PLAN_HEAD_GROUP, attempt #67) the walk is the requests'
+ * tiles once per group of g heads, cut into floor(slots / g) runs, run r to slots r * g + i for head i of the
+ * group(s) it covers.
  *
  * Device layout of `buf` (int32): slot_ptr[num_slots + 1] | seg_task[S] |
  * seg_t0[S] | seg_t1[S] | seg_out[S] | task_ptr[num_tasks + 1] | tickets[num_tasks] | pool[2], S = num_segs;
@@ -53,6 +55,8 @@ typedef struct {
                             * slots than heads) */
     int cut, seg_cost;     /* the heads order's cut taken: DL_CUT_EQUAL, DL_CUT_COST (at seg_cost tiles a
                             * boundary) or DL_CUT_APPORTION; DL_CUT_EQUAL and 0 for the tasks order */
+    int head_group;        /* the heads order's group of KV heads read side by side, where it is not all of them
+                            * (DL_PLAN_HEAD_GROUP below); else 0 */
     int cluster;           /* 0, or CTAs a cluster (dl_plan_build_cluster) */
     int cluster_per_task;  /* with cluster: the clusters of each task (task t: clusters t K..) */
     int32_t *buf;          /* host copy, layout above (owned) */
@@ -82,10 +86,17 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * run adds when the walk is cut (0: equal runs; DL_STREAM_SEG_COST, attempt #30), or'ed with DL_PLAN_APPORTION:
  * where there are at least as many runs as requests, each request gets its own runs, the highest-averages rule
  * (DL_STREAM_APPORTION, attempt #31); the cost is used where there are fewer. */
+/* Or'ed in too, DL_PLAN_HEAD_GROUP(g) (g dividing Hkv; 0 or Hkv: all the heads, the default): the heads order walks
+ * the requests' tiles once per group of g consecutive KV heads and gives each run to g slots, one per head of its
+ * group, so that g warps read a page's rows side by side and the slots need only be a multiple of g (llama-13B's
+ * 40 KV heads leave 396 warps to the tasks order otherwise; DL_STREAM_HEAD_GROUP, not yet measured). */
 #define DL_PLAN_MAX_SEG_COST 256
 enum { DL_CUT_EQUAL = 0, DL_CUT_COST = 1, DL_CUT_APPORTION = 2 };
 #define DL_PLAN_SEG_COST_MASK 0xfff
 #define DL_PLAN_APPORTION 0x1000
+#define DL_PLAN_HEAD_GROUP_SHIFT 16
+#define DL_PLAN_HEAD_GROUP_MASK 0x3ff
+#define DL_PLAN_HEAD_GROUP(g) ((g) << DL_PLAN_HEAD_GROUP_SHIFT)
 int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int min_tiles,
                        int pool_pct, int chunk, int order, int cuts, dl_plan *p);
 /* Whole waves (the default; DL_STREAM_WAVES=0 turns it off; issue 10, attempt #16): when min_tiles leaves a

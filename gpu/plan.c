@@ -36,18 +36,19 @@ int dl_plan_order_of(const char *s, int *order)
     return 0;
 }
 
-/* The segments of the tiles [u0, u1) of the head-less walk (request b's tiles at ub[b]..ub[b + 1]) for KV
- * head h, appended at *nseg. */
-static void walk_heads(const int64_t *ub, int B, int Hkv, int h, int64_t u0, int64_t u1, int32_t *st, int32_t *s0,
-                       int32_t *s1, int64_t *nseg)
+/* The segments of the tiles [u0, u1) of the head-less walk for head i of its group (the walk: the B requests' tiles
+ * once per group of g KV heads, group q's request b at ub[q B + b]..ub[q B + b + 1]; one group of all the heads, g
+ * = Hkv, by default), appended at *nseg. */
+static void walk_heads(const int64_t *ub, int B, int groups, int Hkv, int g, int i, int64_t u0, int64_t u1,
+                       int32_t *st, int32_t *s0, int32_t *s1, int64_t *nseg)
 {
-    int b = 0;
-    while (b < B && ub[b + 1] <= u0) b++;
-    for (int64_t u = u0; u < u1; b++) {
-        const int64_t end = ub[b + 1] < u1 ? ub[b + 1] : u1;
-        st[*nseg] = b * Hkv + h;
-        s0[*nseg] = (int32_t)(u - ub[b]);
-        s1[*nseg] = (int32_t)(end - ub[b]);
+    int e = 0; /* the walk's (group, request) pieces: e = q B + b */
+    while (e < groups * B && ub[e + 1] <= u0) e++;
+    for (int64_t u = u0; u < u1; e++) {
+        const int64_t end = ub[e + 1] < u1 ? ub[e + 1] : u1;
+        st[*nseg] = (e % B) * Hkv + (e / B) * g + i;
+        s0[*nseg] = (int32_t)(u - ub[e]);
+        s1[*nseg] = (int32_t)(end - ub[e]);
         (*nseg)++;
         u = end;
     }
@@ -228,14 +229,17 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
 {
     memset(p, 0, sizeof *p);
     const int seg_cost = cuts & DL_PLAN_SEG_COST_MASK, apportion = (cuts & DL_PLAN_APPORTION) != 0;
+    const int asked_group = (cuts >> DL_PLAN_HEAD_GROUP_SHIFT) & DL_PLAN_HEAD_GROUP_MASK;
+    const int g = asked_group ? asked_group : Hkv; /* KV heads a run goes to side by side (all by default) */
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
         pool_pct > 50 || chunk < 1 || order < DL_ORDER_AUTO || order > DL_ORDER_HEADS ||
         (order == DL_ORDER_HEADS && pool_pct > 0) || cuts < 0 ||
-        (cuts & ~(DL_PLAN_SEG_COST_MASK | DL_PLAN_APPORTION)) || seg_cost > DL_PLAN_MAX_SEG_COST)
+        (cuts & ~(DL_PLAN_SEG_COST_MASK | DL_PLAN_APPORTION | DL_PLAN_HEAD_GROUP(DL_PLAN_HEAD_GROUP_MASK))) ||
+        seg_cost > DL_PLAN_MAX_SEG_COST || Hkv % g)
         return dl_fail("dl_plan_build: bad arguments (B=%d Hkv=%d tile=%d warps=%d max_ctas=%d min_tiles=%d "
                        "pool_pct=%d chunk=%d order=%d cuts=%#x; the heads order takes no pool; cuts: a cost 0..%d, "
-                       "or'ed with DL_PLAN_APPORTION)", B, Hkv, tile, warps, max_ctas, min_tiles, pool_pct, chunk, order,
-                       (unsigned)cuts, DL_PLAN_MAX_SEG_COST);
+                       "or'ed with DL_PLAN_APPORTION and DL_PLAN_HEAD_GROUP(g), g dividing Hkv)", B, Hkv, tile, warps,
+                       max_ctas, min_tiles, pool_pct, chunk, order, (unsigned)cuts, DL_PLAN_MAX_SEG_COST);
     const int T = B * Hkv;
     int64_t N = 0;
     for (int b = 0; b < B; b++) {
@@ -250,11 +254,12 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     slots = ctas * warps;
     if (slots > N) slots = N; /* never an empty slot in the middle: trailing ones stay empty */
     const int64_t nstatic = ctas * warps;
-    /* the heads order: runs of the head-less walk (N / Hkv tiles), each to Hkv consecutive slots; fewer
-     * slots than heads: the tasks order */
-    const int64_t U = N / Hkv, runs = slots / Hkv < U ? slots / Hkv : U;
+    /* the heads order: runs of the head-less walk (N / Hkv tiles once per group of g heads), each to g consecutive
+     * slots; fewer slots than g: the tasks order */
+    const int groups = Hkv / g;
+    const int64_t U = N / Hkv * groups, runs = slots / g < U ? slots / g : U;
     if (order == DL_ORDER_AUTO) /* heads where every slot gets a run, and no pool */
-        order = runs >= 1 && runs * Hkv == slots && slots == nstatic && pool_pct == 0 ? DL_ORDER_HEADS : DL_ORDER_TASKS;
+        order = runs >= 1 && runs * g == slots && slots == nstatic && pool_pct == 0 ? DL_ORDER_HEADS : DL_ORDER_TASKS;
     if (runs < 1) order = DL_ORDER_TASKS;
     /* the pool: the last pool_pct % of the tiles (in the walk's order) as slots of `chunk` tiles */
     const int64_t Np = N * pool_pct / 100, Ns = N - Np, npool = (Np + chunk - 1) / chunk;
@@ -265,7 +270,8 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int32_t *slot_ptr = calloc((size_t)nslots_all + 1, sizeof(int32_t));
     int32_t *st = malloc((size_t)cap * sizeof(int32_t)), *s0 = malloc((size_t)cap * sizeof(int32_t));
     int32_t *s1 = malloc((size_t)cap * sizeof(int32_t));
-    int64_t *ub = malloc(((size_t)B + 1) * sizeof(int64_t)), *nruns = malloc((size_t)B * sizeof(int64_t));
+    const int64_t E = (int64_t)groups * B; /* the walk's (group, request) pieces */
+    int64_t *ub = malloc(((size_t)E + 1) * sizeof(int64_t)), *nruns = malloc((size_t)E * sizeof(int64_t));
     int64_t *cut = malloc(((size_t)(runs > 0 ? runs : 0) + 1) * sizeof(int64_t)); /* the heads order's runs */
     if (!slot_ptr || !st || !s0 || !s1 || !ub || !nruns || !cut) {
         free(slot_ptr); free(st); free(s0); free(s1); free(ub); free(nruns); free(cut);
@@ -274,20 +280,21 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     int64_t nseg = 0;
     if (order == DL_ORDER_HEADS) {
         ub[0] = 0;
-        for (int b = 0; b < B; b++) ub[b + 1] = ub[b] + (seq_len[b] + tile - 1) / tile;
-        if (apportion && runs >= B) {
-            apportion_cuts(ub, B, runs, nruns, cut);
+        for (int64_t e = 0; e < E; e++) ub[e + 1] = ub[e] + (seq_len[e % B] + tile - 1) / tile;
+        if (apportion && runs >= E) {
+            apportion_cuts(ub, (int)E, runs, nruns, cut);
             p->cut = DL_CUT_APPORTION;
         } else {
-            heads_cuts(ub, B, U, runs, seg_cost, cut);
+            heads_cuts(ub, (int)E, U, runs, seg_cost, cut);
             p->cut = seg_cost ? DL_CUT_COST : DL_CUT_EQUAL;
             p->seg_cost = seg_cost;
         }
         for (int64_t s = 0; s < nslots_all; s++) {
             slot_ptr[s] = (int32_t)nseg;
-            const int64_t r = s / Hkv;
-            if (r < runs) walk_heads(ub, B, Hkv, (int)(s % Hkv), cut[r], cut[r + 1], st, s0, s1, &nseg);
+            const int64_t r = s / g;
+            if (r < runs) walk_heads(ub, B, groups, Hkv, g, (int)(s % g), cut[r], cut[r + 1], st, s0, s1, &nseg);
         }
+        p->head_group = g < Hkv ? g : 0;
     } else {
         int task = 0;
         int64_t task_tiles = (seq_len[0] + tile - 1) / tile, in_task = 0; /* tiles of task done */

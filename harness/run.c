@@ -462,9 +462,12 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         else if (plan->cluster > 0) snprintf(merge, sizeof merge, "cluster%d", plan->cluster);
         char unit[16] = ""; /* the cut's unit, when not the 64-token tile (DL_STREAM_UNIT) */
         if (plan->unit > 0 && plan->unit != DL_MMA_SPLIT_TILE) snprintf(unit, sizeof unit, ":unit%d", plan->unit);
+        char walk[24] = "tasks"; /* heads<g> where a run went to a group of g KV heads (DL_STREAM_HEAD_GROUP) */
+        if (plan->order == DL_ORDER_HEADS && plan->head_group > 0) snprintf(walk, sizeof walk, "heads%d", plan->head_group);
+        else if (plan->order == DL_ORDER_HEADS) snprintf(walk, sizeof walk, "heads");
         char sched[128];
         const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s", plan->ctas, plan->warps,
-                                 plan->num_segs, merge, plan->order == DL_ORDER_HEADS ? "heads" : "tasks", cut,
+                                 plan->num_segs, merge, walk, cut,
                                  plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit);
         if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
             return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "

@@ -8,7 +8,7 @@
 #   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
 #     log without its summary line;
 #   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3, "cluster"
-#     once with DL_STREAM_MERGE=cluster;
+#     once with DL_STREAM_MERGE=cluster, "hgroup1" once with the heads order and DL_STREAM_HEAD_GROUP=1;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n);
 #   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub;
 #   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub.
@@ -38,7 +38,7 @@ case "\$1" in
   list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
   golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
   run) rc=0
-       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
+       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* order=\${DL_STREAM_ORDER:-} group=\${DL_STREAM_HEAD_GROUP:-} merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
        for v in bf16-fast-mma $KNOWN; do
          [ "\$v" = "\${STUB_DROP:-}" ] && continue
          case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
@@ -87,6 +87,13 @@ n_all=$(wc -l < "$T/cluster_args.log")
 if [ "$n_cl" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
     echo "PASS test_gpu_script cluster_args ($n_cl runs with DL_STREAM_MERGE=cluster, one a case)"
 else echo "FAIL test_gpu_script cluster_args: $n_cl runs with DL_STREAM_MERGE=cluster for $NC cases ($n_all runs)"; fails=1; fi
+# the "hgroup1" setting (attempt #67): each case once with --splits auto, the heads order and head groups of one
+check hgroup_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=hgroup1 STUB_ARGS_LOG="$T/hgroup_args.log"
+n_hg=$(grep -c -- "--splits auto --out .* order=heads group=1 merge=$" "$T/hgroup_args.log")
+n_all=$(wc -l < "$T/hgroup_args.log")
+if [ "$n_hg" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
+    echo "PASS test_gpu_script hgroup_args ($n_hg runs with DL_STREAM_HEAD_GROUP=1, one a case)"
+else echo "FAIL test_gpu_script hgroup_args: $n_hg runs with DL_STREAM_HEAD_GROUP=1 for $NC cases ($n_all runs)"; fails=1; fi
 # the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
 # the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
 mkdir -p "$T/bin"

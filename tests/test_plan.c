@@ -68,13 +68,16 @@ static int64_t check_built_tol(const dl_plan *pp, int B, int Hkv, const int32_t 
      * head); empty slots only when N < slots (the heads order: past the last whole group of Hkv) */
     ck_assert_int_le(smax - smin, tol);
     if (p.order == DL_ORDER_TASKS && !p.cluster && N >= p.num_slots) ck_assert_int_eq(nonempty, p.num_slots);
-    if (p.order == DL_ORDER_HEADS) {
-        const int64_t U = N / Hkv, runs = p.num_slots / Hkv < U ? p.num_slots / Hkv : U;
-        ck_assert_int_eq(nonempty, runs * Hkv);
-        /* the Hkv slots of a run cover the same tiles of the same requests, one head each */
+    if (p.order == DL_ORDER_HEADS) { /* g: the heads read side by side (a head group, or all of them) */
+        const int g = p.head_group ? p.head_group : Hkv;
+        ck_assert_int_eq(Hkv % g, 0);
+        ck_assert(p.head_group < Hkv); /* all the heads are said as 0 */
+        const int64_t U = N / Hkv * (Hkv / g), runs = p.num_slots / g < U ? p.num_slots / g : U;
+        ck_assert_int_eq(nonempty, runs * g);
+        /* the g slots of a run cover the same tiles of the same requests, one head of the group each */
         for (int64_t r = 0; r < runs; r++)
-            for (int h = 1; h < Hkv; h++) {
-                const int s = (int)(r * Hkv + h), s0 = (int)(r * Hkv);
+            for (int h = 1; h < g; h++) {
+                const int s = (int)(r * g + h), s0 = (int)(r * g);
                 ck_assert_int_eq(v.slot_ptr[s + 1] - v.slot_ptr[s], v.slot_ptr[s0 + 1] - v.slot_ptr[s0]);
                 for (int i = 0; i < v.slot_ptr[s + 1] - v.slot_ptr[s]; i++) {
                     const int k = v.slot_ptr[s] + i, k0 = v.slot_ptr[s0] + i;
@@ -467,6 +470,59 @@ START_TEST(test_heads_order)
     ck_assert_int_eq(dl_plan_order_of("tasks", &order), 0);
     ck_assert_int_eq(order, DL_ORDER_TASKS);
     ck_assert_int_ne(dl_plan_order_of("head", &order), 0);
+}
+END_TEST
+
+/* Head groups (attempt #67, DL_PLAN_HEAD_GROUP): llama-13B's 40 KV heads on 396 warps (132 CTAs x 3) take the
+ * tasks order unless a group divides 396; with 4 every warp gets a run of 4 heads side by side (99 runs) and auto
+ * takes the heads order; a group of all the heads is the default's plan, word for word; groups of 1 and 2 on
+ * ragged lengths with the cost and apportioned cuts keep every tile once and every task in token order; a group
+ * that does not divide the heads, or past the field, is refused. */
+START_TEST(test_head_groups)
+{
+    static int32_t len[128], ragged[50];
+    for (int b = 0; b < 128; b++) len[b] = 1024;
+    for (int b = 0; b < 50; b++) ragged[b] = 1 + (b * 977) % 3000;
+    dl_plan p, q;
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, 0, &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_TASKS);
+    ck_assert_int_eq(p.head_group, 0);
+    dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, DL_PLAN_HEAD_GROUP(4), &p), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_HEADS);
+    ck_assert_int_eq(p.head_group, 4);
+    ck_assert_int_eq(p.num_slots, 396);
+    ck_assert_int_eq(check_built(&p, 64, 40, len, 64, 3, 132), 104); /* 16 tiles x 64 requests x 10 groups / 99 */
+    {
+        const views v = view_of(&p); /* slot 5 = run 1, head 1 of its group: group 0's heads until the walk passes 1024 */
+        ck_assert_int_eq(v.seg_task[v.slot_ptr[5]] % 40, 1);
+        ck_assert_int_eq(v.seg_task[v.slot_ptr[4]] + 1, v.seg_task[v.slot_ptr[5]]);
+        ck_assert_int_eq(v.seg_task[v.slot_ptr[395 + 1] - 1] % 40, 39); /* the last run ends in the last group */
+    }
+    dl_plan_free(&p);
+    /* a group of all 8 heads: the default's plan, buffer and schedule alike */
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, 4, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 3, 264, 4, 0, 1, DL_ORDER_AUTO, 4 | DL_PLAN_HEAD_GROUP(8), &q), 0);
+    ck_assert_int_eq(p.order, DL_ORDER_HEADS);
+    ck_assert_int_eq(q.head_group, 0);
+    ck_assert_uint_eq(p.buf_len, q.buf_len);
+    ck_assert_int_eq(memcmp(p.buf, q.buf, p.buf_len * sizeof(int32_t)), 0);
+    ck_assert_int_eq(memcmp(p.sched_begin, q.sched_begin, (size_t)p.num_segs * sizeof(int64_t)), 0);
+    dl_plan_free(&p);
+    dl_plan_free(&q);
+    /* ragged, groups of 1 and 2 of 8 heads, equal, cost and apportioned cuts */
+    const int cuts[] = {0, 4, DL_PLAN_APPORTION};
+    for (int g = 1; g <= 2; g++)
+        for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+            ck_assert_int_eq(dl_plan_build_pool(50, 8, ragged, 64, 3, 264, 1, 0, 1, DL_ORDER_HEADS,
+                                                cuts[c] | DL_PLAN_HEAD_GROUP(g), &p), 0);
+            ck_assert_int_eq(p.order, DL_ORDER_HEADS);
+            ck_assert_int_eq(p.head_group, g);
+            check_built_tol(&p, 50, 8, ragged, 64, 3, 264, 1 << 20);
+            dl_plan_free(&p);
+        }
+    ck_assert_int_ne(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, DL_PLAN_HEAD_GROUP(3), &p), 0);
+    ck_assert_int_ne(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, 1 << 26, &p), 0);
 }
 END_TEST
 
@@ -865,4 +921,4 @@ END_TEST
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan)
+              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups)

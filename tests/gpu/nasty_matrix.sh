@@ -22,6 +22,9 @@
 # Settings "kmerge1p" and "kmerge2p" (not in the default list) are "kmerge" with DL_STREAM_MERGE_FORM=1 and =0: the
 # merge kernel's one-pass and two-pass forms everywhere ("kmerge" takes the default, one pass since issue 10's
 # twenty-fourth session; kmerge2p is then the one setting that runs the two-pass form).
+# Setting "hgroup1" (not in the default list) runs --splits auto with DL_STREAM_ORDER=heads and DL_STREAM_HEAD_GROUP=1:
+# the heads order's walk once per KV head, each run to one warp (issue 10 attempt #67's head groups, at the size every
+# case's head count allows).
 # Setting "cluster" (not in the default list; a make STREAM_CLUSTER=1 build) runs --splits auto with
 # DL_STREAM_MERGE=cluster: the tile rings' plans give each task a thread-block cluster that merges its split
 # partials (issue 10 attempt #61; the wgmma variants ignore it, the page stage gives way to the tile rings).
@@ -32,7 +35,7 @@
 #   DECODELAB   the binary (default build/decodelab; a prebuilt static one works)
 #   DL_SEED     base seed (default: a new random one, printed)
 #   DL_SPLITS   split settings to run (default "1 4 auto kmerge"; also "kmerge1p", "kmerge2p", "unit16", "chain",
-#               "cluster")
+#               "hgroup1", "cluster")
 #   DL_LENS     the --seq-len list (default 1,2,15,16,17,31,32,33,100,257,1000)
 #   DL_WORKDIR  where golden files, logs and the results table go (default: a new temp dir, kept)
 #   DL_SKIP_SANITIZER=1   skip the compute-sanitizer step (it then counts as not run)
@@ -52,7 +55,7 @@ fi
 SEED=${DL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SPLITS=${DL_SPLITS:-"1 4 auto kmerge"}
 for sp in $SPLITS; do
-    case $sp in auto|kmerge|kmerge1p|kmerge2p|unit16|chain|cluster) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, kmerge1p, kmerge2p, unit16, chain or cluster" >&2; exit 2 ;; esac
+    case $sp in auto|kmerge|kmerge1p|kmerge2p|unit16|chain|hgroup1|cluster) ;; ''|*[!0-9]*|0*) echo "test-gpu: DL_SPLITS: '$sp' is not a split count (1, 4, ...), auto, kmerge, kmerge1p, kmerge2p, unit16, chain, hgroup1 or cluster" >&2; exit 2 ;; esac
 done
 LENS=${DL_LENS:-1,2,15,16,17,31,32,33,100,257,1000}
 SAN_JOBS=${DL_SAN_JOBS:-8}
@@ -183,6 +186,7 @@ for c in "${CASES[@]}"; do
             unit16) kenv=(DL_STREAM_UNIT=16) spl=auto ;;      # the plans cut at 16-token units (attempt #44)
             wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
             cluster) kenv=(DL_STREAM_MERGE=cluster) spl=auto ;; # merged in thread-block clusters (attempt #61)
+            hgroup1) kenv=(DL_STREAM_ORDER=heads DL_STREAM_HEAD_GROUP=1) spl=auto ;; # head groups of one (#67)
             *) kenv=() spl=$sp ;;
         esac
         xargs_=() # chain: three layers, timed briefly (the chain check runs before timing)
