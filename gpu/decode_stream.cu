@@ -3171,7 +3171,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * all of them; g < Hkv lets the slots be a multiple of g instead of Hkv (llama-13B's 40 heads). The page stage
      * copies a page for all its heads at once and keeps them all */
     int head_group;
-    DL_TRY(knob("DL_STREAM_HEAD_GROUP", 0, a->num_kv_heads, 0, &head_group));
+    const int group_max = a->num_kv_heads < DL_PLAN_HEAD_GROUP_MASK ? a->num_kv_heads : DL_PLAN_HEAD_GROUP_MASK;
+    DL_TRY(knob("DL_STREAM_HEAD_GROUP", 0, group_max, 0, &head_group));
     if (head_group && a->num_kv_heads % head_group)
         return dl_fail("DL_STREAM_HEAD_GROUP=%d: does not divide the %d KV heads (0: all of them)", head_group,
                        a->num_kv_heads);
