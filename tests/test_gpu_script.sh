@@ -80,20 +80,21 @@ NC=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY
 if [ "$NC" -gt 0 ] && [ "$n_chain" -eq "$NC" ]; then
     echo "PASS test_gpu_script chain_args ($n_chain runs with --chain 3, one a case)"
 else echo "FAIL test_gpu_script chain_args: $n_chain runs with --chain 3 for $NC cases"; fails=1; fi
+# setting_runs NAME SETTING PATTERN WHAT: DL_SPLITS=SETTING passes through the stub, and the stub's argument log
+# holds one run a case of the form PATTERN (a grep regex) among the matrix's N runs
+setting_runs() {
+    local name=$1 setting=$2 pattern=$3 what=$4 log="$T/$1_args.log" n_set n_all
+    check "${name}_setting" 0 "0 FAIL, 0 XFAIL" DL_SPLITS="$setting" STUB_ARGS_LOG="$log"
+    n_set=$(grep -c -- "$pattern" "$log")
+    n_all=$(wc -l < "$log")
+    if [ "$n_set" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
+        echo "PASS test_gpu_script ${name}_args ($n_set runs with $what, one a case)"
+    else echo "FAIL test_gpu_script ${name}_args: $n_set runs with $what for $NC cases ($n_all runs)"; fails=1; fi
+}
 # the "cluster" setting (attempt #61): each case once with --splits auto and DL_STREAM_MERGE=cluster
-check cluster_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=cluster STUB_ARGS_LOG="$T/cluster_args.log"
-n_cl=$(grep -c -- "--splits auto --out .* merge=cluster$" "$T/cluster_args.log")
-n_all=$(wc -l < "$T/cluster_args.log")
-if [ "$n_cl" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
-    echo "PASS test_gpu_script cluster_args ($n_cl runs with DL_STREAM_MERGE=cluster, one a case)"
-else echo "FAIL test_gpu_script cluster_args: $n_cl runs with DL_STREAM_MERGE=cluster for $NC cases ($n_all runs)"; fails=1; fi
+setting_runs cluster cluster "--splits auto --out .* merge=cluster$" "DL_STREAM_MERGE=cluster"
 # the "hgroup1" setting (attempt #67): each case once with --splits auto, the heads order and head groups of one
-check hgroup_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=hgroup1 STUB_ARGS_LOG="$T/hgroup_args.log"
-n_hg=$(grep -c -- "--splits auto --out .* order=heads group=1 merge=$" "$T/hgroup_args.log")
-n_all=$(wc -l < "$T/hgroup_args.log")
-if [ "$n_hg" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
-    echo "PASS test_gpu_script hgroup_args ($n_hg runs with DL_STREAM_HEAD_GROUP=1, one a case)"
-else echo "FAIL test_gpu_script hgroup_args: $n_hg runs with DL_STREAM_HEAD_GROUP=1 for $NC cases ($n_all runs)"; fails=1; fi
+setting_runs hgroup hgroup1 "--splits auto --out .* order=heads group=1 merge=$" "DL_STREAM_HEAD_GROUP=1"
 # the memcheck step through a stub compute-sanitizer on PATH: it runs the stub decodelab, then prints
 # the summary STUB_SAN asks for (clean: 0 errors; error: 3 errors and exit 99; none: no summary line)
 mkdir -p "$T/bin"
