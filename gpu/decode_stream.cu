@@ -920,19 +920,24 @@ __device__ __forceinline__ void merge_store(const dl_gpu_args &a, int t, int G, 
     if (f == 0) a.lse[row] = M + logf(W);
 }
 
-/* The largest v over the merge CTA's threads (shuffles, then red[kMergeThreads / 32] and one barrier). */
-__device__ __forceinline__ float merge_cta_max(float v, float *red)
+/* The largest v (MAX) or the sum of v over the merge CTA's threads (shuffles, then red[kMergeThreads / 32] and one
+ * barrier). */
+template <bool MAX> __device__ __forceinline__ float merge_cta_reduce(float v, float *red)
 {
-    for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o /= 2) {
+        const float x = __shfl_xor_sync(0xffffffffu, v, o);
+        v = MAX ? fmaxf(v, x) : v + x;
+    }
     if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
     __syncthreads();
-    float M = red[0];
-    for (int i = 1; i < kMergeThreads / 32; i++) M = fmaxf(M, red[i]);
-    return M;
+    float R = red[0];
+    for (int i = 1; i < kMergeThreads / 32; i++) R = MAX ? fmaxf(R, red[i]) : R + red[i];
+    return R;
 }
 
 /* The one-pass form at one CTA a head (C 1) is held to 64 registers (4 CTAs an SM: B16 L8192's 512 merge CTAs in one
- * wave on 132 SMs; with 80 they took two and lost 1.0 us, H100 2026-12-06; ptxas: 24 bytes of spill, not yet timed);
+ * wave on 132 SMs; with 80 they took two and lost 1.0 us; held so, ptxas: 24 bytes of spill, it won 0.4-0.8 us at B8
+ * and B16 against the two-pass form, H100 2026-12-06);
  * the other forms keep ptxas's own counts (0: no minimum given; an explicit 1 raised the two-pass kernels from 44-48
  * registers to 80). The one-pass at C 2 and 4 keeps its 80, as measured (held to 48, 5 CTAs an SM, it spilled 208
  * bytes). */
@@ -973,7 +978,7 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
                                  : merge_onepass<4>(ws, k0, n, sub, SUB, G, head, D, f, cols, &m, &den);
         /* the CTA's max M by shuffles and one barrier; each thread rescales its own sums to it (a first form had
          * the column's first thread rescale every thread's sums, SUB exponentials in a row: 1.0 us slower at B1, H100) */
-        const float M = merge_cta_max(m, red_max);
+        const float M = merge_cta_reduce<true>(m, red_max);
         const float r = m == -INFINITY ? 0.0f : expf(m - M);
         acc.x *= r, acc.y *= r, acc.z *= r, acc.w *= r;
         s_o[tid] = acc, s_den[tid] = den * r;
@@ -1004,16 +1009,12 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
             s_row[tid] = r;
             l = __ldcg(ws + ((size_t)r * G + head) * (D + 1) + D);
         }
-        const float M = merge_cta_max(l, red_max);
+        const float M = merge_cta_reduce<true>(l, red_max);
         const float wt = tid < n && M != -INFINITY ? expf(l - M) : 0.0f;
         if (tid < n) s_w[tid] = wt;
-        float W = wt;
-        for (int o = 16; o > 0; o /= 2) W += __shfl_xor_sync(0xffffffffu, W, o);
-        if (tid % 32 == 0) red_sum[tid / 32] = W;
-        __syncthreads();
-        W = red_sum[0];
-        for (int i = 1; i < kMergeThreads / 32; i++) W += red_sum[i];
-        /* every thread has a sub: kMergeThreads (256) is a multiple of cols (D / 4C: 1 to 64) */
+        const float W = merge_cta_reduce<false>(wt, red_sum);
+        /* every thread has a sub: kMergeThreads (256) is a multiple of cols (D / 4C: 1 to 64) (computed here, after
+         * the sums: hoisted above them, it cost the C 2 and 4 kernels 16 and 24 more instructions, cuobjdump) */
         const int SUB = kMergeThreads / cols, sub = tid / cols, col = tid % cols, f = part * 4 * cols + col;
         /* batches of B segments a thread (merge_batches), the loads unconditional, so that a batch's loads
          * are in flight together: with the bound checked between them ptxas issued one segment's loads at
@@ -3138,7 +3139,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * 5, and lost at B16 L8192, 109.06-109.12 -> 110.08-110.40, two waves; held to 64 registers since #65c it won
      * there, 109.02-109.30 -> 108.38-108.48, and at B8 L16384, 108.54 -> 108.06-108.16, twenty-fourth session) */
     int merge_form;
-    DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, -1, &merge_form));
+    DL_TRY(knob("DL_STREAM_MERGE_FORM", 0, 1, 1, &merge_form));
     /* each slot's first page ids in its own record (attempt #34: the first copies wait on one load, not two; the
      * default since 2026-12-04's fifth session: 0.5-1.4 us off the cases merged by ticket, gpu/NOTES.md #34) */
     int first_pages;
@@ -3305,11 +3306,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return -1;
     }
     maps->merge_split = merge == DL_MERGE_KERNEL ? merge_split : 0;
-    maps->merge_form = merge_form >= 0 ? merge_form : 1;
+    maps->merge_form = merge_form;
     out->merge_kernel = maps->merge_split; /* 0: by ticket */
     out->merge_form = maps->merge_split ? maps->merge_form : 0;
     out->order = p.order;
-    out->head_group = p.order == DL_ORDER_HEADS ? p.head_group : 0;
+    out->head_group = p.head_group; /* 0 but in the heads order (dl_plan_build_pool) */
     out->cut = p.cut;
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */
     out->unit = unit;
