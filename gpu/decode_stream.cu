@@ -3169,8 +3169,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         return dl_fail("DL_STREAM_ORDER=heads with DL_STREAM_POOL=%d: the heads order takes no pool (unset one)",
                        pool_pct);
     /* the heads order's group of KV heads read side by side (attempt #67, dl_plan.h DL_PLAN_HEAD_GROUP): 0 (unset)
-     * all of them; g < Hkv lets the slots be a multiple of g instead of Hkv (llama-13B's 40 heads). The page stage
-     * copies a page for all its heads at once and keeps them all */
+     * auto: all of them where the slots are a multiple of Hkv, else gcd(slots, Hkv) if 2 or more (bf16-cast-stream
+     * on an H100, 2026-12-06: llama-13B 451.5-453.1 -> 445.3-446.1 us, B128 L4096 bf16 712.1-712.5 -> 706.2-706.3,
+     * B256 1390.5 -> 1380.9; gpu/NOTES.md #67); Hkv: all of them (the tasks order where they do not fit); g < Hkv
+     * lets the slots be a multiple of g. The page stage copies a page for all its heads at once and keeps them all */
     int head_group;
     const int group_max = a->num_kv_heads < DL_PLAN_HEAD_GROUP_MASK ? a->num_kv_heads : DL_PLAN_HEAD_GROUP_MASK;
     DL_TRY(knob("DL_STREAM_HEAD_GROUP", 0, group_max, 0, &head_group));

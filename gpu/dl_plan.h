@@ -86,10 +86,12 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * run adds when the walk is cut (0: equal runs; DL_STREAM_SEG_COST, attempt #30), or'ed with DL_PLAN_APPORTION:
  * where there are at least as many runs as requests, each request gets its own runs, the highest-averages rule
  * (DL_STREAM_APPORTION, attempt #31); the cost is used where there are fewer. */
-/* Or'ed in too, DL_PLAN_HEAD_GROUP(g) (g dividing Hkv; 0 or Hkv: all the heads, the default): the heads order walks
- * the requests' tiles once per group of g consecutive KV heads and gives each run to g slots, one per head of its
- * group, so that g warps read a page's rows side by side and the slots need only be a multiple of g (llama-13B's
- * 40 KV heads leave 396 warps to the tasks order otherwise; DL_STREAM_HEAD_GROUP, not yet measured). */
+/* Or'ed in too, DL_PLAN_HEAD_GROUP(g) (g dividing Hkv; Hkv: all the heads; 0: auto, all of them unless the order
+ * is auto, there is no pool and the whole-CTA slots are not a multiple of Hkv: then gcd(slots, Hkv) where that is 2
+ * or more): the heads order walks the requests' tiles once per group of g consecutive KV heads and gives each run
+ * to g slots, one per head of its group, so that g warps read a page's rows side by side and the slots need only
+ * be a multiple of g (llama-13B's 40 KV heads and llama3-8B's 8 on 396 warps took the tasks order before: groups of
+ * 4 are 0.7-1.3 % faster there on an H100; DL_STREAM_HEAD_GROUP, gpu/NOTES.md #67). */
 #define DL_PLAN_MAX_SEG_COST 256
 enum { DL_CUT_EQUAL = 0, DL_CUT_COST = 1, DL_CUT_APPORTION = 2 };
 #define DL_PLAN_SEG_COST_MASK 0xfff

@@ -230,7 +230,7 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     memset(p, 0, sizeof *p);
     const int seg_cost = cuts & DL_PLAN_SEG_COST_MASK, apportion = (cuts & DL_PLAN_APPORTION) != 0;
     const int asked_group = (cuts >> DL_PLAN_HEAD_GROUP_SHIFT) & DL_PLAN_HEAD_GROUP_MASK;
-    const int g = asked_group ? asked_group : Hkv; /* KV heads a run goes to side by side (all by default) */
+    int g = asked_group ? asked_group : Hkv; /* KV heads a run goes to side by side (auto: below) */
     if (B < 1 || Hkv < 1 || tile < 1 || warps < 1 || max_ctas < 1 || min_tiles < 1 || !seq_len || pool_pct < 0 ||
         pool_pct > 50 || chunk < 1 || order < DL_ORDER_AUTO || order > DL_ORDER_HEADS ||
         (order == DL_ORDER_HEADS && pool_pct > 0) || cuts < 0 ||
@@ -254,6 +254,18 @@ int dl_plan_build_pool(int B, int Hkv, const int32_t *seq_len, int tile, int war
     slots = ctas * warps;
     if (slots > N) slots = N; /* never an empty slot in the middle: trailing ones stay empty */
     const int64_t nstatic = ctas * warps;
+    /* the auto group (attempt #67): where the walk's order is auto, no pool, and the slots are whole CTAs but not a
+     * multiple of Hkv, the largest group dividing both (their gcd) if it is 2 or more, so that the heads order
+     * still fits; else all the heads (llama-13B: 40 heads on 396 warps -> 4; llama3-8B's 8 on 396 -> 4) */
+    if (!asked_group && order == DL_ORDER_AUTO && pool_pct == 0 && slots == nstatic && slots % Hkv) {
+        int64_t a = slots, b = Hkv;
+        while (b) {
+            const int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        if (a >= 2) g = (int)a;
+    }
     /* the heads order: runs of the head-less walk (N / Hkv tiles once per group of g heads), each to g consecutive
      * slots; fewer slots than g: the tasks order */
     const int groups = Hkv / g;

@@ -445,18 +445,21 @@ START_TEST(test_heads_order)
     check_built(&p, 64, 40, len, 64, 3, 264);
     dl_plan_free(&p);
     /* the walk taken for (B, Hkv, CTAs, pool %, order asked): fewer slots than heads fall back to tasks;
-     * auto takes heads where every slot gets a run (B128: 792 slots = 99 x 8), else tasks (13B: 792 = 19 x 40
-     * + 32; any pool) */
-    const struct { int B, Hkv, ctas, pool, ask, want; } cases[] = {
-        {2, 8, 1, 0, DL_ORDER_HEADS, DL_ORDER_TASKS}, /* 3 slots */
-        {128, 8, 264, 0, DL_ORDER_AUTO, DL_ORDER_HEADS},
-        {64, 40, 264, 0, DL_ORDER_AUTO, DL_ORDER_TASKS},
-        {128, 8, 264, 10, DL_ORDER_AUTO, DL_ORDER_TASKS},
+     * auto takes heads where every slot gets a run (B128: 792 slots = 99 x 8), with a group of heads where the
+     * slots and heads share a factor of 2 or more (13B: 792 = 99 x 8, groups of 8 of its 40 heads; 393 slots and 8
+     * heads share none: tasks), else tasks (any pool) */
+    const struct { int B, Hkv, ctas, pool, ask, want, group; } cases[] = {
+        {2, 8, 1, 0, DL_ORDER_HEADS, DL_ORDER_TASKS, 0}, /* 3 slots */
+        {128, 8, 264, 0, DL_ORDER_AUTO, DL_ORDER_HEADS, 0},
+        {64, 40, 264, 0, DL_ORDER_AUTO, DL_ORDER_HEADS, 8},
+        {64, 8, 131, 0, DL_ORDER_AUTO, DL_ORDER_TASKS, 0},
+        {128, 8, 264, 10, DL_ORDER_AUTO, DL_ORDER_TASKS, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ck_assert_int_eq(dl_plan_build_pool(cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas, 4, cases[i].pool, 2,
                                             cases[i].ask, 0, &p), 0);
         ck_assert_int_eq(p.order, cases[i].want);
+        ck_assert_int_eq(p.head_group, cases[i].group);
         if (!cases[i].pool) check_built(&p, cases[i].B, cases[i].Hkv, len, 64, 3, cases[i].ctas);
         dl_plan_free(&p);
     }
@@ -474,21 +477,28 @@ START_TEST(test_heads_order)
 END_TEST
 
 /* Head groups (attempt #67, DL_PLAN_HEAD_GROUP): llama-13B's 40 KV heads on 396 warps (132 CTAs x 3) take the
- * tasks order unless a group divides 396; with 4 every warp gets a run of 4 heads side by side (99 runs) and auto
- * takes the heads order; a group of all the heads is the default's plan, word for word; groups of 1 and 2 on
- * ragged lengths with the cost and apportioned cuts keep every tile once and every task in token order; a group
- * that does not divide the heads, or past the field, is refused. */
+ * tasks order with all the heads asked for; with 4 (asked, or auto's: gcd(396, 40)) every warp gets a run of 4
+ * heads side by side (99 runs) and auto takes the heads order, auto's plan word for word the asked one's; a group
+ * of all the heads is the default's plan where the slots are a multiple of them; groups of 1 and 2 on ragged
+ * lengths with the cost and apportioned cuts keep every tile once and every task in token order; a group that does
+ * not divide the heads, or past the field, is refused. */
 START_TEST(test_head_groups)
 {
     static int32_t len[128], ragged[50];
     for (int b = 0; b < 128; b++) len[b] = 1024;
     for (int b = 0; b < 50; b++) ragged[b] = 1 + (b * 977) % 3000;
     dl_plan p, q;
-    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, 0, &p), 0);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, DL_PLAN_HEAD_GROUP(40), &p), 0);
     ck_assert_int_eq(p.order, DL_ORDER_TASKS);
     ck_assert_int_eq(p.head_group, 0);
     dl_plan_free(&p);
+    ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, 0, &q), 0);
+    ck_assert_int_eq(q.order, DL_ORDER_HEADS);
+    ck_assert_int_eq(q.head_group, 4);
     ck_assert_int_eq(dl_plan_build_pool(64, 40, len, 64, 3, 132, 4, 0, 1, DL_ORDER_AUTO, DL_PLAN_HEAD_GROUP(4), &p), 0);
+    ck_assert_uint_eq(p.buf_len, q.buf_len);
+    ck_assert_int_eq(memcmp(p.buf, q.buf, p.buf_len * sizeof(int32_t)), 0);
+    dl_plan_free(&q);
     ck_assert_int_eq(p.order, DL_ORDER_HEADS);
     ck_assert_int_eq(p.head_group, 4);
     ck_assert_int_eq(p.num_slots, 396);
