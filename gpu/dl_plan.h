@@ -91,7 +91,7 @@ int dl_plan_build(int B, int Hkv, const int32_t *seq_len, int tile, int warps, i
  * or more): the heads order walks the requests' tiles once per group of g consecutive KV heads and gives each run
  * to g slots, one per head of its group, so that g warps read a page's rows side by side and the slots need only
  * be a multiple of g (llama-13B's 40 KV heads and llama3-8B's 8 on 396 warps took the tasks order before: groups of
- * 4 are 0.7-1.3 % faster there on an H100; DL_STREAM_HEAD_GROUP, gpu/NOTES.md #67). */
+ * 4 are 0.7-1.6 % faster there on an H100; DL_STREAM_HEAD_GROUP, gpu/NOTES.md #67). */
 #define DL_PLAN_MAX_SEG_COST 256
 enum { DL_CUT_EQUAL = 0, DL_CUT_COST = 1, DL_CUT_APPORTION = 2 };
 #define DL_PLAN_SEG_COST_MASK 0xfff
