@@ -2852,7 +2852,7 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
     shape_rt r = shape_rt_of<SH>(kWarpMinTiles, SH::NP == SH::W); /* a producer per consumer: the pool */
     r.deep = DEEP;
     r.ctas_cap = SH::CTAS_CAP;
-    r.promo = SH::R >= 256 ? 256 : 128; /* attempt #66 (make_plan's DL_STREAM_L2PROMO) */
+    r.promo = SH::R >= 256 && (DEEP || ES == 1) ? 256 : 128; /* attempts #64, #66, #68 (make_plan's DL_STREAM_L2PROMO) */
     return r;
 }
 
@@ -3073,8 +3073,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int per_sm = dl_plan_ctas_per_sm(smem_sm, sh.SMEM, sh.occ);
     /* tuning knobs (gpu/NOTES.md): fewer resident CTAs, longer runs per warp, at most about
      * max_segs segments per task (slots are rounded up to whole CTAs: the last warp of a split
-     * task merges them alone), the TMA maps' L2 promotion (default 128 B, 256 for the deep rings: with 256 the
-     * NHD 128-byte rows of one head pulled their neighbour's too, gpu/NOTES.md) */
+     * task merges them alone), the TMA maps' L2 promotion (default 128 B, 256 for the deep rings and the 8-bit
+     * caches' rows of 256 bytes: below; with 256 the NHD 128-byte rows of one head pulled their neighbour's too,
+     * gpu/NOTES.md) */
     int min_tiles, max_segs, promo_bytes, dry, merge, waves, pool_pct, pool_chunk;
     DL_TRY(knob("DL_STREAM_CTAS_PER_SM", 1, per_sm, sh.ctas_cap > 0 && sh.ctas_cap < per_sm ? sh.ctas_cap : per_sm,
                 &per_sm));
@@ -3152,12 +3153,13 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     DL_TRY(knob("DL_STREAM_POOL_CHUNK", 1, 1 << 20, 2, &pool_chunk));
     if (!sh.pool) pool_pct = 0;
-    /* the tile rings' rows of 256 bytes or more (bf16 D 128, 8-bit D 256, ...) promote 256 bytes (attempt #64 for
-     * the deep rings, #66 for every tile-ring kernel: presumably both 128-byte boxes of a row in one L2 fill, not
-     * measured apart; bf16-cast-stream B64 L1024 bf16 79.52-79.65 -> 78.37-78.50 us on an H200; on an H100
-     * bf16-hw-stream D 256 e4m3 1.4-2.2 % faster at B64 L1024, B64 L4096, B4 L32768 and the 70B shape, B128 L4096
-     * bf16-cast-stream 0.8-1.0 %, llama-13B 0.2-0.4 %, gpu/NOTES.md); elsewhere 128 (a 256-byte promotion of 128-byte
-     * NHD rows also fetched the next head's, #7; the page stage's and the wgmma kernels' maps were not measured) */
+    /* rows of 256 bytes or more promote 256 bytes on the deep rings (attempt #64: bf16-cast-stream B64 L1024 bf16
+     * 79.52-79.65 -> 78.37-78.50 us on an H200) and the 8-bit caches' tile rings (#66: on an H100 bf16-hw-stream D
+     * 256 e4m3 1.4-2.2 % faster at B64 L1024, B64 L4096, B4 L32768 and the 70B shape; an H200 even at D 256 B64 L1024);
+     * the 16-bit caches' default rings keep 128 (#68: with 256 an H200 lost 2.9-3.4 %, llama-13B 314.1-314.5 ->
+     * 323.5-324.1 us, B128 L4096 bf16 496.1 -> 513.8, where an H100 gained 0.2-1.0 %; gpu/NOTES.md); elsewhere 128
+     * (a 256-byte promotion of 128-byte NHD rows also fetched the next head's, #7; the page stage's and the wgmma
+     * kernels' maps were not measured) */
     DL_TRY(knob("DL_STREAM_L2PROMO", 0, 256, sh.promo, &promo_bytes));
     /* the plan's walk (dl_plan.h, attempt #24): auto takes the heads order where it leaves no slot empty, for
      * the warp consumers (attempt #24) and, since 2026-12-03i, the wgmma consumers where no task needs the merge
