@@ -7,6 +7,12 @@
                                       twice, and MERGED/verdicts.csv equals ONE's (but date_utc).
                                       Prints 'LABEL: merged = one piece: ...'; exit 1 (saying where)
                                       when they differ.
+  sweep_compare.py --measured LABEL ONE MERGED
+                                      the same for two GPU runs of a sweep (issue 15: shards on other
+                                      GPUs or at other times): the measured columns (MEASURED below:
+                                      times, bandwidths, read references, clocks) may differ and are
+                                      summarized instead (the largest relative difference of the median
+                                      time); every other column, the verdicts included, must be equal.
   sweep_compare.py --rows CSV         the number of data rows of a results CSV.
 
 python3 and its csv module only.
@@ -16,12 +22,19 @@ import os
 import sys
 
 
-def rows(d):
+# what a second run of the same step measures anew (data/SCHEMA.md); everything else is the step's
+# deterministic outcome: the configuration, the errors against the models, the checks, the verdict
+MEASURED = ("time_samples", "time_converged", "time_median_s", "time_min_s", "time_max_s", "time_mean_s",
+            "time_stdrel", "time_elapsed_s", "gbps", "peak_read_gbps", "frac_peak", "ref_read_s",
+            "ref_read_pages_s", "ref_read_contig_s", "frac_ref", "sm_clock_mhz_before", "sm_clock_mhz_after")
+
+
+def rows(d, skip=()):
     with open(os.path.join(d, "results.csv")) as f:
         r = list(csv.DictReader(f))
     for x in r:
-        for k in ("date_utc", "hostname"):
-            x.pop(k)
+        for k in ("date_utc", "hostname") + tuple(skip):
+            x.pop(k, None)
         x["golden_path"] = os.path.basename(x["golden_path"])  # the cache directories differ
     return r
 
@@ -31,8 +44,22 @@ def verdicts(d):
         return [{k: v for k, v in x.items() if k != "date_utc"} for x in csv.DictReader(f)]
 
 
-def same(label, one, merged):
+def time_drift(one, merged):
+    """The largest |merged / one - 1| of time_median_s over the timed rows, and its row; None if none."""
     a, b = rows(one), rows(merged)
+    worst = None
+    for x, y in zip(a, b):
+        try:
+            t1, t2 = float(x["time_median_s"]), float(y["time_median_s"])
+        except (KeyError, ValueError):
+            continue
+        if t1 > 0 and t2 > 0 and (worst is None or abs(t2 / t1 - 1) > worst[0]):
+            worst = (abs(t2 / t1 - 1), f"{x['variant']} on {x['golden_path']}", len(a))
+    return worst
+
+
+def same(label, one, merged, skip=()):
+    a, b = rows(one, skip), rows(merged, skip)
     if len(a) != len(b):
         return f"rows: one piece {len(a)}, merged {len(b)}"
     keys = [(x["golden_path"], x["variant"]) for x in b]
@@ -45,8 +72,12 @@ def same(label, one, merged):
     va, vb = verdicts(one), verdicts(merged)
     if va != vb:
         return "verdicts differ: " + str([(x["hypothesis"], x["verdict"], y["verdict"]) for x, y in zip(va, vb)])
-    print(f"{label}: merged = one piece: {len(a)} rows, verdicts " +
+    print(f"{label}: merged = one piece{' but the measured columns' if skip else ''}: {len(a)} rows, verdicts " +
           " ".join(f"{x['hypothesis']}={x['verdict']}" for x in va))
+    if skip:
+        w = time_drift(one, merged)
+        if w:
+            print(f"{label}: time_median_s differs by {100 * w[0]:.1f} % at most ({w[1]})")
     return None
 
 
@@ -55,10 +86,13 @@ def main(argv):
         with open(argv[2]) as f:
             print(sum(1 for _ in csv.reader(f)) - 1)
         return 0
+    skip = ()
+    if len(argv) == 5 and argv[1] == "--measured":
+        skip, argv = MEASURED, argv[1:]
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
-    why = same(*argv[1:])
+    why = same(*argv[1:], skip=skip)
     if why:
         print(f"{argv[1]}: {why}")
         return 1

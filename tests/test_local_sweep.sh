@@ -17,6 +17,7 @@
 #   4. with two GPU ids for three shards (DL_SWEEP_GPUS=90,91: ids no machine has, so CUDA finds no
 #      device and the shards run on the CPU): two lanes, shards 0 and 2 one after the other with
 #      CUDA_VISIBLE_DEVICES=90, shard 1 with 91; merged = one piece;
+#   4b. tests/sweep_compare.py --measured (for GPU runs): a changed time passes, a changed error fails;
 #   5. usage errors: --help, a bad N, a missing file, a bad GPU list, each one line and exit 2.
 # SKIPs, saying why, without python3. Environment: DECODELAB (default build/decodelab),
 # DL_KEEP_LOCAL_SWEEP=1 keeps the temporary directory.
@@ -162,6 +163,33 @@ first2=$(grep -n '^2 ' "$T/lanes.steps" | head -n 1 | cut -d: -f1)
 [ "$last0" -lt "$first2" ] || fail "shards 0 and 2 (one lane, GPU 90) overlapped"
 python3 tests/sweep_compare.py test-local-sweep "$T/one" "$T/lanes/merged" || fail "two lanes: merged differs from one piece"
 echo "test-local-sweep: 3 shards on 2 GPU ids: $(($(date +%s) - t))s"
+
+# ---- 4b. sweep_compare.py --measured (tests/gpu/sweep_job.sh's check of GPU runs, whose times differ):
+# a measured column that differs passes, a checked one fails (the plain check fails on both)
+edit() {  # edit DIR COLUMN VALUE: row 1 of DIR/results.csv gets VALUE in COLUMN
+    python3 - "$1" "$2" "$3" <<'PY'
+import csv, os, sys
+p = os.path.join(sys.argv[1], "results.csv")
+with open(p) as f:
+    r = list(csv.DictReader(f))
+r[1][sys.argv[2]] = sys.argv[3]
+with open(p, "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(r[0].keys()))
+    w.writeheader()
+    w.writerows(r)
+PY
+}
+cp -r "$T/one" "$T/meas"
+edit "$T/meas" time_median_s 1.5e-05 && edit "$T/meas" ref_read_s 1.2e-05
+python3 tests/sweep_compare.py --measured test-local-sweep "$T/one" "$T/meas" > "$T/meas.out" ||
+    fail "--measured: a change in time_median_s and ref_read_s was refused: $(cat "$T/meas.out")"
+! python3 tests/sweep_compare.py test-local-sweep "$T/one" "$T/meas" > /dev/null ||
+    fail "the plain check passed a change in time_median_s"
+edit "$T/meas" model_o_rel_l2 0.5
+! python3 tests/sweep_compare.py --measured test-local-sweep "$T/one" "$T/meas" > "$T/meas.out" ||
+    fail "--measured passed a change in model_o_rel_l2"
+grep -q "differs in \['model_o_rel_l2'\]" "$T/meas.out" || fail "--measured did not name model_o_rel_l2: $(cat "$T/meas.out")"
+echo "test-local-sweep: sweep_compare.py --measured"
 
 # ---- 5. usage errors: one line, exit 2, nothing run
 "$SWEEP" --help > "$T/help.out" 2>&1 || fail "--help exited $?"
