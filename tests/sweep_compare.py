@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/sweep_compare.py - the check shared by tests/test_slurm.sh and tests/test_local_sweep.sh.
+"""tests/sweep_compare.py - the check shared by tests/test_slurm.sh, tests/test_local_sweep.sh and tests/gpu/sweep_job.sh.
 
   sweep_compare.py LABEL ONE MERGED   the rows of MERGED/results.csv (every column but date_utc and
                                       hostname; golden files compared by their content-hash name, the
@@ -10,9 +10,12 @@
   sweep_compare.py --measured LABEL ONE MERGED
                                       the same for two GPU runs of a sweep (issue 15: shards on other
                                       GPUs or at other times): the measured columns (MEASURED below:
-                                      times, bandwidths, read references, clocks) may differ and are
-                                      summarized instead (the largest relative difference of the median
-                                      time); every other column, the verdicts included, must be equal.
+                                      times, bandwidths, read references, clocks; a reason that is only
+                                      the timing's "timing hit the ... cap" note; a verdict's observed
+                                      range and sentence) may differ and are summarized instead (the
+                                      largest relative difference of the median time); every other
+                                      column must be equal: the verdicts and their counts of
+                                      observations in, out and unclear too.
   sweep_compare.py --rows CSV         the number of data rows of a results CSV.
 
 python3 and its csv module only.
@@ -27,6 +30,9 @@ import sys
 MEASURED = ("time_samples", "time_converged", "time_median_s", "time_min_s", "time_max_s", "time_mean_s",
             "time_stdrel", "time_elapsed_s", "gbps", "peak_read_gbps", "frac_peak", "ref_read_s",
             "ref_read_pages_s", "ref_read_contig_s", "frac_ref", "sm_clock_mhz_before", "sm_clock_mhz_after")
+# a verdict's observed range and its sentence quote measured values; its counts and the verdict do not
+VERDICT_MEASURED = ("value_min", "value_max", "reason")
+TIMING_NOTE = "timing hit the "  # a reason that is only the timing's note (harness/run.c): measured too
 
 
 def rows(d, skip=()):
@@ -35,13 +41,16 @@ def rows(d, skip=()):
     for x in r:
         for k in ("date_utc", "hostname") + tuple(skip):
             x.pop(k, None)
+        if skip and x.get("reason", "").startswith(TIMING_NOTE):
+            x["reason"] = ""
         x["golden_path"] = os.path.basename(x["golden_path"])  # the cache directories differ
     return r
 
 
-def verdicts(d):
+def verdicts(d, skip=()):
+    drop = ("date_utc",) + (VERDICT_MEASURED if skip else ())
     with open(os.path.join(d, "verdicts.csv")) as f:
-        return [{k: v for k, v in x.items() if k != "date_utc"} for x in csv.DictReader(f)]
+        return [{k: v for k, v in x.items() if k not in drop} for x in csv.DictReader(f)]
 
 
 def time_drift(one, merged):
@@ -69,7 +78,7 @@ def same(label, one, merged, skip=()):
         diff = [k for k in x if x[k] != y[k]]
         if diff:
             return f"row {i} ({x['variant']} on {x['golden_path']}) differs in {diff[:5]}"
-    va, vb = verdicts(one), verdicts(merged)
+    va, vb = verdicts(one, skip), verdicts(merged, skip)
     if va != vb:
         return "verdicts differ: " + str([(x["hypothesis"], x["verdict"], y["verdict"]) for x, y in zip(va, vb)])
     print(f"{label}: merged = one piece{' but the measured columns' if skip else ''}: {len(a)} rows, verdicts " +

@@ -17,7 +17,8 @@
 #   4. with two GPU ids for three shards (DL_SWEEP_GPUS=90,91: ids no machine has, so CUDA finds no
 #      device and the shards run on the CPU): two lanes, shards 0 and 2 one after the other with
 #      CUDA_VISIBLE_DEVICES=90, shard 1 with 91; merged = one piece;
-#   4b. tests/sweep_compare.py --measured (for GPU runs): a changed time passes, a changed error fails;
+#   4b. tests/sweep_compare.py --measured (for GPU runs): changed times, a timing note, a verdict's range
+#      pass; a changed error or verdict fails;
 #   5. usage errors: --help, a bad N, a missing file, a bad GPU list, each one line and exit 2.
 # SKIPs, saying why, without python3. Environment: DECODELAB (default build/decodelab),
 # DL_KEEP_LOCAL_SWEEP=1 keeps the temporary directory.
@@ -165,30 +166,39 @@ python3 tests/sweep_compare.py test-local-sweep "$T/one" "$T/lanes/merged" || fa
 echo "test-local-sweep: 3 shards on 2 GPU ids: $(($(date +%s) - t))s"
 
 # ---- 4b. sweep_compare.py --measured (tests/gpu/sweep_job.sh's check of GPU runs, whose times differ):
-# a measured column that differs passes, a checked one fails (the plain check fails on both)
-edit() {  # edit DIR COLUMN VALUE: row 1 of DIR/results.csv gets VALUE in COLUMN
-    python3 - "$1" "$2" "$3" <<'PY'
+# measured columns that differ pass (a time, a read reference, a timing note as the reason, a verdict's
+# observed range), a checked one fails (an error, a verdict); the plain check fails on a measured one
+edit() {  # edit DIR FILE ROW COLUMN VALUE: DIR/FILE's data row ROW (from 0) gets VALUE in COLUMN
+    python3 - "$@" <<'PY'
 import csv, os, sys
-p = os.path.join(sys.argv[1], "results.csv")
+d, name, row, col, val = sys.argv[1:]
+p = os.path.join(d, name)
 with open(p) as f:
     r = list(csv.DictReader(f))
-r[1][sys.argv[2]] = sys.argv[3]
+assert col in r[0], col
+r[int(row)][col] = val
 with open(p, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(r[0].keys()))
     w.writeheader()
     w.writerows(r)
 PY
 }
-cp -r "$T/one" "$T/meas"
-edit "$T/meas" time_median_s 1.5e-05 && edit "$T/meas" ref_read_s 1.2e-05
-python3 tests/sweep_compare.py --measured test-local-sweep "$T/one" "$T/meas" > "$T/meas.out" ||
-    fail "--measured: a change in time_median_s and ref_read_s was refused: $(cat "$T/meas.out")"
-! python3 tests/sweep_compare.py test-local-sweep "$T/one" "$T/meas" > /dev/null ||
+measured() { python3 tests/sweep_compare.py --measured test-local-sweep "$T/base" "$T/meas" > "$T/meas.out"; }
+# the base: the one-piece run with row 2 as a timed row that converged (no reason)
+cp -r "$T/one" "$T/base" && edit "$T/base" results.csv 2 reason "" && cp -r "$T/base" "$T/meas" ||
+    fail "--measured: copying the one-piece run failed"
+edit "$T/meas" results.csv 1 time_median_s 1.5e-05 && edit "$T/meas" results.csv 1 ref_read_s 1.2e-05 &&
+    edit "$T/meas" results.csv 2 reason "timing hit the 2 s cap before stdrel < 0.5% (1.2% after 99 samples)" &&
+    edit "$T/meas" verdicts.csv 0 value_max 123 || fail "--measured: editing the copy failed"
+measured || fail "--measured refused a change in measured columns: $(cat "$T/meas.out")"
+! python3 tests/sweep_compare.py test-local-sweep "$T/base" "$T/meas" > /dev/null ||
     fail "the plain check passed a change in time_median_s"
-edit "$T/meas" model_o_rel_l2 0.5
-! python3 tests/sweep_compare.py --measured test-local-sweep "$T/one" "$T/meas" > "$T/meas.out" ||
-    fail "--measured passed a change in model_o_rel_l2"
+edit "$T/meas" results.csv 1 model_o_rel_l2 0.5
+! measured || fail "--measured passed a change in model_o_rel_l2"
 grep -q "differs in \['model_o_rel_l2'\]" "$T/meas.out" || fail "--measured did not name model_o_rel_l2: $(cat "$T/meas.out")"
+rm -rf "$T/meas" && cp -r "$T/base" "$T/meas" && edit "$T/meas" verdicts.csv 0 verdict REJECTED
+! measured || fail "--measured passed a changed verdict"
+grep -q "verdicts differ" "$T/meas.out" || fail "--measured did not say the verdicts differ: $(cat "$T/meas.out")"
 echo "test-local-sweep: sweep_compare.py --measured"
 
 # ---- 5. usage errors: one line, exit 2, nothing run
