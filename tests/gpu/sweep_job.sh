@@ -2,7 +2,8 @@
 # sweep_job.sh - one GPU-machine call for issue 15: an experiment's sweep in one piece on the first GPU, then
 # as N shards through experiments/local_sweep.sh on every GPU nvidia-smi lists (two GPUs and N = 2: both at
 # once; one GPU: the shards in turn), merged, and compared with tests/sweep_compare.py --measured (the same
-# rows but for the measured columns, the same verdicts); prints both wall times and their ratio last.
+# rows but for the measured columns, the same verdicts); prints both wall times and their ratio last, beside the
+# best ratio the shards' points allow (E6's 5 points on 2 GPUs: 3 of 5 on one of them, 0.6; E5's 12: 0.5).
 # The golden files and CPU models come first, in a run of their own with no GPU visible (--full), so that
 # neither timed run counts making them (both read the one cache).
 # Environment: OUT (required), XP (default experiments/E6_group_sweep.cfg), N (default 2), DECODELAB (default
@@ -50,7 +51,17 @@ echo "$N shards on GPUs $gpus, merged: $sharded s wall (the script's own start a
 
 python3 tests/sweep_compare.py --measured issue15 "$T/one" "$T/merged" 2>&1 | tee -a "$S"
 same=${PIPESTATUS[0]}
-echo "wall: one piece $one s, sharded $sharded s, ratio $(awk -v a="$sharded" -v b="$one" 'BEGIN { printf "%.3f", a / b }')" |
+# the best ratio the shards' points allow (points cost alike): the most points a lane runs over all points
+ideal=$(python3 - "$T/shards" "$N" "$(echo "$gpus" | tr ',' '\n' | wc -l)" <<'PY'
+import csv, glob, os, sys
+d, n, g = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pts = [len({r["golden_path"] for r in csv.DictReader(open(os.path.join(d, f"shard-{k}-of-{n}", "results.csv")))})
+       for k in range(n)]
+lanes = min(g, n)
+print(f"{max(sum(pts[k::lanes]) for k in range(lanes)) / sum(pts):.3f} (points by shard {pts}, {lanes} at once)")
+PY
+)
+echo "wall: one piece $one s, sharded $sharded s, ratio $(awk -v a="$sharded" -v b="$one" 'BEGIN { printf "%.3f", a / b }'); by points at best $ideal" |
     tee -a "$S"
 pack
 exit "$same"
