@@ -3327,6 +3327,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->num_static = p.num_static;
     out->num_segs = p.num_segs;
     out->num_partials = p.num_partials;
+    if (dl_plan_cta_tokens(&p, a->num_kv_heads, h_seq_len, &out->cta_tokens_max, &out->cta_tokens_mean)) {
+        dl_plan_free(&p);
+        dl_gpu_plan_free(out);
+        return -1;
+    }
     out->sched_indptr = p.sched_indptr;
     out->sched_begin = p.sched_begin;
     const int G = a->num_qo_heads / a->num_kv_heads;

@@ -62,6 +62,8 @@ typedef struct {
     int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */
     int unit;                         /* tokens per unit of the plan's cut: 64 (its tiles) or 16, 32 (DL_STREAM_UNIT) */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
+    int64_t cta_tokens_max;           /* the busiest CTA's tokens (dl_plan_cta_tokens, gpu/dl_plan.h) */
+    double cta_tokens_mean;           /* the mean over the CTAs with work */
     int64_t *sched_indptr, *sched_begin;
     void *dev;                        /* device copy of the work list */
     void *host;                       /* the plan function's own launch data (e.g. tensor maps) */

@@ -161,6 +161,12 @@ int dl_plan_build_cluster(int B, int Hkv, const int32_t *seq_len, int tile, int 
  * llama3-8B L32768: B4 (32 tasks) C 8, K 1 (256 CTAs); B1 (8 tasks) C 8, K 4 (256 CTAs). Returns 0. */
 int dl_plan_cluster_shape(int B, int Hkv, const int32_t *seq_len, int tile, int warps, int max_ctas, int asked,
                           int *cluster, int *per_task);
+/* The share of the busiest CTA (issue 10, 2026-12-06: on the H200 the CTAs' exits at llama3-8B B4 L32768 follow
+ * their planned tiles, rank correlation 0.72): *most = the most tokens the static slots of any one CTA hold (slot s
+ * is CTA s / warps; pool slots are claimed at run time and not counted), *mean = the mean over the CTAs that hold
+ * any. A token counts once per KV head (task). E.g. bf16-hw-stream's apportioned plan at B4 L32768 (264 CTAs of 2
+ * warps): 4096 against 3971.9 (+3.1 %). Returns 0 or dl_fail() (out of memory). */
+int dl_plan_cta_tokens(const dl_plan *p, int Hkv, const int32_t *seq_len, int64_t *most, double *mean);
 /* The most segments any one task was cut into (1: no task is split). */
 int dl_plan_max_task_segs(const dl_plan *p);
 

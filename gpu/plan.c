@@ -421,6 +421,30 @@ int dl_plan_max_task_segs(const dl_plan *p)
     return most;
 }
 
+int dl_plan_cta_tokens(const dl_plan *p, int Hkv, const int32_t *seq_len, int64_t *most, double *mean)
+{
+    const int32_t *slot_ptr = p->buf, *task = slot_ptr + p->num_slots + 1, *t0 = task + p->num_segs,
+                  *t1 = t0 + p->num_segs;
+    int64_t *tok = (int64_t *)calloc(p->ctas > 0 ? (size_t)p->ctas : 1, sizeof(int64_t));
+    if (!tok) return dl_fail("dl_plan_cta_tokens: out of memory for %d CTAs", p->ctas);
+    for (int s = 0; s < p->num_static; s++) /* the pool's slots go to whoever claims them: not counted */
+        for (int k = slot_ptr[s]; k < slot_ptr[s + 1]; k++) {
+            const int64_t len = seq_len[task[k] / Hkv], end = (int64_t)t1[k] * p->tile;
+            tok[s / p->warps] += (end < len ? end : len) - (int64_t)t0[k] * p->tile;
+        }
+    int64_t sum = 0;
+    int busy = 0;
+    *most = 0;
+    for (int c = 0; c < p->ctas; c++) {
+        if (tok[c] > *most) *most = tok[c];
+        sum += tok[c];
+        busy += tok[c] > 0;
+    }
+    *mean = busy ? (double)sum / busy : 0.0;
+    free(tok);
+    return 0;
+}
+
 int dl_plan_merge_mode(const char *s, int *mode)
 {
     if (!s || !strcmp(s, "auto")) *mode = DL_MERGE_AUTO;

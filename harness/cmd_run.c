@@ -205,6 +205,10 @@ GPU_ONLY static void print_row(const dl_result_row *r, int timed)
     printf("\n");
     if (strcmp(r->model_schedule, "none") && r->model_schedule[0])
         printf("%-18s   judged against the %s model for the kernel's schedule %s\n", "", r->model, r->model_schedule);
+    if (r->plan_cta_tokens_max > 0 && r->plan_cta_tokens_mean > 0)
+        printf("%-18s   plan balance: the busiest CTA holds %lld tokens (summed over its KV heads), %+.1f %% over the "
+               "CTAs' mean of %.1f\n", "", (long long)r->plan_cta_tokens_max,
+               100.0 * ((double)r->plan_cta_tokens_max / r->plan_cta_tokens_mean - 1.0), r->plan_cta_tokens_mean);
     if (r->model_o_flip_allow > 0.0 && r->model_o.head_excess < r->model_o.head_rel_l2)
         printf("%-18s   P-rounding flips allowed by the %s model: o limit +%.3g; per head judged beyond the "
                "allowance: %.3e\n", "", r->model, r->model_o_flip_allow, r->model_o.head_excess);

@@ -27,7 +27,8 @@ extern "C" {
 /* 3: + dist_sink_tokens, dist_sink_delta (the sink distribution), kv_order, p_scale (model parameters
  * of the golden file), p_underflow_frac, p_underflow_pred, p_cast_nmse (the P cast, experiment E8). */
 /* 4: + model_o_head_excess, model_o_flip_allow (the fp8 models' P-rounding flip allowance). */
-#define DL_RESULTS_VERSION 4
+/* 5: + plan_cta_tokens_max, plan_cta_tokens_mean (a planned variant's busiest CTA and the mean, issue 10). */
+#define DL_RESULTS_VERSION 5
 #define DL_RESULTS_VERSION_MIN 1
 
 /* Error metrics of one tensor against one reference (mirrors dl_metrics). */
@@ -67,6 +68,8 @@ typedef struct {
     /* checks */
     dl_result_metrics model_o, model_lse, exact_o, exact_lse;
     char model_schedule[64];    /* the schedule the model followed: "none" (as stored) or "split-kv:<n>x<chunk>" ... */
+    int64_t plan_cta_tokens_max; /* (version 5) a planned variant: the tokens of its busiest CTA (-1: no plan) */
+    double plan_cta_tokens_mean; /* (version 5) and the mean over its CTAs with work (NaN: no plan) */
     char kv_order[12];          /* (version 3) the golden file's model kv_order: "forward" / "reverse"; "" unknown */
     double p_scale;             /* (version 3) the golden file's model p_scale */
     double p_underflow_frac;    /* (version 3) CPU model rows: fraction of the non-sink P values that entered P*V as 0 */

@@ -37,6 +37,8 @@ typedef struct {
 #define CI3(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 3}
 #define CF3(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 3}
 #define CF4(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 4}
+#define CI5(f) {#f, DL_COL_I64, offsetof(dl_result_row, f), 8, 5}
+#define CF5(f) {#f, DL_COL_F64, offsetof(dl_result_row, f), 8, 5}
 #define CM(p)                                                                                          \
     {#p "_n", DL_COL_I64, offsetof(dl_result_row, p.n), 8, 1},                                         \
     {#p "_nonfinite", DL_COL_I64, offsetof(dl_result_row, p.nonfinite), 8, 1},                         \
@@ -62,7 +64,7 @@ static const col_def cols[] = {
     CS(kv_scale_mode), CF(kv_scale_value),
     CI(num_pages), CI(total_tokens), CI(max_seq_len), CI(num_splits),
     CM(model_o), CM(model_lse), CM(exact_o), CM(exact_lse),
-    CS2(model_schedule), CS3(kv_order), CF3(p_scale), CF3(p_underflow_frac), CF3(p_underflow_pred), CF3(p_cast_nmse),
+    CS2(model_schedule), CI5(plan_cta_tokens_max), CF5(plan_cta_tokens_mean), CS3(kv_order), CF3(p_scale), CF3(p_underflow_frac), CF3(p_underflow_pred), CF3(p_cast_nmse),
     {"model_o_head_excess", DL_COL_F64, offsetof(dl_result_row, model_o.head_excess), 8, 4}, CF4(model_o_flip_allow),
     CF2(limit_o_rel_l2), CF2(limit_o_head_rel_l2), CF2(limit_lse_abs),
     CF2(band_o_rel_l2), CF2(band_lse_abs),

@@ -473,6 +473,8 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
             return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                            "(%zu characters)", sched, sizeof r->model_schedule - 1);
         memcpy(r->model_schedule, sched, (size_t)len + 1);
+        r->plan_cta_tokens_max = plan->cta_tokens_max;
+        r->plan_cta_tokens_mean = plan->cta_tokens_mean;
     } else if (a.num_splits > 1 && v->unit != DL_UNIT_SIMT) {
         dl_schedule sc;
         int64_t chunk = 0;

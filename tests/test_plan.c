@@ -928,7 +928,50 @@ START_TEST(test_cluster_plan)
 }
 END_TEST
 
+/* dl_plan_cta_tokens, the busiest CTA's share: by hand on a small plan, then bf16-hw-stream's plans at llama3-8B B4
+ * L32768 (264 CTAs of 2 warps, 8 KV heads: 66 runs of the heads order), where the H200's timelines tied the CTAs'
+ * exits to their tiles: the apportioned cut gives each request 16 or 17 runs, so a 16-run request's runs hold 512 / 16
+ * = 32 tiles and their CTAs (2 warps of one run) 4096 tokens; the equal cut at 16-token units cuts 8192 units into 66
+ * runs, 8 of 125 units, so its busiest CTA holds 2 x 125 x 16 = 4000; the mean is every token of every head over the
+ * 264 CTAs either way. Each checked against the CTAs' sums of slot_work too. */
+START_TEST(test_cta_tokens)
+{
+    dl_plan p;
+    int64_t most = -1;
+    double mean = -1;
+    const int32_t small[1] = {1000}; /* 16 tiles, the last of 40 tokens, over 2 CTAs x 2 warps: 4 runs of 4 tiles */
+    ck_assert_int_eq(dl_plan_build(1, 1, small, 64, 2, 2, 1, &p), 0);
+    ck_assert_int_eq(p.ctas, 2);
+    ck_assert_int_eq(dl_plan_cta_tokens(&p, 1, small, &most, &mean), 0);
+    ck_assert_int_eq(most, 512);          /* CTA 0: tiles 0-7; CTA 1: tiles 8-15, 488 tokens */
+    ck_assert(mean == 500.0);
+    dl_plan_free(&p);
+
+    int32_t len4[4] = {32768, 32768, 32768, 32768};
+    const struct { int unit, cuts; int64_t most; } cases[] = {{64, DL_PLAN_APPORTION, 4096}, {16, 0, 4000}};
+    for (int i = 0; i < 2; i++) {
+        const int per = 64 / cases[i].unit;
+        ck_assert_int_eq(dl_plan_build_waves(4, 8, len4, cases[i].unit, 2, 132, 264, 4 * per, 1, 0, 1, DL_ORDER_AUTO,
+                                             cases[i].cuts, &p), 0);
+        ck_assert_int_eq(p.ctas, 264);
+        ck_assert_int_eq(dl_plan_cta_tokens(&p, 8, len4, &most, &mean), 0);
+        ck_assert_int_eq(most, cases[i].most);
+        ck_assert_double_eq_tol(mean, 4.0 * 8 * 32768 / 264, 1e-9);
+        int64_t cta_most = 0, cta = 0;
+        for (int s = 0; s < p.num_slots; s++) {
+            int64_t tok, t64;
+            slot_work(&p, 8, len4, s, &tok, &t64);
+            cta += tok;
+            if (s % p.warps == p.warps - 1) cta_most = cta > cta_most ? cta : cta_most, cta = 0;
+        }
+        ck_assert_int_eq(cta_most, most);
+        dl_plan_free(&p);
+    }
+}
+END_TEST
+
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
-              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups)
+              test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups,
+              test_cta_tokens)

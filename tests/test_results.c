@@ -86,6 +86,8 @@ static void sample_row(dl_result_row *r, int k)
     r->p_underflow_frac = 0.25 + k;
     r->p_underflow_pred = 0.5;
     r->p_cast_nmse = 1.5e-4;
+    r->plan_cta_tokens_max = 4096 + k;
+    r->plan_cta_tokens_mean = 3971.875;
 }
 
 /* sample_row(r, k), appended to table h5. */
@@ -358,6 +360,39 @@ START_TEST(test_results_version2)
 }
 END_TEST
 
+/* A version-4 table (before the plan's balance columns) reads with them unknown (-1, NaN), and an append rewrites
+ * it as version 5 with the old rows' values kept and the new row's written. */
+START_TEST(test_results_version4)
+{
+    char h5[512];
+    dl_test_path(h5, sizeof h5, "v4.h5");
+    dl_result_row in[2];
+    sample_row(&in[0], 0);
+    sample_row(&in[1], 1);
+    ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
+    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_max"), 0);
+    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_mean"), 0);
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 4), 0);
+    dl_result_row *out = read_rows(h5, 2);
+    ck_assert_int_eq(out[1].plan_cta_tokens_max, -1);
+    ck_assert(isnan(out[1].plan_cta_tokens_mean));
+    ck_assert_str_eq(out[1].kv_order, "reverse"); /* version-3 columns intact */
+    free(out);
+    dl_result_row extra;
+    append_sample(h5, &extra, 2);
+    out = read_rows(h5, 3);
+    ck_assert_int_eq(out[2].plan_cta_tokens_max, 4098);
+    ck_assert(out[2].plan_cta_tokens_mean == 3971.875);
+    ck_assert_int_eq(out[0].plan_cta_tokens_max, -1);
+    free(out);
+    /* a version-5 table missing one of them is refused, naming it */
+    int64_t n = 0;
+    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_mean"), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), "/results/plan_cta_tokens_mean") != NULL, "%s", dl_last_error());
+}
+END_TEST
+
 START_TEST(test_results_version1)
 {
     char h5[512], csv[600];
@@ -446,5 +481,5 @@ START_TEST(test_results_v1_readable)
 END_TEST
 
 DL_TEST_SUITE("results", 120, setup, teardown,
-              test_results_append_roundtrip, test_results_csv_read, test_results_atomic, test_results_version1, test_results_version2,
+              test_results_append_roundtrip, test_results_csv_read, test_results_atomic, test_results_version1, test_results_version2, test_results_version4,
               test_results_v1_readable)
