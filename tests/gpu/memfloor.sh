@@ -9,7 +9,8 @@
 #   KNOBS       space-separated env settings to sweep, each "A=1,B=2" or "-" for none (default "-")
 #   MAXT        --max-time-s per variant (default 3)
 # A FAIL verdict is reported, timed anyway (--time-failed) and makes the exit status 1; a run
-# that cannot run (exit 2) stops the script. The last lines are a table: config, knobs, variant, us.
+# that cannot run (exit 2) stops the script. The last lines are a table: config, knobs, variant, us, the read,
+# frac_ref, errors, and cta_max% (the plan's busiest CTA over its CTAs' mean, results version 5; "-" without a plan).
 set -euo pipefail
 DECODELAB=${DECODELAB:-build/decodelab}
 : "${OUT:?set OUT to the results folder}"
@@ -48,12 +49,15 @@ knobs = []
 for line in open(sys.argv[2]):
     n, k = line.split(" ", 1)
     knobs += [k.strip()] * int(n)
-print("%-34s %-26s %-18s %-6s %10s %10s %8s %12s %12s" % ("golden", "knobs", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex"))
+print("%-34s %-26s %-18s %-6s %10s %10s %8s %12s %12s %8s" % ("golden", "knobs", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex", "cta_max%"))
 for i, r in enumerate(rows):
     if r.get("verdict") != "FAIL" and r.get("time_median_s", "nan") in ("", "nan"): continue  # SKIP rows
     f = lambda k, s=1.0: float(r.get(k, "nan") or "nan") * s
-    print("%-34s %-26s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e" % (os.path.basename(r["golden_path"]), knobs[i] if i < len(knobs) else "?",
-          r["variant"], r["verdict"], f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2")))
+    # the plan's busiest CTA over its CTAs' mean, % (results version 5; "-" without a plan or in an older table)
+    most, mean = f("plan_cta_tokens_max"), f("plan_cta_tokens_mean")
+    bal = "%+.1f" % (100 * (most / mean - 1)) if most > 0 and mean > 0 else "-"
+    print("%-34s %-26s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e %8s" % (os.path.basename(r["golden_path"]), knobs[i] if i < len(knobs) else "?",
+          r["variant"], r["verdict"], f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2"), bal))
 PY
 cat "$TABLE"
 exit $failed
