@@ -325,19 +325,37 @@ static int make_v1(const char *path)
 
 /* A version-2 table (before E8's columns) reads with the version-3 columns unknown, and an append
  * rewrites it as version 3. */
-START_TEST(test_results_version2)
+/* A table of sample rows 0 and 1 (into in[2]) made to look as version `ver` wrote it: the columns added since
+ * deleted, the version set; its path in h5. */
+static void older_table(const char *name, char *h5, size_t len, dl_result_row in[2], const char *const *added, int n,
+                        int ver)
 {
-    char h5[512];
-    dl_test_path(h5, sizeof h5, "v2.h5");
-    dl_result_row in[2];
+    dl_test_path(h5, len, name);
     sample_row(&in[0], 0);
     sample_row(&in[1], 1);
     ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
-    const char *added[] = {"/results/dist_sink_tokens", "/results/dist_sink_delta", "/results/kv_order",
-                           "/results/p_scale", "/results/p_underflow_frac", "/results/p_underflow_pred",
-                           "/results/p_cast_nmse"};
-    for (int k = 0; k < 7; k++) ck_assert_int_eq(gm_delete(h5, added[k]), 0);
-    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 2), 0);
+    for (int k = 0; k < n; k++) ck_assert_int_eq(gm_delete(h5, added[k]), 0);
+    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", ver), 0);
+}
+
+/* Table h5 without column `col` (a dataset path) is refused, the error naming it. */
+static void refused_without(const char *h5, const char *col)
+{
+    dl_result_row *out = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(gm_delete(h5, col), 0);
+    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
+    ck_assert_msg(strstr(dl_last_error(), col) != NULL, "%s", dl_last_error());
+}
+
+START_TEST(test_results_version2)
+{
+    char h5[512];
+    dl_result_row in[2];
+    const char *const added[] = {"/results/dist_sink_tokens", "/results/dist_sink_delta", "/results/kv_order",
+                                 "/results/p_scale", "/results/p_underflow_frac", "/results/p_underflow_pred",
+                                 "/results/p_cast_nmse"};
+    older_table("v2.h5", h5, sizeof h5, in, added, 7, 2);
     dl_result_row *out = read_rows(h5, 2);
     ck_assert_int_eq(out[1].dist_sink_tokens, -1);
     ck_assert(isnan(out[1].dist_sink_delta) && isnan(out[1].p_scale) && isnan(out[1].p_underflow_frac));
@@ -352,11 +370,7 @@ START_TEST(test_results_version2)
     ck_assert(out[2].p_underflow_frac == 2.25 && out[2].dist_sink_tokens == 6);
     ck_assert(isnan(out[0].p_cast_nmse));
     free(out);
-    /* a version-3 table missing one of them is refused, naming it */
-    int64_t n = 0;
-    ck_assert_int_eq(gm_delete(h5, "/results/p_cast_nmse"), 0);
-    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
-    ck_assert_msg(strstr(dl_last_error(), "/results/p_cast_nmse") != NULL, "%s", dl_last_error());
+    refused_without(h5, "/results/p_cast_nmse"); /* a version-3 (now 5) table missing one of them */
 }
 END_TEST
 
@@ -365,14 +379,9 @@ END_TEST
 START_TEST(test_results_version4)
 {
     char h5[512];
-    dl_test_path(h5, sizeof h5, "v4.h5");
     dl_result_row in[2];
-    sample_row(&in[0], 0);
-    sample_row(&in[1], 1);
-    ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
-    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_max"), 0);
-    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_mean"), 0);
-    ck_assert_int_eq(gm_set_attr_i64(h5, "/", "format_version", 4), 0);
+    const char *const added[] = {"/results/plan_cta_tokens_max", "/results/plan_cta_tokens_mean"};
+    older_table("v4.h5", h5, sizeof h5, in, added, 2, 4);
     dl_result_row *out = read_rows(h5, 2);
     ck_assert_int_eq(out[1].plan_cta_tokens_max, -1);
     ck_assert(isnan(out[1].plan_cta_tokens_mean));
@@ -385,11 +394,7 @@ START_TEST(test_results_version4)
     ck_assert(out[2].plan_cta_tokens_mean == 3971.875);
     ck_assert_int_eq(out[0].plan_cta_tokens_max, -1);
     free(out);
-    /* a version-5 table missing one of them is refused, naming it */
-    int64_t n = 0;
-    ck_assert_int_eq(gm_delete(h5, "/results/plan_cta_tokens_mean"), 0);
-    ck_assert_int_ne(dl_results_read(h5, &out, &n), 0);
-    ck_assert_msg(strstr(dl_last_error(), "/results/plan_cta_tokens_mean") != NULL, "%s", dl_last_error());
+    refused_without(h5, "/results/plan_cta_tokens_mean"); /* a version-5 table missing one of them */
 }
 END_TEST
 
