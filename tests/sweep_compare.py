@@ -63,7 +63,7 @@ def time_drift(one, merged):
         except (KeyError, ValueError):
             continue
         if t1 > 0 and t2 > 0 and (worst is None or abs(t2 / t1 - 1) > worst[0]):
-            worst = (abs(t2 / t1 - 1), f"{x['variant']} on {x['golden_path']}", len(a))
+            worst = (abs(t2 / t1 - 1), f"{x['variant']} on {x['golden_path']}")
     return worst
 
 
