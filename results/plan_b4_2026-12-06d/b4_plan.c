@@ -1,4 +1,5 @@
-/* b4_plan.c - the costliest CTA of bf16-hw-stream's plan at llama3-8B B4 L32768 and B1 L32768 (gpu/plan.c as
+/* b4_plan.c - the costliest CTA of bf16-hw-stream's plan at llama3-8B B4 L32768, B1 L32768, B8 L16384 and B16 L8192
+ * (the cases where the merge kernel runs; gpu/plan.c as
  * make_plan calls it there: the tile rings, 2 consumer warps a CTA, 2 CTAs an SM on 132 SMs, min_tiles 4, whole
  * waves, the auto order: heads) for units of 64 and 16 tokens and the cuts: apportioned (the default where the
  * merge kernel runs), equal (cost 0), cost 4. A CTA's two warps share its SM's time, so the CTA's tokens (the sum
@@ -29,11 +30,11 @@ static void cta_share(const dl_plan *p, int Hkv, const int32_t *len, int warps)
 }
 int main(void)
 {
-    const int Bs[] = {4, 1};
+    const int Bs[] = {4, 1, 8, 16}, Ls[] = {32768, 32768, 16384, 8192};
     printf("B unit cut ctas slots segs costliest_cta_tok n_at_most mean_cta_tok over_mean_pct costliest_cta_tiles\n");
-    for (int bi = 0; bi < 2; bi++) {
-        const int B = Bs[bi], L = 32768;
-        int32_t len[4];
+    for (int bi = 0; bi < 4; bi++) {
+        const int B = Bs[bi], L = Ls[bi];
+        int32_t len[16];
         for (int b = 0; b < B; b++) len[b] = L;
         for (int unit = 64; unit >= 16; unit /= 4) {
             const int per = 64 / unit;
