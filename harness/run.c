@@ -544,6 +544,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
     r->ref_read_s = ref->ref_s;
     r->frac_ref = ref->ref_s / st.median; /* NaN when the reference is unknown */
     if (!st.converged)
+        /* tests/sweep_compare.py --measured takes a reason starting "timing hit the " as a measurement */
         snprintf(r->reason, sizeof r->reason, "timing hit the %.3g s cap before stdrel < %.3g%% (%.3f%% after %lld samples)",
                  o->topt.max_time_s, 100 * o->topt.max_stdrel, 100 * st.stdrel, (long long)st.n);
     return 0;

@@ -16,6 +16,7 @@
                                       largest relative difference of the median time); every other
                                       column must be equal: the verdicts and their counts of
                                       observations in, out and unclear too.
+                                      A folder without results.csv or verdicts.csv: one line, exit 2.
   sweep_compare.py --rows CSV         the number of data rows of a results CSV.
 
 python3 and its csv module only.
@@ -101,6 +102,12 @@ def main(argv):
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
+    for d in argv[2:]:  # both runs' tables, before reading either
+        for name in ("results.csv", "verdicts.csv"):
+            if not os.path.isfile(os.path.join(d, name)):
+                print(f"sweep_compare.py: {os.path.join(d, name)}: no such file (a finished or merged run's folder?)",
+                      file=sys.stderr)
+                return 2
     why = same(*argv[1:], skip=skip)
     if why:
         print(f"{argv[1]}: {why}")

@@ -199,6 +199,10 @@ grep -q "differs in \['model_o_rel_l2'\]" "$T/meas.out" || fail "--measured did 
 rm -rf "$T/meas" && cp -r "$T/base" "$T/meas" && edit "$T/meas" verdicts.csv 0 verdict REJECTED
 ! measured || fail "--measured passed a changed verdict"
 grep -q "verdicts differ" "$T/meas.out" || fail "--measured did not say the verdicts differ: $(cat "$T/meas.out")"
+out=$(python3 tests/sweep_compare.py --measured test-local-sweep "$T/base" "$T/none" 2>&1)
+rc=$?
+[ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && case "$out" in *"$T/none/results.csv: no such file"*) true;; *) false;; esac ||
+    fail "--measured on a missing folder: exit $rc, '$out' (expected one line naming $T/none/results.csv, exit 2)"
 echo "test-local-sweep: sweep_compare.py --measured"
 
 # ---- 5. usage errors: one line, exit 2, nothing run

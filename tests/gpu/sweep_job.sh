@@ -8,10 +8,13 @@
 # neither timed run counts making them (both read the one cache).
 # Environment: OUT (required), XP (default experiments/E6_group_sweep.cfg), N (default 2), DECODELAB (default
 # .carry/decodelab.gz unpacked by tests/gpu/unpack_carry.sh, else build/decodelab). Writes $OUT/sweep.tgz (the
-# one-piece and merged results, the shards' logs; no golden file) and $OUT/sweep_summary.txt.
+# one-piece and merged results, the shards' logs; no golden file) and $OUT/sweep_summary.txt. Exit 0: the tables
+# match; 1: they differ or a run failed (the summary says which); 2: a bad XP or N, no binary or no GPU.
 set -uo pipefail
 : "${OUT:?set OUT}"
 XP=${XP:-experiments/E6_group_sweep.cfg} N=${N:-2}
+[ -f "$XP" ] || { echo "sweep_job: XP: '$XP' is not a file (an experiments/E*.cfg)" >&2; exit 2; }
+case "$N" in '' | *[!0-9]* | 0) echo "sweep_job: N: '$N' is not a number of shards (1 or more)" >&2; exit 2;; esac
 T=/tmp/sweep_job; rm -rf "$T"; mkdir -p "$T" "$OUT"
 if [ -n "${DECODELAB:-}" ]; then BIN=$DECODELAB
 elif [ -f .carry/decodelab.gz ]; then gunzip -c .carry/decodelab.gz > "$T/dl" && chmod +x "$T/dl" && BIN=$T/dl
