@@ -1285,7 +1285,10 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * row's stride; boxheads = Hkv: the whole page in one box). CTA c takes a contiguous run of the page list
  * (kv_indices in the page table's order) and walks it once per head group, the head groups outermost, so that
  * with boxheads < Hkv the pieces of a token row are read a whole run apart in time (as by warps of different
- * tasks). Thread 0 issues; a stage is reused once its previous copy has landed (ns stages in flight per CTA).
+ * tasks). DL_STREAM_PROBE_WALK=1 puts the head groups innermost instead: a page's boxes are issued back to back
+ * (one-head boxes then reach DRAM as the tile rings' warps of one run ask for them, the eight heads at about the
+ * same time), so that the box size alone is compared with whole-page boxes.
+ * Thread 0 issues; a stage is reused once its previous copy has landed (ns stages in flight per CTA).
  * Outputs are not written: time it with run --time-failed, beside the read and DL_STREAM_DRY=1.
  * LDGSTS (DL_STREAM_PROBE_LDGSTS=1): the same boxes, stages and walk, copied by the CTA's 32 threads with 16-byte
  * cp.async (LDGSTS) instead of TMA, each thread's copies of a stage arriving on its barrier (count 32): whether
@@ -1351,7 +1354,7 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
                                                          const __grid_constant__ CUtensorMap kmap,
                                                          const __grid_constant__ CUtensorMap vmap, int timed,
                                                          const uint8_t *kc, const uint8_t *vc, int nhd, int ps, int R,
-                                                         int l2pf)
+                                                         int l2pf, int inner)
 {
     extern __shared__ __align__(1024) uint8_t probe_smem[];
     __shared__ uint64_t full[kProbeMaxStages];
@@ -1361,15 +1364,22 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
     timed = timed && blockIdx.x < kTlMax && tid == 0;
     if (timed) tl_begin_cta(); /* a CTA with no pages keeps entry = exit and no first landing */
     if (j0 >= j1) return;
+    const int npg = j1 - j0, ng = Hkv / boxheads, nrun = npg * ng; /* copies of the CTA's run */
+    /* copy m of the walk: its page's index j and first head hg (head groups outermost, or innermost: `inner`) */
+    auto walk = [&](int m, int &j, int &hg) {
+        j = j0 + (inner ? m / ng : m % npg);
+        hg = (inner ? m % ng : m / npg) * boxheads;
+    };
     if constexpr (MODE == kProbeLdg) {
         unsigned acc = 0;
-        for (int hg = 0, n = 0; hg < Hkv; hg += boxheads)
-            for (int j = j0; j < j1; j++, n++) {
-                const int page = kv_indices[j];
-                if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
-                ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), tid, &acc);
-                if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
-            }
+        for (int n = 0; n < nrun; n++) {
+            int j, hg;
+            walk(n, j, hg);
+            const int page = kv_indices[j];
+            if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
+            ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), tid, &acc);
+            if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
+        }
         if (acc == 0x9E3779B9u) g_probe_sink = acc;
         if (timed) g_tl[3 * blockIdx.x + 2] = tl_now();
         return;
@@ -1379,37 +1389,39 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     if (MODE == kProbeLdgsts) __syncthreads();
-    const int nrun = (j1 - j0) * (Hkv / boxheads); /* copies of the CTA's run, in the walk's order */
     auto prefetch = [&](int m) { /* TMA (DL_STREAM_PROBE_L2PF): copy m's boxes into L2 only, by thread 0 */
         if (MODE != kProbeTma || m >= nrun) return;
-        const int pg = kv_indices[j0 + m % (j1 - j0)], hgm = (m / (j1 - j0)) * boxheads;
+        int jm, hgm;
+        walk(m, jm, hgm);
+        const int pg = kv_indices[jm];
         tma_prefetch_l2(&kmap, 0, 0, hgm, pg);
         tma_prefetch_l2(&vmap, 0, 0, hgm, pg);
     };
     for (int m = 0; m < l2pf; m++) prefetch(m);
     int n = 0;
-    for (int hg = 0; hg < Hkv; hg += boxheads)
-        for (int j = j0; j < j1; j++, n++) {
-            if (l2pf) prefetch(n + l2pf);
-            const int st = n % ns, page = kv_indices[j];
-            if (timed && n == 0 && page != INT_MIN) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
-            if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
-            if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
-            uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
-            if constexpr (MODE == kProbeLdgsts) {
-                const box_chunks bx(nhd, page, hg, boxheads, Hkv, ps, R);
-                ldgsts_box(dst, kc, bx, tid, blockDim.x);
-                ldgsts_box(dst + box_bytes, vc, bx, tid, blockDim.x);
-                /* this thread's arrival (one of the barrier's blockDim.x) once its copies above have landed */
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
-                             : "memory");
-            } else {
-                mbar_expect_tx(&full[st], 2 * box_bytes);
-                tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
-                tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
-            }
-            if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlIssue] = tl_now();
+    for (; n < nrun; n++) {
+        int j, hg;
+        walk(n, j, hg);
+        if (l2pf) prefetch(n + l2pf);
+        const int st = n % ns, page = kv_indices[j];
+        if (timed && n == 0 && page != INT_MIN) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
+        if (n >= ns) mbar_wait(&full[st], ((n / ns) - 1) & 1); /* its previous copy has landed */
+        if (timed && n == ns) g_tl[3 * blockIdx.x + 1] = tl_now(); /* copy 0 landed (waited for just now) */
+        uint8_t *dst = probe_smem + (size_t)st * 2 * box_bytes;
+        if constexpr (MODE == kProbeLdgsts) {
+            const box_chunks bx(nhd, page, hg, boxheads, Hkv, ps, R);
+            ldgsts_box(dst, kc, bx, tid, blockDim.x);
+            ldgsts_box(dst + box_bytes, vc, bx, tid, blockDim.x);
+            /* this thread's arrival (one of the barrier's blockDim.x) once its copies above have landed */
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(&full[st]))
+                         : "memory");
+        } else {
+            mbar_expect_tx(&full[st], 2 * box_bytes);
+            tma_load(dst, &kmap, &full[st], 0, 0, hg, page);
+            tma_load(dst + box_bytes, &vmap, &full[st], 0, 0, hg, page);
         }
+        if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlIssue] = tl_now();
+    }
     for (int m = n > ns ? n - ns : 0; m < n; m++) { /* the last ones land */
         mbar_wait(&full[m % ns], (m / ns) & 1);
         if (timed && m == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* fewer copies than stages */
@@ -2489,6 +2501,7 @@ struct stream_maps {
     int probe_smem;   /* the probe's dynamic shared memory a CTA (0: the LDG probe with DL_STREAM_PROBE_LDG_SMEM=0) */
     int probe_threads; /* threads a probe CTA (DL_STREAM_PROBE_THREADS with LDGSTS; else 32) */
     int probe_l2pf;   /* TMA: copies prefetched into L2 ahead of the ring (DL_STREAM_PROBE_L2PF) */
+    int probe_walk;   /* DL_STREAM_PROBE_WALK: 0 head groups outermost (a run once per group), 1 innermost */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
                        * 16-byte loads into registers */
     uint32_t probe_box;
@@ -2725,7 +2738,7 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
                                                                            (cudaStream_t)a->stream>>>(
             a->kv_indices, m->probe_pages, a->num_kv_heads, m->boxheads, m->probe_ns, m->probe_box, m->pk, m->pv,
             m->dry == 7, (const uint8_t *)a->k_cache, (const uint8_t *)a->v_cache, a->kv_layout == DL_NHD,
-            a->page_size, m->probe_row, m->probe_l2pf);
+            a->page_size, m->probe_row, m->probe_l2pf, m->probe_walk);
         DL_CUDA_CHECK_LAUNCH();
         if (m->dry == 7)
             DL_TRY(tl_report(pl, (cudaStream_t)a->stream, m->probe_ctas, m->probe_pages,
@@ -3022,6 +3035,8 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
      * than the ring holds (the LDG probe's 16 CTAs an SM ask for every page at once) brings the staged copies of the
      * small cases to the read. 0: off */
     DL_TRY(knob("DL_STREAM_PROBE_L2PF", 0, 64, 0, &m->probe_l2pf));
+    /* DL_STREAM_PROBE_WALK=1: a page's head groups back to back (stream_copy_probe's walk) instead of a run per group */
+    DL_TRY(knob("DL_STREAM_PROBE_WALK", 0, 1, 0, &m->probe_walk));
     if (m->probe_l2pf && m->probe_mode != kProbeTma)
         return dl_fail("DL_STREAM_PROBE_L2PF=%d is the TMA probe's (unset DL_STREAM_PROBE_LDG and _LDGSTS)", m->probe_l2pf);
     const char *mode_knob = ldg ? "DL_STREAM_PROBE_LDG=1" : "DL_STREAM_PROBE_LDGSTS=1";
@@ -3049,12 +3064,13 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_TRY(make_map(&m->pk, a->k_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s, %d threads a CTA), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
-                    "%d CTAs (%d resident x %d waves), %d pages\n",
+                    "%d CTAs (%d resident x %d waves), %d pages, head groups %s\n",
             m->probe_mode == kProbeLdg      ? "16-byte loads into registers, no staging"
             : m->probe_mode == kProbeLdgsts ? "16-byte cp.async"
                                             : "TMA",
             m->probe_threads, m->boxheads, a->page_size, m->probe_box,
-            m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages);
+            m->probe_ns, m->probe_ctas, per_sm * sms, waves, m->probe_pages,
+            m->probe_walk ? "innermost (a page's boxes back to back)" : "outermost (a run once per group)");
     return 0;
 }
 #endif
