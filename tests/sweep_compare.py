@@ -36,16 +36,25 @@ VERDICT_MEASURED = ("value_min", "value_max", "reason")
 TIMING_NOTE = "timing hit the "  # a reason that is only the timing's note (harness/run.c): measured too
 
 
-def rows(d, skip=()):
+def rows(d):
     with open(os.path.join(d, "results.csv")) as f:
         r = list(csv.DictReader(f))
     for x in r:
-        for k in ("date_utc", "hostname") + tuple(skip):
+        for k in ("date_utc", "hostname"):
             x.pop(k, None)
-        if skip and x.get("reason", "").startswith(TIMING_NOTE):
-            x["reason"] = ""
         x["golden_path"] = os.path.basename(x["golden_path"])  # the cache directories differ
     return r
+
+
+def compared(r, skip):
+    """Copies of rows r without the columns in skip (and, with any, a reason that is only the timing note)."""
+    out = []
+    for x in r:
+        y = {k: v for k, v in x.items() if k not in skip}
+        if skip and y.get("reason", "").startswith(TIMING_NOTE):
+            y["reason"] = ""
+        out.append(y)
+    return out
 
 
 def verdicts(d, skip=()):
@@ -54,9 +63,8 @@ def verdicts(d, skip=()):
         return [{k: v for k, v in x.items() if k not in drop} for x in csv.DictReader(f)]
 
 
-def time_drift(one, merged):
-    """The largest |merged / one - 1| of time_median_s over the timed rows, and its row; None if none."""
-    a, b = rows(one), rows(merged)
+def time_drift(a, b):
+    """The largest |b / a - 1| of time_median_s over the timed rows of two tables, and its row; None if none."""
     worst = None
     for x, y in zip(a, b):
         try:
@@ -69,7 +77,8 @@ def time_drift(one, merged):
 
 
 def same(label, one, merged, skip=()):
-    a, b = rows(one, skip), rows(merged, skip)
+    ra, rb = rows(one), rows(merged)
+    a, b = compared(ra, skip), compared(rb, skip)
     if len(a) != len(b):
         return f"rows: one piece {len(a)}, merged {len(b)}"
     keys = [(x["golden_path"], x["variant"]) for x in b]
@@ -85,7 +94,7 @@ def same(label, one, merged, skip=()):
     print(f"{label}: merged = one piece{' but the measured columns' if skip else ''}: {len(a)} rows, verdicts " +
           " ".join(f"{x['hypothesis']}={x['verdict']}" for x in va))
     if skip:
-        w = time_drift(one, merged)
+        w = time_drift(ra, rb)
         if w:
             print(f"{label}: time_median_s differs by {100 * w[0]:.1f} % at most ({w[1]})")
     return None
