@@ -171,9 +171,21 @@ static_assert((DL_STREAM_W > 0 && DL_STREAM_S > 0) ||
 #define DL_STREAM_PAGE_S 12
 #endif
 static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
+/* The page stage's heads, from make STREAM_PAGE_HEADS=N (2, 4 or 8; attempt #70, an experiment: 8, the default, is
+ * the whole page). Below 8 a stage holds 16 rows of an aligned group of N KV heads (the plan's head groups of N,
+ * DL_PLAN_HEAD_GROUP), a CTA has N consumer warps and one producer, and the KV heads need only be a multiple of N:
+ * the copies' boxes are N heads wide (the copy probe, DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, found one-head
+ * boxes issued back to back 7 % slower than whole-page boxes at B4 L32768 and two-head boxes 1.4 %, H100
+ * 2026-12-06e; gpu/NOTES.md "The copy probe's walk"). */
+#ifndef DL_STREAM_PAGE_HEADS
+#define DL_STREAM_PAGE_HEADS 8
+#endif
+static_assert(DL_STREAM_PAGE_HEADS == 2 || DL_STREAM_PAGE_HEADS == 4 || DL_STREAM_PAGE_HEADS == 8,
+              "STREAM_PAGE_HEADS: 2, 4 or 8 KV heads a stage");
 struct page_shape {
-    static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = 8;
-    static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB */
+    static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = DL_STREAM_PAGE_HEADS;
+    static constexpr bool ALL = HEADS == 8; /* the whole page: the KV heads are 8 (page_misfit) */
+    static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB at 8 heads */
     static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
     static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
     static constexpr int W = HEADS, S = DL_STREAM_PAGE_S, NP = 1;
@@ -486,7 +498,8 @@ __device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, co
 template <int Q> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
     const unsigned qd = (2u * j + i / 4) % Q; /* stage (8j + i) mod S = 4 qd + i mod 4 */
-    return ring + (4 * qd + i % 4) * page_shape::STAGE + kvh * page_shape::HEAD_BYTES;
+    const int h = page_shape::ALL ? kvh : kvh % page_shape::HEADS; /* the head's place in the stage */
+    return ring + (4 * qd + i % 4) * page_shape::STAGE + h * page_shape::HEAD_BYTES;
 }
 template <int Q> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int h)
 {
@@ -1247,6 +1260,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k]; /* {task, tok0, tok1, page base} */
         const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x; /* the request's length */
+        const int h0 = page_shape::ALL ? 0 : r.x % a.num_kv_heads; /* the box's first head: the group's */
         if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
@@ -1264,7 +1278,7 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
                 }
                 if (copy) {
                     mbar_expect_tx(&full[qd], (uint32_t)STAGE);
-                    tma_load(ring + st * STAGE, map, &full[qd], 0, tok % ps, 0, page);
+                    tma_load(ring + st * STAGE, map, &full[qd], 0, tok % ps, h0, page);
                 } else {
                     mbar_arrive(&full[qd]);
                 }
@@ -3197,7 +3211,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (head_group && a->num_kv_heads % head_group)
         return dl_fail("DL_STREAM_HEAD_GROUP=%d: does not divide the %d KV heads (0: all of them)", head_group,
                        a->num_kv_heads);
-    if (sh.page) head_group = 0;
+    if (sh.page) head_group = page_shape::ALL ? 0 : page_shape::HEADS; /* a stage's heads (attempt #70) */
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
@@ -3291,8 +3305,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         if (build(DL_ORDER_TASKS)) return -1;
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
-    if (sh.page && (!dl_plan_ctas_share_tiles(&p, a->num_kv_heads) ||
-                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * a->num_kv_heads * p.ctas ||
+    if (sh.page && (!dl_plan_ctas_share_tiles(&p, sh.W) ||
+                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * sh.W * p.ctas ||
                     (sh.page_ticket_only && merge == DL_MERGE_KERNEL))) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
@@ -3394,7 +3408,8 @@ static const char *page_misfit(const dl_gpu_args *a, int order, int pool_pct)
 {
     if (dl_dtype_size(a->kv_dtype) != 1) return "the cache is not 8-bit (e4m3, e5m2)";
     if (a->head_dim != 128) return "head_dim is not 128";
-    if (a->num_kv_heads != page_shape::HEADS) return "the KV heads are not 8";
+    if (page_shape::ALL ? a->num_kv_heads != 8 : a->num_kv_heads % page_shape::HEADS)
+        return page_shape::ALL ? "the KV heads are not 8" : "the KV heads are not a multiple of the stage's heads";
     if (a->num_qo_heads / a->num_kv_heads > 8) return "the group is over 8 query heads a KV head";
     if (a->page_size % page_shape::ROWS) return "page_size is not a multiple of 16";
     if (order == DL_ORDER_TASKS) return "DL_STREAM_ORDER=tasks (the page stage takes the heads order)";
@@ -3410,8 +3425,8 @@ static int stage_of(const char *s, int *stage)
     else if (!strcmp(s, "page")) *stage = 1;
     else
         return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: 'page' where the case and plan take it), "
-                       "'tile' (a ring of 64-token tiles per consumer warp) or 'page' (one ring shared by the 8 "
-                       "warps of a CTA, stages of 16 rows of all 8 KV heads)", s);
+                       "'tile' (a ring of 64-token tiles per consumer warp) or 'page' (one ring shared by the %d "
+                       "warps of a CTA, stages of 16 rows of %d KV heads)", s, page_shape::HEADS, page_shape::HEADS);
     return 0;
 }
 
@@ -3459,8 +3474,8 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
     const int rc = make_plan(a, h_seq_len, sh, out);
     if (rc == 1 && stage == 1)
-        return dl_fail("DL_STREAM_STAGE=page: the plan does not give the 8 warps of every CTA the same tiles (fewer "
-                       "tiles a KV head than CTAs?)");
+        return dl_fail("DL_STREAM_STAGE=page: the plan does not give the %d warps of every CTA the same tiles (fewer "
+                       "tiles a KV head than CTAs?)", page_shape::HEADS);
     return rc;
 }
 

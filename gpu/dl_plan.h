@@ -136,10 +136,11 @@ enum { DL_ORDER_AUTO = -1, DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
 /* The order named by the DL_STREAM_ORDER value s (NULL or "auto": AUTO; "tasks"; "heads"). Returns 0, or
  * dl_fail() naming the variable and the value. */
 int dl_plan_order_of(const char *s, int *order);
-/* 1 where the Hkv slots of every CTA of plan p walk the same tiles of the same requests, slot c * Hkv + h for
- * KV head h (the heads order with warps = Hkv, no pool), else 0: what the streaming kernels' whole-page stage
- * needs (gpu/decode_stream.cu page_shape: one ring of 16-row pieces of all heads, shared by a CTA's warps). */
-int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv);
+/* 1 where the `heads` slots of every CTA of plan p walk the same tiles of the same requests, slot c * heads + h
+ * for the h-th KV head of an aligned group of `heads` (the heads order with warps = heads, no pool; heads = Hkv:
+ * all of them, else a head group of that size, DL_PLAN_HEAD_GROUP), else 0: what the streaming kernels' page stage
+ * needs (gpu/decode_stream.cu page_shape: one ring of 16-row pieces of the CTA's heads, shared by its warps). */
+int dl_plan_ctas_share_tiles(const dl_plan *p, int heads);
 /* The clusters' plan (issue 10, attempt #61; DL_STREAM_MERGE=cluster): task t = b * Hkv + kvh gets K = per_task
  * thread-block clusters of `cluster` CTAs, clusters t K.. (CTAs t K C..), its tiles cut into K x cluster x warps
  * equal runs in token order, one a consumer warp (slot = cta * warps + warp; a slot of no tile where a task has

@@ -514,21 +514,21 @@ int dl_plan_build_waves(int B, int Hkv, const int32_t *seq_len, int tile, int wa
     return dl_plan_build_pool(B, Hkv, seq_len, tile, warps, c, 1, pool_pct, chunk, order, cuts, p);
 }
 
-int dl_plan_ctas_share_tiles(const dl_plan *p, int Hkv)
+int dl_plan_ctas_share_tiles(const dl_plan *p, int heads)
 {
-    if (p->order != DL_ORDER_HEADS || p->warps != Hkv || p->num_static != p->num_slots ||
+    if (heads < 1 || p->order != DL_ORDER_HEADS || p->warps != heads || p->num_static != p->num_slots ||
         p->num_slots != p->ctas * p->warps)
         return 0;
     const int32_t *slot_ptr = p->buf, *task = slot_ptr + p->num_slots + 1, *t0 = task + p->num_segs,
                   *t1 = t0 + p->num_segs;
     for (int c = 0; c < p->ctas; c++) {
-        const int s0 = c * Hkv, n = slot_ptr[s0 + 1] - slot_ptr[s0];
-        for (int h = 0; h < Hkv; h++) {
+        const int s0 = c * heads, n = slot_ptr[s0 + 1] - slot_ptr[s0];
+        for (int h = 0; h < heads; h++) {
             const int s = s0 + h;
             if (slot_ptr[s + 1] - slot_ptr[s] != n) return 0;
             for (int i = 0; i < n; i++) {
                 const int k = slot_ptr[s] + i, k0 = slot_ptr[s0] + i;
-                if (task[k] != task[k0] + h || task[k0] % Hkv != 0 || t0[k] != t0[k0] || t1[k] != t1[k0]) return 0;
+                if (task[k] != task[k0] + h || task[k0] % heads != 0 || t0[k] != t0[k0] || t1[k] != t1[k0]) return 0;
             }
         }
     }
