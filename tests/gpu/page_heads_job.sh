@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # page_heads_job.sh - one device call (issue 10, attempt #70): the page stage at two heads a stage against main.
 # Steps, in priority order (tests/gpu/steps_job.sh; results packed after each, the rows printed last):
-#   1. the copy probe's walk at B4 L32768 from the clean diagnosis build (whole-page, one-head and two-head boxes
+#   1. the two-head build (decodelab-ph2: make static STREAM_PAGE_HEADS=2) at B4 L32768, bf16-hw-stream: its default
+#      (the tile rings there, the same code as main's) alternated with DL_STREAM_STAGE=page (the two-head page
+#      stage), both PASS-judged against the golden outputs;
+#   2. the copy probe's walk at B4 L32768 from the clean diagnosis build (whole-page, one-head and two-head boxes
 #      back to back, one-head a run apart), where .carry/decodelab-diag71.xz is carried (WALK=0 skips it);
-#   2. the two-head build (decodelab-ph2: make static STREAM_PAGE_HEADS=2) at B4 L32768, B64 L1024 e4m3, B1 L32768
-#      and the 70B shape, bf16-hw-stream: its default (the tile rings there, the same code as main's) alternated
-#      with DL_STREAM_STAGE=page (the two-head page stage), both PASS-judged against the golden outputs;
-#   3. B128 L4096 e4m3, where main's bf16-hw-stream takes the 8-head page stage: main (decodelab) and the two-head
+#   3. step 1's pair at B64 L1024 e4m3, B1 L32768 and the 70B shape;
+#   4. B128 L4096 e4m3, where main's bf16-hw-stream takes the 8-head page stage: main (decodelab) and the two-head
 #      build alternated by steps;
-#   4. bf16-cast-stream and bf16-fast-stream from the two-head build at B64 L1024 and the 70B shape (their default
+#   5. bf16-cast-stream and bf16-fast-stream from the two-head build at B64 L1024 and the 70B shape (their default
 #      takes the page stage), PASS-judged and timed beside main's.
 # Needs .carry/decodelab.xz (main) and .carry/decodelab-ph2.xz. Environment: OUT (required).
 set -uo pipefail
@@ -18,12 +19,11 @@ nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/ca
 bash tests/gpu/unpack_carry.sh .carry >/dev/null || exit 2
 rm -rf /tmp/steps
 P='- DL_STREAM_STAGE=page - DL_STREAM_STAGE=page'
-STEPS=""
+STEPS="decodelab-ph2|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
 if [ "${WALK:-1}" = 1 ] && [ -f .carry/decodelab-diag71.gz ]; then
     K='DL_STREAM_DRY=4 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=2,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1'
-    STEPS="decodelab-diag71|8b_b4_l32768_e4m3|$K $K|bf16-hw-stream;"
+    STEPS="$STEPS;decodelab-diag71|8b_b4_l32768_e4m3|$K $K|bf16-hw-stream"
 fi
-STEPS="${STEPS}decodelab-ph2|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-ph2|8b_b64_l1024_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-ph2|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-ph2|70b_b64_l4096_e4m3|$P|bf16-hw-stream"
