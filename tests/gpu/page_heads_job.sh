@@ -12,17 +12,11 @@
 #   5. bf16-cast-stream and bf16-fast-stream from the two-head build at B64 L1024 and the 70B shape (their default
 #      takes the page stage), PASS-judged and timed beside main's.
 # Needs .carry/decodelab.xz (main) and .carry/decodelab-ph2.xz. Environment: OUT (required).
-set -uo pipefail
-: "${OUT:?set OUT}"
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "card: $card"; date -u
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/card.txt"
-bash tests/gpu/unpack_carry.sh .carry >/dev/null || exit 2
-rm -rf /tmp/steps
+source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 P='- DL_STREAM_STAGE=page - DL_STREAM_STAGE=page'
 STEPS="decodelab-ph2|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
 if [ "${WALK:-1}" = 1 ] && [ -f .carry/decodelab-diag71.gz ]; then
-    K='DL_STREAM_DRY=4 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=2,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1'
-    STEPS="$STEPS;decodelab-diag71|8b_b4_l32768_e4m3|$K $K|bf16-hw-stream"
+    STEPS="$STEPS;decodelab-diag71|8b_b4_l32768_e4m3|$WALK_K $WALK_K|bf16-hw-stream"
 fi
 STEPS="$STEPS;decodelab-ph2|8b_b64_l1024_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-ph2|8b_b1_l32768_e4m3|$P|bf16-hw-stream"

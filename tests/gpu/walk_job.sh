@@ -5,15 +5,9 @@
 # the older diagnosis build's two rows at B4 beside. Needs .carry/decodelab-diag71.xz (a `make DIAG=1` build with
 # DL_STREAM_PROBE_WALK) and .carry/decodelab-diag.xz. Environment: OUT (required). Prints the rows last
 # (the probe writes no outputs: its rows FAIL by design, timed with --time-failed).
-set -uo pipefail
-: "${OUT:?set OUT}"
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "card: $card"; date -u
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$OUT/card.txt"
-bash tests/gpu/unpack_carry.sh .carry >/dev/null || exit 2
-rm -rf /tmp/steps
-K='DL_STREAM_DRY=4 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=2,DL_STREAM_PROBE_WALK=1 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1'
-STEPS="decodelab-diag71|8b_b4_l32768_e4m3|$K $K|bf16-hw-stream"
+source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
+STEPS="decodelab-diag71|8b_b4_l32768_e4m3|$WALK_K $WALK_K|bf16-hw-stream"
 STEPS="$STEPS;decodelab-diag|8b_b4_l32768_e4m3|DL_STREAM_DRY=4 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1|bf16-hw-stream"
-STEPS="$STEPS;decodelab-diag71|8b_b1_l32768_e4m3|$K $K|bf16-hw-stream"
-STEPS="$STEPS;decodelab-diag71|8b_b64_l1024_e4m3|$K $K|bf16-hw-stream"
+STEPS="$STEPS;decodelab-diag71|8b_b1_l32768_e4m3|$WALK_K $WALK_K|bf16-hw-stream"
+STEPS="$STEPS;decodelab-diag71|8b_b64_l1024_e4m3|$WALK_K $WALK_K|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout 240 bash tests/gpu/steps_job.sh | tail -34
