@@ -171,17 +171,17 @@ static_assert((DL_STREAM_W > 0 && DL_STREAM_S > 0) ||
 #define DL_STREAM_PAGE_S 12
 #endif
 static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
-/* The page stage's heads, from make STREAM_PAGE_HEADS=N (2, 4 or 8; attempt #70, an experiment: 8, the default, is
- * the whole page). Below 8 a stage holds 16 rows of an aligned group of N KV heads (the plan's head groups of N,
- * DL_PLAN_HEAD_GROUP), a CTA has N consumer warps and one producer, and the KV heads need only be a multiple of N:
- * the copies' boxes are N heads wide (the copy probe, DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, found one-head
- * boxes issued back to back 7 % slower than whole-page boxes at B4 L32768 and two-head boxes 1.4 %, H100
- * 2026-12-06e; gpu/NOTES.md "The copy probe's walk"). */
+/* The page stage's heads, from make STREAM_PAGE_HEADS=N (2 or 8; attempt #70, an experiment: 8, the default, is the
+ * whole page). At 2 a stage holds 16 rows of an aligned pair of KV heads (the plan's head groups of 2,
+ * DL_PLAN_HEAD_GROUP), a CTA has 2 consumer warps and one producer (4 CTAs an SM), and the KV heads need only be even:
+ * the copies' boxes are two heads wide (the copy probe, DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, copied one-head
+ * boxes issued back to back 7 % slower than whole-page boxes at B4 L32768 and two-head boxes 1.4 %). Measured on an
+ * H100 (2026-12-06f, bf16-hw-stream against the tile rings): B4 -0.4 %, B1 -1.6 %, B64 L1024 +3.9 %, the 70B shape
+ * +3.5 %; its copy path took the tile rings' time: not a default (gpu/NOTES.md #70). */
 #ifndef DL_STREAM_PAGE_HEADS
 #define DL_STREAM_PAGE_HEADS 8
 #endif
-static_assert(DL_STREAM_PAGE_HEADS == 2 || DL_STREAM_PAGE_HEADS == 4 || DL_STREAM_PAGE_HEADS == 8,
-              "STREAM_PAGE_HEADS: 2, 4 or 8 KV heads a stage");
+static_assert(DL_STREAM_PAGE_HEADS == 2 || DL_STREAM_PAGE_HEADS == 8, "STREAM_PAGE_HEADS: 2 or 8 KV heads a stage");
 struct page_shape {
     static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = DL_STREAM_PAGE_HEADS;
     static constexpr bool ALL = HEADS == 8; /* the whole page: the KV heads are 8 (page_misfit) */
