@@ -184,7 +184,8 @@ static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8
 static_assert(DL_STREAM_PAGE_HEADS == 2 || DL_STREAM_PAGE_HEADS == 8, "STREAM_PAGE_HEADS: 2 or 8 KV heads a stage");
 struct page_shape {
     static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = DL_STREAM_PAGE_HEADS;
-    static constexpr bool ALL = HEADS == 8; /* the whole page: the KV heads are 8 (page_misfit) */
+    static constexpr bool ALL = HEADS == 8; /* the whole page: the KV heads are 8 (page_misfit), so the 8-head kernels
+                                             * need no head arithmetic and keep their code (page_rows, the box's head) */
     static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB at 8 heads */
     static constexpr int TILE_BYTES = STAGE;       /* (the tile rings' V offset: not used here) */
     static constexpr int HEAD_BYTES = ROWS * R;    /* one head's rows in a stage */
