@@ -11,10 +11,11 @@
 #      build alternated by steps;
 #   5. bf16-cast-stream and bf16-fast-stream from the two-head build at B64 L1024 and the 70B shape (their default
 #      takes the page stage), PASS-judged and timed beside main's.
-# Needs .carry/decodelab.xz (main) and .carry/decodelab-ph2.xz. Environment: OUT (required).
+# Needs .carry/decodelab.xz (main) and .carry/decodelab-ph2.xz. Environment: OUT (required); PRE_STEPS (steps_job.sh
+# steps run first, e.g. a diagnosis on another carried binary, so that one call runs both in one table).
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 P='- DL_STREAM_STAGE=page - DL_STREAM_STAGE=page'
-STEPS="decodelab-ph2|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
+STEPS="${PRE_STEPS:+$PRE_STEPS;}decodelab-ph2|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
 if [ "${WALK:-1}" = 1 ] && [ -f .carry/decodelab-diag71.gz ]; then
     STEPS="$STEPS;decodelab-diag71|8b_b4_l32768_e4m3|$WALK_K $WALK_K|bf16-hw-stream"
 fi
