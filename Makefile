@@ -24,6 +24,8 @@
 #             consumers' (setmaxnreg), 2 CTAs per SM (attempt #22, an experiment)
 #   STREAM_CLUSTER  0 | 1    compile the tile rings' merge inside a thread-block cluster (DL_STREAM_MERGE=cluster;
 #             issue 10, attempt #61, an experiment), e.g. `make static BUILD=build-a61 STREAM_CLUSTER=1`
+#   STREAM_CLAIM    0 | 1    compile the split tasks' run-time tile claims (DL_STREAM_CLAIM; issue 10, attempt #71,
+#             an experiment), e.g. `make static BUILD=build-a71 STREAM_CLAIM=1`
 
 CC       ?= gcc
 CUDA     ?= auto
@@ -135,6 +137,10 @@ $(eval $(call flag01,CHAIN_EARLY_COPIES,DL_STREAM_EARLY_COPIES))
 # thread-block cluster (DL_STREAM_MERGE=cluster picks it at run time); 0 compiles none of it
 STREAM_CLUSTER ?= 0
 $(eval $(call flag01,STREAM_CLUSTER,DL_STREAM_CLUSTER))
+# STREAM_CLAIM=1 (issue 10, attempt #71, an experiment): a split task's segments claim their tiles at run time and take
+# the last unclaimed ones of the task's other segments (gpu/dl_claim.h; DL_STREAM_CLAIM picks it); 0 compiles none of it
+STREAM_CLAIM ?= 0
+$(eval $(call flag01,STREAM_CLAIM,DL_STREAM_CLAIM))
 # a numeric knob: $(1) unset, or matching the regex $(2), passed to nvcc as -D$(3); $(1)_MUST says what it must be
 define flagnum
 ifneq ($$($(1)),)

@@ -54,6 +54,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "dl_claim.h"
 #include "dl_cuda.cuh"
 #include "dl_dequant.cuh"
 #include "dl_dispatch.cuh"
@@ -572,6 +573,16 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, int k0, int k1,
     }
 }
 
+/* Attempt #71 (make STREAM_CLAIM=1, an experiment; DL_STREAM_CLAIM picks it at run time): a split task's segments
+ * claim their tiles (gpu/dl_claim.h) and, once their own are claimed, take the unclaimed tiles at the back of the
+ * task's other segments, so that the warps of a task that run faster read more of it. The tile rings with a producer
+ * per consumer at D 128 and groups <= 8 (the kernels that load a segment's inputs early, #37) alone; 0 compiles none
+ * of it, so that the other builds' kernels keep their code. */
+#ifndef DL_STREAM_CLAIM
+#define DL_STREAM_CLAIM 0
+#endif
+constexpr int kClaimEnd = -2; /* #71: a stage's header after a claiming segment's last tile (no bytes in it) */
+
 struct stream_params;
 template <int NB = 1>
 __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
@@ -599,6 +610,12 @@ struct stream_params {
                            * nor release and compute on whatever the ring holds; 6 = the normal work, but the
                            * merge kernel returns after its wait (its launch and wait without its body); 7 = the
                            * copy probe of 4 with its timeline (stream_copy_probe, launch_planned) */
+#if DL_STREAM_CLAIM
+    unsigned long long *cword; /* #71: per partial row, its segment's claim word (dl_claim.h); NULL: no claims */
+    const int2 *cinfo;         /* per partial row: {its segment's first tile from the task's start, its tiles} */
+    int cchunk, cmin;          /* the owner's tiles a claim; a thief's fewest unclaimed tiles a victim must have
+                                * (0: no thieves) */
+#endif
 };
 /* Attempt #60, the layer chain (run --chain): a warp-consumer kernel launched with programmatic dependent launch
  * after the previous layer's kernels (a->pdl 2, DL_STREAM_PDL) starts while they end. In a chain (a->pdl 1 or 2)
@@ -728,6 +745,10 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
         __threadfence();
         merge_task<NB>(a, k0, k1, G, row0, lane);
         if (lane == 0) tickets[t] = 0; /* ready for the next launch */
+#if DL_STREAM_CLAIM
+        if (sp.cword) /* #71: every segment of the task has taken its ticket, so no claim on its words is left */
+            for (int p = k0 + lane; p < k1; p += 32) sp.cword[p] = 0;
+#endif
     }
 }
 
@@ -957,7 +978,11 @@ template <bool MAX> __device__ __forceinline__ float merge_cta_reduce(float v, f
  * bytes). */
 template <int C, bool ONEPASS>
 __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stream_merge_kernel(const dl_gpu_args a, int32_t *plan,
-                                                                     int num_slots, int num_segs, int num_tasks)
+                                                                     int num_slots, int num_segs, int num_tasks
+#if DL_STREAM_CLAIM
+                                                                     , unsigned long long *cword /* #71, or NULL */
+#endif
+)
 {
     pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
     const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / (4 * C);
@@ -978,6 +1003,10 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
     }
     if (head == 0 && part == 0 && threadIdx.x == 0)
         plan[plan_tickets_at(num_slots, num_segs, num_tasks) + t] = kParkedTicket;
+#if DL_STREAM_CLAIM
+    if (cword && head == 0 && part == 0) /* #71: the decode grid is complete, so are the task's claims */
+        for (int p = k0 + (int)threadIdx.x; p < k1; p += kMergeThreads) cword[p] = 0;
+#endif
 #if DL_STREAM_DIAG
     if (g_merge_dry) return; /* DL_STREAM_DRY=6: the merge's launch and wait alone (wrong outputs) */
 #endif
@@ -1167,16 +1196,18 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     const uint32_t copy_bytes = (uint32_t)(SW * rows);
     int j = 0;
     /* segment k from its record r = {task, tok0, tok1, page base} */
-    /* len: the request's length (the record's second int4); the tile holding its last token waits (#60) */
-    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len) { /* fp: sfp of a slot's first */
+    /* len: the request's length (the record's second int4); the tile holding its last token waits (#60); part: the
+     * segment's partial row (-1: a whole task), for the claims of #71 */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len, int part) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
-        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
+        /* one tile, tokens [tok0, min(tok0 + 64, end)), into the next stage, whose header gets h; first: the slot's
+         * first tile (its page ids in fp) */
+        auto issue = [&](int tok0, int end, bool first, int h) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
-            const int ntok = min(kTile, r.z - tok0);
-            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
-            const bool first = fp && tok0 == r.y; /* lane < ncopy <= 4 (slot_first_pages) */
+            const int ntok = min(kTile, end - tok0);
+            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps; /* first: lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (first ? first_page(*fp, lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -1184,16 +1215,16 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the last tile of the request */
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
-                hdr[st] = k;
+                hdr[st] = h;
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[st]);
                 else mbar_expect_tx(&full[st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
             }
             __syncwarp();
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int p = lane + 32 * h;
+            for (int hh = 0; hh < 2; hh++) {
+                const int p = lane + 32 * hh;
                 if (p < ncopy && !(DL_STREAM_DIAG && sp.dry == 2)) {
-                    const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
+                    const int tok = tok0 + p * rows, page = hh ? pg1 : pg0, slot0 = tok % ps;
 #pragma unroll
                     for (int sl = 0; sl < SLABS; sl++) {
                         const int off = sl * kTile * SW + p * rows * SW;
@@ -1203,18 +1234,78 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                 }
             }
             if (j == 0) TL_MARK(sp, kTlIssue, pg0);
+            j++;
+        };
+#if DL_STREAM_CLAIM
+        if (sp.cword && part >= 0) { /* #71: a split task's segment; its stages' headers give each tile's first token */
+            const int n = (r.z - r.y + kTile - 1) / kTile, a0 = r.y / kTile, c = sp.cchunk;
+            unsigned long long *w = sp.cword + part;
+            issue(r.y, len, fp != nullptr, r.y); /* the first tile is the owner's, unclaimed */
+            unsigned long long nxt = 0;
+            if (lane == 0 && n > 1) nxt = atomicAdd(w, (unsigned long long)c);
+            while (n > 1) { /* the owner's claims, the next one in flight while this one's tiles are copied */
+                const unsigned long long cur = __shfl_sync(0xffffffffu, nxt, 0);
+                const dl_claim_range cr = dl_claim_owner(cur, n, c);
+                if (cr.lo >= cr.hi) break;
+                const bool more = dl_claim_more(cur, n, c);
+                if (lane == 0 && more) nxt = atomicAdd(w, (unsigned long long)c);
+                for (int i = cr.lo; i < cr.hi; i++) issue((a0 + i) * kTile, len, false, (a0 + i) * kTile);
+                if (!more) break;
+            }
+            if (sp.cmin > 0) { /* a thief: the back tile of the sibling with the most unclaimed, while one has cmin */
+                const int32_t *task_ptr = sp.plan + sp.num_slots + 1 + 4 * sp.num_segs; /* dl_plan.h's layout */
+                const int p0 = task_ptr[r.x], p1 = task_ptr[r.x + 1];
+                for (;;) {
+                    int best = -1, most = sp.cmin - 1, vn = 0, va = 0;
+                    for (int p = p0 + lane; p < p1; p += 32) {
+                        if (p == part) continue;
+                        const int2 ci = sp.cinfo[p];
+                        const int left = dl_claim_left(__ldcg(sp.cword + p), ci.y);
+                        if (left > most) most = left, best = p, vn = ci.y, va = ci.x;
+                    }
+                    for (int o = 16; o > 0; o /= 2) { /* the warp's choice: most left, then the lowest row */
+                        const int m2 = __shfl_xor_sync(0xffffffffu, most, o), b2 = __shfl_xor_sync(0xffffffffu, best, o);
+                        const int n2 = __shfl_xor_sync(0xffffffffu, vn, o), a2 = __shfl_xor_sync(0xffffffffu, va, o);
+                        if (b2 >= 0 && (best < 0 || m2 > most || (m2 == most && b2 < best)))
+                            most = m2, best = b2, vn = n2, va = a2;
+                    }
+                    if (best < 0) break;
+                    unsigned long long old = 0;
+                    if (lane == 0) old = atomicAdd(sp.cword + best, DL_CLAIM_THIEF);
+                    const int tile = dl_claim_thief(__shfl_sync(0xffffffffu, old, 0), vn);
+                    if (tile >= 0) issue((va + tile) * kTile, len, false, (va + tile) * kTile);
+                }
+            }
+            const int st = j % S; /* the segment's end: a stage with no bytes, header kClaimEnd */
+            mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
+            if (lane == 0) {
+                hdr[st] = kClaimEnd;
+                mbar_arrive(&full[st]);
+            }
+            __syncwarp();
+            j++;
+            return;
         }
+#else
+        (void)part;
+#endif
+        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile) issue(tok0, r.z, fp && tok0 == r.y, k);
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x, DL_STREAM_CLAIM ? e.w : -1);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
-            const int lk = sp.grec[2 * k + 1].x;
+#if DL_STREAM_CLAIM
+            const int4 ek = sp.grec[2 * k + 1];
+            const int lk = ek.x, pk = ek.w;
+#else
+            const int lk = sp.grec[2 * k + 1].x, pk = -1;
+#endif
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, k, nullptr, lk);
+            produce_segment(rk, k, nullptr, lk, pk);
         }
     };
     produce_slot(slot);
@@ -1601,11 +1692,21 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
         for (int nt = 0; nt < NT; nt++) m[nt][0] = m[nt][1] = -INFINITY, dsum[nt][0] = dsum[nt][1] = 0.0f;
 
         const int ntok = tok1 - tok0, ntile = (ntok + kTile - 1) / kTile; /* tiles from the segment's first token */
+#if DL_STREAM_CLAIM
+        /* #71: a split task's segment with claims takes its tiles from the stages' headers until kClaimEnd */
+        const bool claims = kEarlyIn && !PAGE && !CL && SH::NP == W && sp.cword && part >= 0;
+        for (int tile = 0; claims || tile < ntile; tile++, j++) {
+            const int st = j % S;
+            const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
+            int nvalid = tile_tokens(ntok, tile, len - tok0);
+            bool partial = nvalid < kTile;
+#else
         for (int tile = 0; tile < ntile; tile++, j++) {
             const int st = j % S;
             const uint8_t *tk = mine + st * SH::STAGE, *tv = tk + SH::TILE_BYTES;
             const int nvalid = tile_tokens(ntok, tile, len - tok0);
             const bool partial = nvalid < kTile;
+#endif
             const bool sync = !(DL_STREAM_DIAG && sp.dry == 5); /* DL_STREAM_DRY=5: the page ring unsynchronized */
             constexpr int Q = PAGE ? S / 4 : 1;
             if constexpr (PAGE) {
@@ -1613,6 +1714,19 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
             } else {
                 mbar_wait(&full[warp * S + st], (j / S) & 1);
             }
+#if DL_STREAM_CLAIM
+            if (claims) { /* the tile's first token, or the segment's end (the stage goes back unread) */
+                const int tc = hdr[warp * S + st];
+                if (tc == kClaimEnd) {
+                    __syncwarp();
+                    mbar_arrive(&empty[warp * S + st]);
+                    j++;
+                    break;
+                }
+                nvalid = tile_tokens(len - tc, 0, len - tc);
+                partial = nvalid < kTile;
+            }
+#endif
             TL_FIRST(sp, j);
             if (DL_STREAM_DIAG && sp.dry == 1) { /* diagnosis: the stage released unread (DL_STREAM_DRY=1) */
                 if constexpr (PAGE) {
@@ -2528,6 +2642,8 @@ struct stream_maps {
     size_t sfp;
     int cluster;       /* attempt #61: CTAs a thread-block cluster (DL_STREAM_MERGE=cluster), else 0 */
     int cluster_said;  /* the clusters' residency reported once (launch_planned) */
+    int claim, claim_min; /* attempt #71 (DL_STREAM_CLAIM, DL_STREAM_CLAIM_MIN): 0 = no claims */
+    size_t cword, cinfo;  /* with claims: the claim words (u64 a partial row) and {first tile, tiles} a partial row */
 };
 
 /* The 4-D byte view (row bytes, slot, head, page) of a cache, a box of
@@ -2732,6 +2848,16 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
     dl_gpu_args ak = *a; /* pdl: 0 unless a chained layer's (then 2 where this launch uses programmatic dependent
                           * launch: a layer after the first) */
     ak.pdl = PDL && m->pdl ? a->pdl : 0;
+#if DL_STREAM_CLAIM
+    if (m->claim) { /* #71: a layer's claims are reset by its merge, which a chained layer's producers do not wait for */
+        if (a->pdl)
+            return dl_fail("DL_STREAM_CLAIM=%d with run --chain: a chained layer's producers claim before the previous "
+                           "layer's merge has reset the claims (unset DL_STREAM_CLAIM)", m->claim);
+        sp.cword = (unsigned long long *)(dev + m->cword);
+        sp.cinfo = (const int2 *)(dev + m->cinfo);
+        sp.cchunk = m->claim, sp.cmin = m->claim_min;
+    }
+#endif
 #if DL_STREAM_DIAG
     if (m->dry == 3) { /* the merge kernel's stamps: min and max from here */
         const unsigned long long init[2] = {~0ull, 0ull};
@@ -2801,7 +2927,11 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
                                             : (one ? stream_merge_kernel<1, true> : stream_merge_kernel<1, false>),
                                    dim3((unsigned)(pl->num_tasks * (a->num_qo_heads / a->num_kv_heads) * C)),
                                    dim3(kMergeThreads), 0, (cudaStream_t)a->stream, true, 0u, ak, (int32_t *)pl->dev,
-                                   pl->num_slots, pl->num_segs, pl->num_tasks));
+                                   pl->num_slots, pl->num_segs, pl->num_tasks
+#if DL_STREAM_CLAIM
+                                   , sp.cword
+#endif
+                                   ));
     }
 #if DL_STREAM_DIAG
     if (m->dry == 3) DL_TRY(tl_report(pl, (cudaStream_t)a->stream, pl->ctas, 0, 0));
@@ -2928,7 +3058,11 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
     const int B = a->batch_size, Hkv = a->num_kv_heads;
     const size_t srec = (p->buf_len + 3) & ~(size_t)3, grec = srec + 8 * (size_t)p->num_slots;
     const size_t sfp = grec + 8 * (size_t)p->num_segs;
-    *len = sfp + (maps->first_pages ? 4 * (size_t)p->num_slots : 0);
+    /* #71: with claims, per partial row a claim word (two int32, zero: reset by each launch's merge) and its
+     * segment's {first tile, tiles} */
+    const size_t cword = (sfp + (maps->first_pages ? 4 * (size_t)p->num_slots : 0) + 3) & ~(size_t)3;
+    const size_t cinfo = cword + (maps->claim ? 2 * (size_t)p->num_partials : 0);
+    *len = cinfo + (maps->claim ? 2 * (size_t)p->num_partials : 0);
     int32_t *all = (int32_t *)calloc(*len, sizeof(int32_t)), *indptr = (int32_t *)malloc((B + 1) * sizeof(int32_t));
     if (!all || !indptr) {
         free(all);
@@ -2960,6 +3094,10 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
         const int64_t end = (int64_t)seg_t1[k] * p->tile;
         r[0] = t, r[1] = seg_t0[k] * p->tile, r[2] = end < h_seq_len[b] ? (int32_t)end : h_seq_len[b], r[3] = indptr[b];
         r[4] = h_seq_len[b], r[5] = k, r[6] = k + 1, r[7] = seg_out[k];
+        if (maps->claim && seg_out[k] >= 0) { /* in 64-token tiles: claims take the plan's unit to be the tile */
+            all[cinfo + 2 * (size_t)seg_out[k]] = r[1] / kTile;
+            all[cinfo + 2 * (size_t)seg_out[k] + 1] = (r[2] - r[1] + kTile - 1) / kTile;
+        }
     }
     for (int s = 0; s < p->num_slots; s++) {
         const int k0 = slot_ptr[s], k1 = slot_ptr[s + 1];
@@ -2995,6 +3133,8 @@ static int32_t *plan_records(const dl_plan *p, const dl_gpu_args *a, const int32
     maps->srec = srec;
     maps->grec = grec;
     maps->sfp = sfp;
+    maps->cword = cword;
+    maps->cinfo = cinfo;
     return all;
 }
 
@@ -3216,6 +3356,23 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
+    /* attempt #71 (make STREAM_CLAIM=1, gpu/dl_claim.h): a split task's segments claim their tiles, DL_STREAM_CLAIM a
+     * claim (0, the default: no claims, the plan's segments as cut), and once their own are claimed take one at a time
+     * the back tiles of the task's segment with the most unclaimed, while it has DL_STREAM_CLAIM_MIN (0: no thieves).
+     * The tile rings with a producer per consumer at D 128 and groups <= 8 take it, with 64-token units and no pool;
+     * other kernels ignore it */
+    int claim, claim_min;
+    DL_TRY(knob("DL_STREAM_CLAIM", 0, 64, 0, &claim));
+    DL_TRY(knob("DL_STREAM_CLAIM_MIN", 0, 1 << 20, 2, &claim_min));
+    if (claim && !DL_STREAM_CLAIM)
+        return dl_fail("DL_STREAM_CLAIM=%d: this binary has no claims; build one with make STREAM_CLAIM=1 (e.g. make "
+                       "static BUILD=build-a71 STREAM_CLAIM=1)", claim);
+    if (claim && dry == 1)
+        return dl_fail("DL_STREAM_CLAIM=%d with DL_STREAM_DRY=1: nothing merges, so the claims are never reset (unset "
+                       "one)", claim);
+    if (!(sh.pool && !sh.page && a->head_dim == 128 && a->num_qo_heads <= 8 * a->num_kv_heads && unit == kTile &&
+          pool_pct == 0 && !cluster_asked))
+        claim = 0;
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
@@ -3251,6 +3408,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
+    maps->claim = claim;
+    maps->claim_min = claim ? claim_min : 0;
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
@@ -3349,6 +3508,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->cut = p.cut;
     out->seg_cost = p.seg_cost / per_tile; /* in tiles, as asked */
     out->unit = unit;
+    out->claim = maps->claim;
+    out->claim_min = maps->claim_min;
     out->page_stage = sh.page;
     out->deep_rings = sh.deep;
     out->warps = p.warps;

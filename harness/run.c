@@ -465,10 +465,13 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         char walk[24] = "tasks"; /* heads<g> where a run went to a group of g KV heads (DL_STREAM_HEAD_GROUP) */
         if (plan->order == DL_ORDER_HEADS && plan->head_group > 0) snprintf(walk, sizeof walk, "heads%d", plan->head_group);
         else if (plan->order == DL_ORDER_HEADS) snprintf(walk, sizeof walk, "heads");
+        char claim[24] = ""; /* attempt #71: the split tasks' tiles claimed at run time (DL_STREAM_CLAIM) */
+        if (plan->claim > 0 && !dl_schedule_trivial(&sc))
+            snprintf(claim, sizeof claim, ":claim%dm%d", plan->claim, plan->claim_min);
         char sched[128];
-        const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s", plan->ctas, plan->warps,
+        const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s", plan->ctas, plan->warps,
                                  plan->num_segs, merge, walk, cut,
-                                 plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit);
+                                 plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit, claim);
         if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
             return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                            "(%zu characters)", sched, sizeof r->model_schedule - 1);

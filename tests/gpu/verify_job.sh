@@ -8,6 +8,9 @@
 #             the merge rows it numbers, on cases where 'auto' might keep the tasks order)
 #   cluster   the same with DL_STREAM_MERGE=cluster over the streaming variants (issue 10 attempt #61: the tile
 #             rings in thread-block clusters that merge their split tasks; a make STREAM_CLUSTER=1 binary)
+#   claim     the same with DL_STREAM_CLAIM=2 over the streaming variants (issue 10 attempt #71: a split task's tiles
+#             claimed at run time and stolen by its other segments' warps; a make STREAM_CLAIM=1 binary)
+#   claimmatrix  the matrix step with DL_STREAM_CLAIM=2 (and DL_STREAM_CLAIM_MIN=1: thieves take a segment's last tile)
 # Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
 # (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s).
 # PARALLEL=1 runs the steps at the same time (the GPU is shared; these check, they do not time).
@@ -31,13 +34,18 @@ one() { # step
                   timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/heads.log" 2>&1 ;;
       cluster) DECODELAB=$T/dl DL_STREAM_MERGE=cluster DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream' \
                   DL_WORKDIR=$T/cluster timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/cluster.log" 2>&1 ;;
+      claim) DECODELAB=$T/dl DL_STREAM_CLAIM=2 DL_TOOLS='memcheck racecheck' DL_VARIANTS='*-stream' \
+                  DL_WORKDIR=$T/claim timeout "${SANITIZE_S:-230}" bash tests/gpu/sanitize.sh > "$T/claim.log" 2>&1 ;;
+      claimmatrix) DECODELAB=$T/dl DL_STREAM_CLAIM=2 DL_STREAM_CLAIM_MIN=1 DL_STRICT=1 DL_WORKDIR=$T/claimmatrix \
+                  timeout "${MATRIX_S:-330}" bash tests/gpu/nasty_matrix.sh > "$T/claimmatrix.log" 2>&1 ;;
     esac
     echo "   exit $? (124: its time limit)" | tee -a "$T/$1.log"
     echo "== $1 done at $SECONDS s"
     pack "$1"
 }
 for s in ${STEPS:-matrix sanitize}; do
-    case $s in matrix|sanitize|heads|cluster) ;; *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads, cluster)" >&2; exit 2 ;; esac
+    case $s in matrix|sanitize|heads|cluster|claim|claimmatrix) ;;
+      *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads, cluster, claim, claimmatrix)" >&2; exit 2 ;; esac
 done
 for s in ${STEPS:-matrix sanitize}; do
     if [ "${PARALLEL:-0}" = 1 ]; then one "$s" & else one "$s"; fi
@@ -47,7 +55,7 @@ echo "== summaries"
 for s in ${STEPS:-matrix sanitize}; do
     echo "-- $s"
     case $s in
-      matrix) grep -E '^test-gpu: decodelab|^verdicts:|^cluster setting:|^memcheck .*exit [^01]|FAILED|exit [0-9]+$' "$T/matrix.log" | tail -8 ;;
+      matrix|claimmatrix) grep -E '^test-gpu: decodelab|^verdicts:|^cluster setting:|^memcheck .*exit [^01]|FAILED|exit [0-9]+$' "$T/$s.log" | tail -8 ;;
       *) tail -22 "$T/$s.log" ;;
     esac
 done
