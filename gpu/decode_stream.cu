@@ -581,7 +581,9 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, int k0, int k1,
 #ifndef DL_STREAM_CLAIM
 #define DL_STREAM_CLAIM 0
 #endif
+#if DL_STREAM_CLAIM
 constexpr int kClaimEnd = -2; /* #71: a stage's header after a claiming segment's last tile (no bytes in it) */
+#endif
 
 struct stream_params;
 template <int NB = 1>
@@ -1177,6 +1179,77 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
     }
 }
 
+#if DL_STREAM_CLAIM
+/* #71: the tiles a split task's segment copies, in the order stream_produce_one's producer asks for them
+ * (gpu/dl_claim.h): its first tile (the owner's, unclaimed), the owner's claims of sp.cchunk tiles (the next claim's
+ * atomic in flight while this one's tiles are copied), then, as a thief, the back tile of the task's segment with
+ * the most unclaimed while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a split task's segment).
+ * Warp-uniform: every lane holds the same state (lane 0's atomics are broadcast). */
+struct claim_walk {
+    const stream_params *sp;
+    bool on, more;
+    unsigned long long *w, nxt;
+    int n, a0, lane, phase, i, hi, p0, p1; /* phase 1 the owner's claims, 2 a thief's, 3 done; p0, p1: the rows */
+    __device__ claim_walk(const stream_params &s, const int4 r, int part, int ln)
+        : sp(&s), on(s.cword && part >= 0), more(true), w(on ? s.cword + part : nullptr), nxt(0),
+          n((r.z - r.y + kTile - 1) / kTile), a0(r.y / kTile), lane(ln), phase(1), i(0), hi(0), p0(-1), p1(-1)
+    {
+    }
+    __device__ int first(int tok) /* the segment's first tile; the owner's first claim goes out now */
+    {
+        if (on && n > 1 && lane == 0) nxt = atomicAdd(w, (unsigned long long)sp->cchunk);
+        if (on && n <= 1) phase = 2;
+        return tok;
+    }
+    __device__ int next(int t) /* t: the segment's task */
+    {
+        const int c = sp->cchunk;
+        for (;;) {
+            if (phase == 1) {
+                if (i < hi) return (a0 + i++) * kTile;
+                if (!more) { phase = 2; continue; }
+                const unsigned long long cur = __shfl_sync(0xffffffffu, nxt, 0);
+                const dl_claim_range cr = dl_claim_owner(cur, n, c);
+                if (cr.lo >= cr.hi) { phase = 2; continue; }
+                more = dl_claim_more(cur, n, c);
+                if (lane == 0 && more) nxt = atomicAdd(w, (unsigned long long)c);
+                i = cr.lo, hi = cr.hi;
+                continue;
+            }
+            if (phase == 2 && sp->cmin > 0) {
+                if (p0 < 0) { /* the task's partial rows (dl_plan.h's task_ptr) */
+                    const int32_t *task_ptr = sp->plan + sp->num_slots + 1 + 4 * sp->num_segs;
+                    p0 = task_ptr[t], p1 = task_ptr[t + 1];
+                }
+                const int part = (int)(w - sp->cword);
+                int best = -1, most = sp->cmin - 1, vn = 0, va = 0;
+                for (int p = p0 + lane; p < p1; p += 32) {
+                    if (p == part) continue;
+                    const int2 ci = sp->cinfo[p];
+                    const int left = dl_claim_left(__ldcg(sp->cword + p), ci.y);
+                    if (left > most) most = left, best = p, vn = ci.y, va = ci.x;
+                }
+                for (int o = 16; o > 0; o /= 2) { /* the warp's choice: the most left, then the lowest row */
+                    const int m2 = __shfl_xor_sync(0xffffffffu, most, o), b2 = __shfl_xor_sync(0xffffffffu, best, o);
+                    const int n2 = __shfl_xor_sync(0xffffffffu, vn, o), a2 = __shfl_xor_sync(0xffffffffu, va, o);
+                    if (b2 >= 0 && (best < 0 || m2 > most || (m2 == most && b2 < best)))
+                        most = m2, best = b2, vn = n2, va = a2;
+                }
+                if (best >= 0) {
+                    unsigned long long old = 0;
+                    if (lane == 0) old = atomicAdd(sp->cword + best, DL_CLAIM_THIEF);
+                    const int tile = dl_claim_thief(__shfl_sync(0xffffffffu, old, 0), vn);
+                    if (tile >= 0) return (va + tile) * kTile;
+                    continue; /* taken meanwhile: look again */
+                }
+            }
+            phase = 3;
+            return -1;
+        }
+    }
+};
+#endif
+
 /* The producer warp of one consumer (the warp consumers' default, one producer per consumer; issue 10,
  * attempt #19): the segments of plan slot `slot`, then pool slots (dl_plan.h) claimed one at a time
  * through the plan's claim count while any is left, so that the warps that finish early take the last
@@ -1201,13 +1274,25 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len, int part) { /* fp: sfp of a slot's first */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
-        /* one tile, tokens [tok0, min(tok0 + 64, end)), into the next stage, whose header gets h; first: the slot's
-         * first tile (its page ids in fp) */
-        auto issue = [&](int tok0, int end, bool first, int h) {
+#if DL_STREAM_CLAIM
+        /* #71: a split task's segment (cw.on) walks the tiles it claims (claim_walk), each stage's header the tile's
+         * first token, and ends with a stage of no bytes whose header is kClaimEnd; else the plan's tiles as cut */
+        claim_walk cw(sp, r, part, lane);
+        for (int tok0 = cw.first(r.y); tok0 >= 0 && (cw.on || tok0 < r.z); tok0 = cw.on ? cw.next(r.x) : tok0 + kTile, j++) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
-            const int ntok = min(kTile, end - tok0);
-            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps; /* first: lane < ncopy <= 4 (slot_first_pages) */
+            const int ntok = min(kTile, (cw.on ? len : r.z) - tok0);
+#define DL_CLAIM_HDR (cw.on ? tok0 : k)
+#else
+        (void)part;
+        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
+            const int st = j % S;
+            uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
+            const int ntok = min(kTile, r.z - tok0);
+#define DL_CLAIM_HDR k
+#endif
+            const int ncopy = ps >= kTile ? 1 : (ntok + ps - 1) / ps;
+            const bool first = fp && tok0 == r.y; /* lane < ncopy <= 4 (slot_first_pages) */
             const int pg0 = lane < ncopy ? (first ? first_page(*fp, lane * rows / 16) : pages[(tok0 + lane * rows) / ps])
                                          : 0;
             const int pg1 = lane + 32 < ncopy ? pages[(tok0 + (lane + 32) * rows) / ps] : 0;
@@ -1215,16 +1300,16 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             if (!DL_STREAM_EARLY_COPIES && tok0 + kTile >= len) pdl_wait(); /* #60: the last tile of the request */
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
-                hdr[st] = h;
+                hdr[st] = DL_CLAIM_HDR;
                 if (DL_STREAM_DIAG && sp.dry == 2) mbar_arrive(&full[st]);
                 else mbar_expect_tx(&full[st], (uint32_t)(ncopy * 2 * SLABS) * copy_bytes);
             }
             __syncwarp();
 #pragma unroll
-            for (int hh = 0; hh < 2; hh++) {
-                const int p = lane + 32 * hh;
+            for (int h = 0; h < 2; h++) {
+                const int p = lane + 32 * h;
                 if (p < ncopy && !(DL_STREAM_DIAG && sp.dry == 2)) {
-                    const int tok = tok0 + p * rows, page = hh ? pg1 : pg0, slot0 = tok % ps;
+                    const int tok = tok0 + p * rows, page = h ? pg1 : pg0, slot0 = tok % ps;
 #pragma unroll
                     for (int sl = 0; sl < SLABS; sl++) {
                         const int off = sl * kTile * SW + p * rows * SW;
@@ -1234,49 +1319,11 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
                 }
             }
             if (j == 0) TL_MARK(sp, kTlIssue, pg0);
-            j++;
-        };
+        }
+#undef DL_CLAIM_HDR
 #if DL_STREAM_CLAIM
-        if (sp.cword && part >= 0) { /* #71: a split task's segment; its stages' headers give each tile's first token */
-            const int n = (r.z - r.y + kTile - 1) / kTile, a0 = r.y / kTile, c = sp.cchunk;
-            unsigned long long *w = sp.cword + part;
-            issue(r.y, len, fp != nullptr, r.y); /* the first tile is the owner's, unclaimed */
-            unsigned long long nxt = 0;
-            if (lane == 0 && n > 1) nxt = atomicAdd(w, (unsigned long long)c);
-            while (n > 1) { /* the owner's claims, the next one in flight while this one's tiles are copied */
-                const unsigned long long cur = __shfl_sync(0xffffffffu, nxt, 0);
-                const dl_claim_range cr = dl_claim_owner(cur, n, c);
-                if (cr.lo >= cr.hi) break;
-                const bool more = dl_claim_more(cur, n, c);
-                if (lane == 0 && more) nxt = atomicAdd(w, (unsigned long long)c);
-                for (int i = cr.lo; i < cr.hi; i++) issue((a0 + i) * kTile, len, false, (a0 + i) * kTile);
-                if (!more) break;
-            }
-            if (sp.cmin > 0) { /* a thief: the back tile of the sibling with the most unclaimed, while one has cmin */
-                const int32_t *task_ptr = sp.plan + sp.num_slots + 1 + 4 * sp.num_segs; /* dl_plan.h's layout */
-                const int p0 = task_ptr[r.x], p1 = task_ptr[r.x + 1];
-                for (;;) {
-                    int best = -1, most = sp.cmin - 1, vn = 0, va = 0;
-                    for (int p = p0 + lane; p < p1; p += 32) {
-                        if (p == part) continue;
-                        const int2 ci = sp.cinfo[p];
-                        const int left = dl_claim_left(__ldcg(sp.cword + p), ci.y);
-                        if (left > most) most = left, best = p, vn = ci.y, va = ci.x;
-                    }
-                    for (int o = 16; o > 0; o /= 2) { /* the warp's choice: most left, then the lowest row */
-                        const int m2 = __shfl_xor_sync(0xffffffffu, most, o), b2 = __shfl_xor_sync(0xffffffffu, best, o);
-                        const int n2 = __shfl_xor_sync(0xffffffffu, vn, o), a2 = __shfl_xor_sync(0xffffffffu, va, o);
-                        if (b2 >= 0 && (best < 0 || m2 > most || (m2 == most && b2 < best)))
-                            most = m2, best = b2, vn = n2, va = a2;
-                    }
-                    if (best < 0) break;
-                    unsigned long long old = 0;
-                    if (lane == 0) old = atomicAdd(sp.cword + best, DL_CLAIM_THIEF);
-                    const int tile = dl_claim_thief(__shfl_sync(0xffffffffu, old, 0), vn);
-                    if (tile >= 0) issue((va + tile) * kTile, len, false, (va + tile) * kTile);
-                }
-            }
-            const int st = j % S; /* the segment's end: a stage with no bytes, header kClaimEnd */
+        if (cw.on) { /* the segment's end */
+            const int st = j % S;
             mbar_wait(&empty[st], ((j / S) & 1) ^ 1);
             if (lane == 0) {
                 hdr[st] = kClaimEnd;
@@ -1284,12 +1331,8 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             }
             __syncwarp();
             j++;
-            return;
         }
-#else
-        (void)part;
 #endif
-        for (int tok0 = r.y; tok0 < r.z; tok0 += kTile) issue(tok0, r.z, fp && tok0 == r.y, k);
     };
     auto produce_slot = [&](int s) {
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
@@ -3363,7 +3406,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * other kernels ignore it */
     int claim, claim_min;
     DL_TRY(knob("DL_STREAM_CLAIM", 0, 64, 0, &claim));
-    DL_TRY(knob("DL_STREAM_CLAIM_MIN", 0, 1 << 20, 2, &claim_min));
+    DL_TRY(knob("DL_STREAM_CLAIM_MIN", 0, 64, 2, &claim_min));
     if (claim && !DL_STREAM_CLAIM)
         return dl_fail("DL_STREAM_CLAIM=%d: this binary has no claims; build one with make STREAM_CLAIM=1 (e.g. make "
                        "static BUILD=build-a71 STREAM_CLAIM=1)", claim);
