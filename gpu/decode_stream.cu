@@ -1182,16 +1182,18 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 #if DL_STREAM_CLAIM
 /* #71: the tiles a split task's segment copies, in the order stream_produce_one's producer asks for them
  * (gpu/dl_claim.h): its first tile (the owner's, unclaimed), the owner's claims of sp.cchunk tiles (the next claim's
- * atomic in flight while this one's tiles are copied), then, as a thief, the back tile of the task's segment with
- * the most unclaimed while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a split task's segment).
+ * atomic in flight while this one's tiles are copied), then, in the slot's last segment alone (a warp with more to
+ * do goes on to its next segment, whose task's other warps may take from it), as a thief, the back tile of the
+ * task's segment with the most unclaimed while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a
+ * split task's segment).
  * Warp-uniform: every lane holds the same state (lane 0's atomics are broadcast). */
 struct claim_walk {
     const stream_params *sp;
-    bool on, more;
+    bool on, more, last;
     unsigned long long *w, nxt;
     int n, a0, lane, phase, i, hi, p0, p1; /* phase 1 the owner's claims, 2 a thief's, 3 done; p0, p1: the rows */
-    __device__ claim_walk(const stream_params &s, const int4 r, int part, int ln)
-        : sp(&s), on(s.cword && part >= 0), more(true), w(on ? s.cword + part : nullptr), nxt(0),
+    __device__ claim_walk(const stream_params &s, const int4 r, int part, bool slot_last, int ln)
+        : sp(&s), on(s.cword && part >= 0), more(true), last(slot_last), w(on ? s.cword + part : nullptr), nxt(0),
           n((r.z - r.y + kTile - 1) / kTile), a0(r.y / kTile), lane(ln), phase(1), i(0), hi(0), p0(-1), p1(-1)
     {
     }
@@ -1216,7 +1218,7 @@ struct claim_walk {
                 i = cr.lo, hi = cr.hi;
                 continue;
             }
-            if (phase == 2 && sp->cmin > 0) {
+            if (phase == 2 && last && sp->cmin > 0) {
                 if (p0 < 0) { /* the task's partial rows (dl_plan.h's task_ptr) */
                     const int32_t *task_ptr = sp->plan + sp->num_slots + 1 + 4 * sp->num_segs;
                     p0 = task_ptr[t], p1 = task_ptr[t + 1];
@@ -1270,21 +1272,21 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
     int j = 0;
     /* segment k from its record r = {task, tok0, tok1, page base} */
     /* len: the request's length (the record's second int4); the tile holding its last token waits (#60); part: the
-     * segment's partial row (-1: a whole task), for the claims of #71 */
-    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len, int part) { /* fp: sfp of a slot's first */
+     * segment's partial row (-1: a whole task) and last (the slot's last segment), for the claims of #71 */
+    auto produce_segment = [&](const int4 r, int k, const int4 *fp, int len, int part, bool last) { /* fp: sfp of a slot's first; last: the slot's last */
         const int kvh = r.x % Hkv;
         const int32_t *pages = a.kv_indices + r.w;
 #if DL_STREAM_CLAIM
         /* #71: a split task's segment (cw.on) walks the tiles it claims (claim_walk), each stage's header the tile's
          * first token, and ends with a stage of no bytes whose header is kClaimEnd; else the plan's tiles as cut */
-        claim_walk cw(sp, r, part, lane);
+        claim_walk cw(sp, r, part, last, lane);
         for (int tok0 = cw.first(r.y); tok0 >= 0 && (cw.on || tok0 < r.z); tok0 = cw.on ? cw.next(r.x) : tok0 + kTile, j++) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
             const int ntok = min(kTile, (cw.on ? len : r.z) - tok0);
 #define DL_CLAIM_HDR (cw.on ? tok0 : k)
 #else
-        (void)part;
+        (void)part, (void)last;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, j++) {
             const int st = j % S;
             uint8_t *tk = ring + st * STAGE, *tv = tk + TILE_BYTES;
@@ -1338,7 +1340,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
         const int4 r = sp.srec[2 * s], e = sp.srec[2 * s + 1];
         const int4 fp = slot_first_pages(sp, s);
         TL_MARK(sp, kTlRec, e.z);
-        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x, DL_STREAM_CLAIM ? e.w : -1);
+        if (e.y < e.z) produce_segment(r, e.y, sp.sfp ? &fp : nullptr, e.x, DL_STREAM_CLAIM ? e.w : -1, e.y + 1 == e.z);
         for (int k = e.y + 1; k < e.z; k++) {
             const int4 rk = sp.grec[2 * k];
 #if DL_STREAM_CLAIM
@@ -1348,7 +1350,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
             const int lk = sp.grec[2 * k + 1].x, pk = -1;
 #endif
             q_prefetch_task_l2(a, rk.x, Hkv, lane); /* #37 */
-            produce_segment(rk, k, nullptr, lk, pk);
+            produce_segment(rk, k, nullptr, lk, pk, k + 1 == e.z);
         }
     };
     produce_slot(slot);
@@ -3400,8 +3402,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
     /* attempt #71 (make STREAM_CLAIM=1, gpu/dl_claim.h): a split task's segments claim their tiles, DL_STREAM_CLAIM a
-     * claim (0, the default: no claims, the plan's segments as cut), and once their own are claimed take one at a time
-     * the back tiles of the task's segment with the most unclaimed, while it has DL_STREAM_CLAIM_MIN (0: no thieves).
+     * claim (0, the default: no claims, the plan's segments as cut), and a slot's last segment, once its own are
+     * claimed, takes one at a time the back tiles of the task's segment with the most unclaimed, while it has
+     * DL_STREAM_CLAIM_MIN (0: no thieves).
      * The tile rings with a producer per consumer at D 128 and groups <= 8 take it, with 64-token units and no pool;
      * other kernels ignore it */
     int claim, claim_min;
