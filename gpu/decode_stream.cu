@@ -615,8 +615,8 @@ struct stream_params {
 #if DL_STREAM_CLAIM
     unsigned long long *cword; /* #71: per partial row, its segment's claim word (dl_claim.h); NULL: no claims */
     const int2 *cinfo;         /* per partial row: {its segment's first tile from the task's start, its tiles} */
-    int cchunk, cmin;          /* the owner's tiles a claim; a thief's fewest unclaimed tiles a victim must have
-                                * (0: no thieves) */
+    int cchunk, cmin, cown;    /* the owner's tiles a claim; a thief's fewest unclaimed tiles a victim must have
+                                * (0: no thieves); a segment's first tiles, its owner's without a claim */
 #endif
 };
 /* Attempt #60, the layer chain (run --chain): a warp-consumer kernel launched with programmatic dependent launch
@@ -1181,8 +1181,9 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 
 #if DL_STREAM_CLAIM
 /* #71: the tiles a split task's segment copies, in the order stream_produce_one's producer asks for them
- * (gpu/dl_claim.h): its first tile (the owner's, unclaimed), the owner's claims of sp.cchunk tiles (the next claim's
- * atomic in flight while this one's tiles are copied), then, in the slot's last segment alone (a warp with more to
+ * (gpu/dl_claim.h): its first sp.cown tiles (the owner's, unclaimed; its first claim's atomic goes out with the
+ * first of them), the owner's claims of sp.cchunk tiles (the next claim's atomic in flight while this one's tiles
+ * are copied), then, in the slot's last segment alone (a warp with more to
  * do goes on to its next segment, whose task's other warps may take from it), as a thief, the back tile of the
  * task's segment with the most unclaimed while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a
  * split task's segment).
@@ -1191,16 +1192,18 @@ struct claim_walk {
     const stream_params *sp;
     bool on, more, last;
     unsigned long long *w, nxt;
-    int n, a0, lane, phase, i, hi, p0, p1; /* phase 1 the owner's claims, 2 a thief's, 3 done; p0, p1: the rows */
+    int n, a0, F, lane, phase, i, hi, p0, p1; /* phase 1 the owner's tiles, 2 a thief's, 3 done; p0, p1: the rows */
     __device__ claim_walk(const stream_params &s, const int4 r, int part, bool slot_last, int ln)
-        : sp(&s), on(s.cword && part >= 0), more(true), last(slot_last), w(on ? s.cword + part : nullptr), nxt(0),
-          n((r.z - r.y + kTile - 1) / kTile), a0(r.y / kTile), lane(ln), phase(1), i(0), hi(0), p0(-1), p1(-1)
+        : sp(&s), on(s.cword && part >= 0), more(false), last(slot_last), w(on ? s.cword + part : nullptr), nxt(0),
+          n((r.z - r.y + kTile - 1) / kTile), a0(r.y / kTile), F(s.cown), lane(ln), phase(1), i(1), hi(0), p0(-1),
+          p1(-1)
     {
+        hi = n < F ? n : F; /* tiles 1 .. hi - 1 next: the rest of the owner's own */
+        more = n > F;
     }
     __device__ int first(int tok) /* the segment's first tile; the owner's first claim goes out now */
     {
-        if (on && n > 1 && lane == 0) nxt = atomicAdd(w, (unsigned long long)sp->cchunk);
-        if (on && n <= 1) phase = 2;
+        if (on && more && lane == 0) nxt = atomicAdd(w, (unsigned long long)sp->cchunk);
         return tok;
     }
     __device__ int next(int t) /* t: the segment's task */
@@ -1211,9 +1214,9 @@ struct claim_walk {
                 if (i < hi) return (a0 + i++) * kTile;
                 if (!more) { phase = 2; continue; }
                 const unsigned long long cur = __shfl_sync(0xffffffffu, nxt, 0);
-                const dl_claim_range cr = dl_claim_owner(cur, n, c);
+                const dl_claim_range cr = dl_claim_owner(cur, n, F, c);
                 if (cr.lo >= cr.hi) { phase = 2; continue; }
-                more = dl_claim_more(cur, n, c);
+                more = dl_claim_more(cur, n, F, c);
                 if (lane == 0 && more) nxt = atomicAdd(w, (unsigned long long)c);
                 i = cr.lo, hi = cr.hi;
                 continue;
@@ -1228,7 +1231,7 @@ struct claim_walk {
                 for (int p = p0 + lane; p < p1; p += 32) {
                     if (p == part) continue;
                     const int2 ci = sp->cinfo[p];
-                    const int left = dl_claim_left(__ldcg(sp->cword + p), ci.y);
+                    const int left = dl_claim_left(__ldcg(sp->cword + p), ci.y, F);
                     if (left > most) most = left, best = p, vn = ci.y, va = ci.x;
                 }
                 for (int o = 16; o > 0; o /= 2) { /* the warp's choice: the most left, then the lowest row */
@@ -1240,7 +1243,7 @@ struct claim_walk {
                 if (best >= 0) {
                     unsigned long long old = 0;
                     if (lane == 0) old = atomicAdd(sp->cword + best, DL_CLAIM_THIEF);
-                    const int tile = dl_claim_thief(__shfl_sync(0xffffffffu, old, 0), vn);
+                    const int tile = dl_claim_thief(__shfl_sync(0xffffffffu, old, 0), vn, F);
                     if (tile >= 0) return (va + tile) * kTile;
                     continue; /* taken meanwhile: look again */
                 }
@@ -2687,7 +2690,7 @@ struct stream_maps {
     size_t sfp;
     int cluster;       /* attempt #61: CTAs a thread-block cluster (DL_STREAM_MERGE=cluster), else 0 */
     int cluster_said;  /* the clusters' residency reported once (launch_planned) */
-    int claim, claim_min; /* attempt #71 (DL_STREAM_CLAIM, DL_STREAM_CLAIM_MIN): 0 = no claims */
+    int claim, claim_min, claim_own; /* attempt #71 (DL_STREAM_CLAIM, _MIN, _OWN): claim 0 = no claims */
     size_t cword, cinfo;  /* with claims: the claim words (u64 a partial row) and {first tile, tiles} a partial row */
 };
 
@@ -2900,7 +2903,7 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
                            "layer's merge has reset the claims (unset DL_STREAM_CLAIM)", m->claim);
         sp.cword = (unsigned long long *)(dev + m->cword);
         sp.cinfo = (const int2 *)(dev + m->cinfo);
-        sp.cchunk = m->claim, sp.cmin = m->claim_min;
+        sp.cchunk = m->claim, sp.cmin = m->claim_min, sp.cown = m->claim_own;
     }
 #endif
 #if DL_STREAM_DIAG
@@ -3407,9 +3410,12 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
      * DL_STREAM_CLAIM_MIN (0: no thieves).
      * The tile rings with a producer per consumer at D 128 and groups <= 8 take it, with 64-token units and no pool;
      * other kernels ignore it */
-    int claim, claim_min;
+    int claim, claim_min, claim_own;
     DL_TRY(knob("DL_STREAM_CLAIM", 0, 64, 0, &claim));
     DL_TRY(knob("DL_STREAM_CLAIM_MIN", 0, 64, 2, &claim_min));
+    /* a segment's first tiles, its owner's without a claim (>= 1): the first claim's round trip hides behind them
+     * (with 1, the owners' claims alone cost bf16-hw-stream 3 us at B4 L32768 on an H100, 2026-12-06) */
+    DL_TRY(knob("DL_STREAM_CLAIM_OWN", 1, 64, 4, &claim_own));
     if (claim && !DL_STREAM_CLAIM)
         return dl_fail("DL_STREAM_CLAIM=%d: this binary has no claims; build one with make STREAM_CLAIM=1 (e.g. make "
                        "static BUILD=build-a71 STREAM_CLAIM=1)", claim);
@@ -3456,6 +3462,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
     maps->claim = claim;
     maps->claim_min = claim ? claim_min : 0;
+    maps->claim_own = claim_own;
     const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
@@ -3556,6 +3563,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->unit = unit;
     out->claim = maps->claim;
     out->claim_min = maps->claim_min;
+    out->claim_own = maps->claim_own;
     out->page_stage = sh.page;
     out->deep_rings = sh.deep;
     out->warps = p.warps;

@@ -61,8 +61,9 @@ typedef struct {
     int cluster_per_task;             /* with cluster: K clusters a task (K > 1: their rows merged by a ticket) */
     int cut, seg_cost;                /* the heads order's cut (DL_CUT_*, gpu/dl_plan.h) and its cost in tiles */
     int unit;                         /* tokens per unit of the plan's cut: 64 (its tiles) or 16, 32 (DL_STREAM_UNIT) */
-    int claim, claim_min;             /* attempt #71 (make STREAM_CLAIM=1, DL_STREAM_CLAIM): the owner's tiles a claim on a
-                                       * split task's segment, and a thief's fewest unclaimed tiles; 0: no claims */
+    int claim, claim_min, claim_own;  /* attempt #71 (make STREAM_CLAIM=1, DL_STREAM_CLAIM): the owner's tiles a claim on a
+                                       * split task's segment, a thief's fewest unclaimed tiles, and a segment's first
+                                       * tiles, its owner's unclaimed; claim 0: no claims */
     size_t workspace_bytes;           /* bytes the launch needs in dl_gpu_args.workspace */
     int64_t cta_tokens_max;           /* the busiest CTA's tokens (dl_plan_cta_tokens, gpu/dl_plan.h) */
     double cta_tokens_mean;           /* the mean over the CTAs with work */

@@ -467,7 +467,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         else if (plan->order == DL_ORDER_HEADS) snprintf(walk, sizeof walk, "heads");
         char claim[24] = ""; /* attempt #71: the split tasks' tiles claimed at run time (DL_STREAM_CLAIM) */
         if (plan->claim > 0 && !dl_schedule_trivial(&sc))
-            snprintf(claim, sizeof claim, ":claim%dm%d", plan->claim, plan->claim_min);
+            snprintf(claim, sizeof claim, ":claim%dm%df%d", plan->claim, plan->claim_min, plan->claim_own);
         char sched[128];
         const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s", plan->ctas, plan->warps,
                                  plan->num_segs, merge, walk, cut,

@@ -13,34 +13,51 @@ START_TEST(test_claim_worked_example)
 {
     unsigned long long w = 0, old;
     old = w, w += 2; /* owner: unclaimed [1, 5) -> takes 1, 2 */
-    dl_claim_range r = dl_claim_owner(old, 5, 2);
+    dl_claim_range r = dl_claim_owner(old, 5, 1, 2);
     ck_assert_int_eq(r.lo, 1);
     ck_assert_int_eq(r.hi, 3);
-    ck_assert(dl_claim_more(old, 5, 2)); /* 3 and 4 left */
-    ck_assert_int_eq(dl_claim_left(w, 5), 2);
+    ck_assert(dl_claim_more(old, 5, 1, 2)); /* 3 and 4 left */
+    ck_assert_int_eq(dl_claim_left(w, 5, 1), 2);
     old = w, w += DL_CLAIM_THIEF; /* thief: takes the back, 4 */
-    ck_assert_int_eq(dl_claim_thief(old, 5), 4);
-    ck_assert_int_eq(dl_claim_left(w, 5), 1);
+    ck_assert_int_eq(dl_claim_thief(old, 5, 1), 4);
+    ck_assert_int_eq(dl_claim_left(w, 5, 1), 1);
     old = w, w += 2; /* owner: only 3 is left */
-    r = dl_claim_owner(old, 5, 2);
+    r = dl_claim_owner(old, 5, 1, 2);
     ck_assert_int_eq(r.lo, 3);
     ck_assert_int_eq(r.hi, 4);
-    ck_assert(!dl_claim_more(old, 5, 2));
-    ck_assert_int_eq(dl_claim_left(w, 5), 0);
+    ck_assert(!dl_claim_more(old, 5, 1, 2));
+    ck_assert_int_eq(dl_claim_left(w, 5, 1), 0);
     old = w, w += DL_CLAIM_THIEF; /* a late thief gets nothing, and its add leaves nothing claimable */
-    ck_assert_int_eq(dl_claim_thief(old, 5), -1);
-    ck_assert_int_eq(dl_claim_left(w, 5), 0);
-    r = dl_claim_owner(w, 5, 2);
+    ck_assert_int_eq(dl_claim_thief(old, 5, 1), -1);
+    ck_assert_int_eq(dl_claim_left(w, 5, 1), 0);
+    r = dl_claim_owner(w, 5, 1, 2);
     ck_assert_int_ge(r.lo, r.hi);
     /* one tile: the owner's first, nothing to claim or steal */
-    ck_assert_int_eq(dl_claim_left(0, 1), 0);
-    ck_assert_int_eq(dl_claim_thief(0, 1), -1);
+    ck_assert_int_eq(dl_claim_left(0, 1, 1), 0);
+    ck_assert_int_eq(dl_claim_thief(0, 1, 1), -1);
     /* two tiles: a thief may take tile 1 before the owner claims; then the owner's claim is empty */
     w = 0;
-    ck_assert_int_eq(dl_claim_thief(w, 2), 1);
+    ck_assert_int_eq(dl_claim_thief(w, 2, 1), 1);
     w += DL_CLAIM_THIEF;
-    r = dl_claim_owner(w, 2, 1);
+    r = dl_claim_owner(w, 2, 1, 1);
     ck_assert_int_ge(r.lo, r.hi);
+    /* six tiles, the first three the owner's unclaimed (F 3), chunks of 2: the claim takes 3, 4; a thief then 5 */
+    w = 0;
+    old = w, w += 2;
+    r = dl_claim_owner(old, 6, 3, 2);
+    ck_assert_int_eq(r.lo, 3);
+    ck_assert_int_eq(r.hi, 5);
+    ck_assert(dl_claim_more(old, 6, 3, 2));
+    ck_assert_int_eq(dl_claim_left(w, 6, 3), 1);
+    old = w, w += DL_CLAIM_THIEF;
+    ck_assert_int_eq(dl_claim_thief(old, 6, 3), 5);
+    old = w, w += 2;
+    r = dl_claim_owner(old, 6, 3, 2);
+    ck_assert_int_ge(r.lo, r.hi);
+    ck_assert_int_eq(dl_claim_thief(w, 6, 3), -1);
+    /* no more tiles than the owner's own: nothing to claim or steal */
+    ck_assert_int_eq(dl_claim_left(0, 3, 4), 0);
+    ck_assert_int_eq(dl_claim_thief(0, 3, 4), -1);
 }
 END_TEST
 
@@ -53,7 +70,7 @@ typedef struct {
 } task_state;
 
 typedef struct {
-    int phase; /* 0 own first tile, 1 owner claims, 2 thief scans, 3 thief adds, 4 done */
+    int phase; /* 0 own first tiles, 1 owner claims, 2 thief scans, 3 thief adds, 4 done */
     int victim;
 } agent;
 
@@ -69,24 +86,24 @@ static void take(task_state *ts, int seg, int tile, int who)
 
 /* One step of agent i (the producer of segment i): as stream_produce_one's claim path does it, one memory
  * operation a step (the owner's add, a thief's scan of the words, a thief's add). */
-static void step(task_state *ts, agent *ag, int i, int c, int cmin)
+static void step(task_state *ts, agent *ag, int i, int F, int c, int cmin)
 {
     agent *a = &ag[i];
     const int n = ts->n[i];
-    if (a->phase == 0) {
-        take(ts, i, 0, i);
-        a->phase = n > 1 ? 1 : 2;
+    if (a->phase == 0) { /* its first F tiles, unclaimed */
+        for (int t = 0; t < F && t < n; t++) take(ts, i, t, i);
+        a->phase = n > F ? 1 : 2;
     } else if (a->phase == 1) {
         const unsigned long long old = ts->w[i];
         ts->w[i] += (unsigned long long)c;
-        const dl_claim_range r = dl_claim_owner(old, n, c);
+        const dl_claim_range r = dl_claim_owner(old, n, F, c);
         for (int t = r.lo; t < r.hi; t++) take(ts, i, t, i);
-        if (r.lo >= r.hi || !dl_claim_more(old, n, c)) a->phase = 2;
+        if (r.lo >= r.hi || !dl_claim_more(old, n, F, c)) a->phase = 2;
     } else if (a->phase == 2) {
         int best = -1, most = cmin - 1;
         if (cmin > 0)
             for (int v = 0; v < ts->nseg; v++) {
-                const int left = dl_claim_left(ts->w[v], ts->n[v]);
+                const int left = dl_claim_left(ts->w[v], ts->n[v], F);
                 if (v != i && left > most) most = left, best = v;
             }
         if (best < 0) a->phase = 4;
@@ -95,15 +112,15 @@ static void step(task_state *ts, agent *ag, int i, int c, int cmin)
         const int v = a->victim;
         const unsigned long long old = ts->w[v];
         ts->w[v] += DL_CLAIM_THIEF;
-        const int t = dl_claim_thief(old, ts->n[v]);
+        const int t = dl_claim_thief(old, ts->n[v], F);
         if (t >= 0) take(ts, v, t, i);
         a->phase = 2;
     }
 }
 
-/* Runs a task of nseg segments of n[] tiles to the end under a random schedule (agent `slow` is picked
- * 1 time in `slowness` when others can run); returns the tiles stolen. */
-static int run_task(uint64_t seed, int nseg, const int *n, int c, int cmin, int slow, int slowness)
+/* Runs a task of nseg segments of n[] tiles (each owner's first F unclaimed) to the end under a random schedule
+ * (agent `slow` is picked 1 time in `slowness` when others can run); returns the tiles stolen. */
+static int run_task(uint64_t seed, int nseg, const int *n, int F, int c, int cmin, int slow, int slowness)
 {
     task_state ts;
     memset(&ts, 0, sizeof ts);
@@ -122,11 +139,11 @@ static int run_task(uint64_t seed, int nseg, const int *n, int c, int cmin, int 
         int i = live[dl_rng_below(seed, 1, draw++, (uint64_t)nl)];
         if (i == slow && nl > 1 && dl_rng_below(seed, 2, draw++, (uint64_t)slowness) != 0)
             continue; /* the slow owner waits this step */
-        step(&ts, ag, i, c, cmin);
+        step(&ts, ag, i, F, c, cmin);
     }
     int got = 0;
     for (int s = 0; s < nseg; s++) {
-        ck_assert_int_eq(ts.taken[s][0], s + 1); /* the first tile is always its owner's */
+        for (int t = 0; t < F && t < n[s]; t++) ck_assert_int_eq(ts.taken[s][t], s + 1); /* the first F: its owner's */
         for (int t = 0; t < n[s]; t++) got += ts.taken[s][t] != 0;
         if (cmin == 0) /* no thieves: the owner took all its tiles */
             for (int t = 0; t < n[s]; t++) ck_assert_int_eq(ts.taken[s][t], s + 1);
@@ -138,16 +155,19 @@ static int run_task(uint64_t seed, int nseg, const int *n, int c, int cmin, int 
 START_TEST(test_claim_interleavings)
 {
     int runs = 0;
+    const int own[3] = {1, 2, 4};
     for (int nseg = 1; nseg <= kMaxSegs; nseg += 3)
-        for (int c = 1; c <= 4; c++)
-            for (int cmin = 0; cmin <= 3; cmin++)
-                for (int r = 0; r < 40; r++, runs++) {
-                    const uint64_t seed = 0x71c1a1ull * 1000003u + (uint64_t)runs;
-                    int n[kMaxSegs];
-                    for (int i = 0; i < nseg; i++) n[i] = 1 + (int)dl_rng_below(seed, 3, (uint64_t)i, kMaxTiles);
-                    run_task(seed, nseg, n, c, cmin, (int)dl_rng_below(seed, 4, 0, (uint64_t)nseg), 1 + r % 5);
-                }
-    ck_assert_int_eq(runs, 4 * 4 * 4 * 40);
+        for (int fi = 0; fi < 3; fi++)
+            for (int c = 1; c <= 4; c++)
+                for (int cmin = 0; cmin <= 3; cmin++)
+                    for (int r = 0; r < 20; r++, runs++) {
+                        const uint64_t seed = 0x71c1a1ull * 1000003u + (uint64_t)runs;
+                        int n[kMaxSegs];
+                        for (int i = 0; i < nseg; i++) n[i] = 1 + (int)dl_rng_below(seed, 3, (uint64_t)i, kMaxTiles);
+                        run_task(seed, nseg, n, own[fi], c, cmin, (int)dl_rng_below(seed, 4, 0, (uint64_t)nseg),
+                                 1 + r % 5);
+                    }
+    ck_assert_int_eq(runs, 4 * 3 * 4 * 4 * 20);
 }
 END_TEST
 
@@ -157,10 +177,10 @@ START_TEST(test_claim_slow_owner_is_robbed)
 {
     const int n[8] = {20, 20, 20, 20, 20, 20, 20, 20};
     int robbed = 0;
-    for (int r = 0; r < 20; r++) robbed += run_task(0x5105ull + (uint64_t)r, 8, n, 2, 2, 3, 10) > 0;
+    for (int r = 0; r < 20; r++) robbed += run_task(0x5105ull + (uint64_t)r, 8, n, 4, 2, 2, 3, 10) > 0;
     ck_assert_int_eq(robbed, 20);
     /* with thieves off (cmin 0) nothing is stolen however slow an owner */
-    for (int r = 0; r < 20; r++) ck_assert_int_eq(run_task(0x5105ull + (uint64_t)r, 8, n, 2, 0, 3, 10), 0);
+    for (int r = 0; r < 20; r++) ck_assert_int_eq(run_task(0x5105ull + (uint64_t)r, 8, n, 4, 2, 0, 3, 10), 0);
 }
 END_TEST
 
