@@ -3,7 +3,8 @@
 # STREAM_CLAIM=1, DL_STREAM_CLAIM) against the plan's fixed segments, in one binary, alternated. Steps, in priority
 # order (tests/gpu/steps_job.sh; results packed after each, the rows printed last), after a smoke run (below):
 #   1. B4 L32768 (the merge kernel: 16-17 segments a task), bf16-hw-stream: off / DL_STREAM_CLAIM=2, twice, then
-#      claims of 1 and 4 tiles, and owners' claims without thieves (DL_STREAM_CLAIM_MIN=0: the claims' own cost);
+#      8 own tiles (DL_STREAM_CLAIM_OWN; default 4), claims of 4 tiles, and owners' claims without thieves
+#      (DL_STREAM_CLAIM_MIN=0: the claims' own cost);
 #   2. B1 L32768 (~99 segments a task): off / 2, twice;
 #   3. B64 L1024 e4m3 and the 70B shape (tasks merged by ticket, 1-2 segments a task): off / 2;
 #   4. the three policies (cast, fast, hw) at B4: off / 2;
@@ -25,7 +26,7 @@ for m in kernel ticket; do
     [ $rc -eq 0 ] || { echo "claim_job: the smoke run ($m) exited $rc: stopping"; exit 1; }
 done
 P='- DL_STREAM_CLAIM=2 - DL_STREAM_CLAIM=2'
-STEPS="${PRE_STEPS:+$PRE_STEPS;}decodelab-a71|8b_b4_l32768_e4m3|$P DL_STREAM_CLAIM=1 DL_STREAM_CLAIM=4 DL_STREAM_CLAIM=2,DL_STREAM_CLAIM_MIN=0|bf16-hw-stream"
+STEPS="${PRE_STEPS:+$PRE_STEPS;}decodelab-a71|8b_b4_l32768_e4m3|$P DL_STREAM_CLAIM=2,DL_STREAM_CLAIM_OWN=8 DL_STREAM_CLAIM=4 DL_STREAM_CLAIM=2,DL_STREAM_CLAIM_MIN=0|bf16-hw-stream"
 STEPS="$STEPS;decodelab-a71|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-a71|8b_b64_l1024_e4m3|- DL_STREAM_CLAIM=2|bf16-hw-stream"
 STEPS="$STEPS;decodelab-a71|70b_b64_l4096_e4m3|- DL_STREAM_CLAIM=2|bf16-hw-stream"
