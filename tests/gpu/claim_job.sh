@@ -7,7 +7,8 @@
 #      (DL_STREAM_CLAIM_MIN=0: the claims' own cost);
 #   2. B1 L32768 (~99 segments a task): off / 2, twice;
 #   3. B64 L1024 e4m3 and the 70B shape (tasks merged by ticket, 1-2 segments a task): off / 2;
-#   4. the three policies (cast, fast, hw) at B4: off / 2;
+#   4. the cast and fast policies at B4 on the tile rings (their default there is the page stage, which takes no
+#      claims): off / 2;
 #   5. main's build at B4 (decodelab), the reference row.
 # Every row PASS-judged against the golden outputs (the claims move a segment's tokens, the model keeps the plan's
 # cut: the merge's rounding alone differs). Needs .carry/decodelab-a71.xz (make static BUILD=build-a71
@@ -30,6 +31,6 @@ STEPS="${PRE_STEPS:+$PRE_STEPS;}decodelab-a71|8b_b4_l32768_e4m3|$P DL_STREAM_CLA
 STEPS="$STEPS;decodelab-a71|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
 STEPS="$STEPS;decodelab-a71|8b_b64_l1024_e4m3|- DL_STREAM_CLAIM=2|bf16-hw-stream"
 STEPS="$STEPS;decodelab-a71|70b_b64_l4096_e4m3|- DL_STREAM_CLAIM=2|bf16-hw-stream"
-STEPS="$STEPS;decodelab-a71|8b_b4_l32768_e4m3|- DL_STREAM_CLAIM=2|bf16-cast-stream,bf16-fast-stream"
+STEPS="$STEPS;decodelab-a71|8b_b4_l32768_e4m3|DL_STREAM_STAGE=tile DL_STREAM_STAGE=tile,DL_STREAM_CLAIM=2|bf16-cast-stream,bf16-fast-stream"
 STEPS="$STEPS;decodelab|8b_b4_l32768_e4m3|-|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-400}" bash tests/gpu/steps_job.sh | tail -40
