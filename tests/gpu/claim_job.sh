@@ -16,12 +16,13 @@
 # STEPS_S (the steps' time limit, default 400).
 source tests/gpu/job_start.sh # the card, .carry unpacked
 # 0. a smoke run first, under a time limit: a small split case (B2 L5000, 16 tasks over the plan's warps) with claims
-#    and thieves at their most (DL_STREAM_CLAIM_MIN=1), merged by the kernel and by ticket; a hang or a FAIL stops here
+#    and thieves at their most (DL_STREAM_CLAIM_MIN=1), the tile rings for every policy, merged by the kernel and by
+#    ticket; a hang or a FAIL stops here
 gunzip -c .carry/decodelab-a71.gz > /tmp/a71 && chmod +x /tmp/a71 || exit 2
 /tmp/a71 golden --preset llama3-8b --batch 2 --seq-len 5000 --kv-dtype e4m3 --kv-scale absmax-tensor --models exact,bf16 \
     --seed 7 --out /tmp/claim_smoke.h5 > /dev/null || exit 2
 for m in kernel ticket; do
-    rc=0; DL_STREAM_CLAIM=2 DL_STREAM_CLAIM_MIN=1 DL_STREAM_MERGE=$m timeout 90 /tmp/a71 run /tmp/claim_smoke.h5 \
+    rc=0; DL_STREAM_CLAIM=2 DL_STREAM_CLAIM_MIN=1 DL_STREAM_STAGE=tile DL_STREAM_MERGE=$m timeout 90 /tmp/a71 run /tmp/claim_smoke.h5 \
         --variants 'bf16-*-stream' > "$OUT/smoke_$m.txt" 2>&1 || rc=$?
     echo "== smoke, merge $m: exit $rc"; grep -E 'PASS|FAIL|claim' "$OUT/smoke_$m.txt" | head -8
     [ $rc -eq 0 ] || { echo "claim_job: the smoke run ($m) exited $rc: stopping"; exit 1; }
