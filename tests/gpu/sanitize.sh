@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sanitize.sh - `make test-gpu-sanitize` (GPU machine): compute-sanitizer memcheck,
 # racecheck and synccheck over every variant of `decodelab list`, each on a handful
-# of small nasty cases generated fresh (ragged lengths 1, page boundaries +-1 and one of 300,
+# of small nasty cases generated fresh (ragged lengths 1, page boundaries +-1 and one of 300, and two cases of
+# requests of 3000 and 1000 tokens that the streaming family splits and merges (by its merge kernel, by ticket),
 # page size 1 and 16, NHD and HND, group sizes 1/2/4/5, every KV dtype, D 64/128/256, 2 KV heads and, in
 # one case, 8: the streaming variants' whole-page stage; the 16-bit D 128 case twice, the second time with
 # DL_STREAM_DEEP=0: the tile rings in 3 x 2, which 'auto' leaves for the deep rings on runs this short, attempt #57),
@@ -38,30 +39,42 @@ if [ -n "${DL_VARIANTS:-}" ]; then
     VARIANTS=$picked
 fi
 echo "test-gpu-sanitize: variants:" $VARIANTS
-LENS=1,2,15,16,17,33,300 # 300: five tiles, so that --splits 4 splits (and the stream family merges by kernel)
-#        kv    D   layout page group q  [KV heads, default 2: the last case's 8 take the streaming
-#                                         variants' whole-page stage, gpu/decode_stream.cu page_shape]
+LENS=1,2,15,16,17,33,300 # 300: five tiles, so that --splits 4 splits the split-KV variants
+# The streaming family's plan splits none of these tasks (their schedules read ...:none:..., 2026-12-06): the split
+# cases' two long requests (3000 and 1000 tokens, 2 KV heads: 4 tasks of 47 and 16 tiles over the plan's warps) make
+# it cut tasks into segments and merge them, by its merge kernel (split: auto takes it at 4 segments a task or more)
+# and by ticket (splitticket: DL_STREAM_MERGE=ticket, unless the environment names a merge, as verify_job's cluster
+# step does).
+SPLIT_LENS=3000,1000
+#        kv    D   layout page group q  [KV heads, default 2: the 8-head case takes the streaming
+#                                         variants' whole-page stage, gpu/decode_stream.cu page_shape] [form]
 CASES=("e4m3 128 NHD 16 4 bf16"
        "e5m2 64  HND 1  5 f16"
        "bf16 256 NHD 1  1 bf16"
        "f16  128 HND 16 4 f16"
        "e4m3 64  HND 16 1 bf16"
        "e4m3 128 NHD 16 2 bf16 8"
-       "f16  128 HND 16 4 f16 2 wide")
-FILES=(); ENVS=() # ENVS: each file's plan knobs (8 KV heads: DL_STREAM_STAGE=page, every streaming policy paged;
-                  # wide: DL_STREAM_DEEP=0)
+       "f16  128 HND 16 4 f16 2 wide"
+       "e4m3 128 NHD 16 4 bf16 2 split"
+       "e5m2 128 HND 16 2 bf16 2 splitticket")
+FILES=(); SPLIT=() # SPLIT: the split cases' files (checked below to have split and merged)
+ENVS=() # ENVS: each file's plan knobs (8 KV heads: DL_STREAM_STAGE=page, every streaming policy paged;
+                  # wide: DL_STREAM_DEEP=0; splitticket: DL_STREAM_MERGE=ticket)
 i=0
 for c in "${CASES[@]}"; do
     set -- $c
     f="$WORK/case$i.h5"
-    if ! "$DECODELAB" golden --seq-len $LENS --num-kv-heads "${7:-2}" --num-qo-heads $((${7:-2} * $5)) --head-dim $2 \
+    lens=$LENS; case "${8:-}" in split*) lens=$SPLIT_LENS ;; esac
+    if ! "$DECODELAB" golden --seq-len $lens --num-kv-heads "${7:-2}" --num-qo-heads $((${7:-2} * $5)) --head-dim $2 \
             --kv-layout $3 --page-size $4 --kv-dtype $1 --q-dtype $6 --seed $((SEED + i)) --out "$f" --force > /dev/null; then
         echo "test-gpu-sanitize: generating case $i ($c) failed" >&2; exit 2
     fi
     FILES+=("$f")
+    case "${8:-}" in split*) SPLIT+=("$f") ;; esac
     # (with DL_STREAM_MERGE=cluster in the environment, attempt #61, the clusters are the tile rings': no page stage)
     if [ "${7:-2}" = 8 ] && [ "${DL_STREAM_MERGE:-}" != cluster ]; then ENVS+=(DL_STREAM_STAGE=page)
     elif [ "${8:-}" = wide ]; then ENVS+=(DL_STREAM_DEEP=0)
+    elif [ "${8:-}" = splitticket ] && [ -z "${DL_STREAM_MERGE:-}" ]; then ENVS+=(DL_STREAM_MERGE=ticket)
     else ENVS+=(DL_STREAM_STAGE=auto); fi
     i=$((i + 1))
 done
@@ -104,6 +117,16 @@ for v in $VARIANTS; do
                 n=$((n + e))
             done
         done
+        # a split case that the streaming family's plan no longer splits checks none of its merges: said, and a failure
+        if [[ $v == *-stream ]]; then
+            for f in "${SPLIT[@]}"; do
+                log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s1.log"
+                if ! grep -qE 'schedule plan:[^ ]*:(kernel|ticket|cluster)' "$log"; then
+                    echo "  $tool $v $(basename "$f"): the plan merged no split task (no kernel, ticket or cluster merge named in $log)"
+                    status=1; n=$((n + 1))
+                fi
+            done
+        fi
         ERR["$v,$tool"]=$n
         [ $n -ne 0 ] && status=1
     done
