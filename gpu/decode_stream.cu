@@ -574,10 +574,11 @@ __device__ __forceinline__ void merge_task(const dl_gpu_args &a, int k0, int k1,
 }
 
 /* Attempt #71 (make STREAM_CLAIM=1, an experiment; DL_STREAM_CLAIM picks it at run time): a split task's segments
- * claim their tiles (gpu/dl_claim.h) and, once their own are claimed, take the unclaimed tiles at the back of the
- * task's other segments, so that the warps of a task that run faster read more of it. The tile rings with a producer
- * per consumer at D 128 and groups <= 8 (the kernels that load a segment's inputs early, #37) alone; 0 compiles none
- * of it, so that the other builds' kernels keep their code. */
+ * claim their tiles (gpu/dl_claim.h) and, in a warp's last segment once its own are claimed, take the unclaimed
+ * tiles at the back of the task's other segments, so that the warps of a task that run faster read more of it. The
+ * tile rings with a producer per consumer at D 128 and groups <= 8 (the kernels that load a segment's inputs early,
+ * #37) alone; 0 compiles none of it, so that the other builds' kernels keep their code. Measured on an H100: at best a
+ * tie with the plan's fixed segments (gpu/NOTES.md, #71). */
 #ifndef DL_STREAM_CLAIM
 #define DL_STREAM_CLAIM 0
 #endif
@@ -1183,11 +1184,10 @@ __device__ __forceinline__ void stream_produce(const dl_gpu_args &a, const strea
 /* #71: the tiles a split task's segment copies, in the order stream_produce_one's producer asks for them
  * (gpu/dl_claim.h): its first sp.cown tiles (the owner's, unclaimed; its first claim's atomic goes out with the
  * first of them), the owner's claims of sp.cchunk tiles (the next claim's atomic in flight while this one's tiles
- * are copied), then, in the slot's last segment alone (a warp with more to
- * do goes on to its next segment, whose task's other warps may take from it), as a thief, the back tile of the
- * task's segment with the most unclaimed while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a
- * split task's segment).
- * Warp-uniform: every lane holds the same state (lane 0's atomics are broadcast). */
+ * are copied), then, in the slot's last segment alone (a warp with more to do goes on to its next segment, whose
+ * task's other warps may take from it), as a thief, the back tile of the task's segment with the most unclaimed
+ * while one has sp.cmin; -1 at the end. on: claims apply (sp.cword set, a split task's segment). Warp-uniform: every
+ * lane holds the same state (lane 0's atomics are broadcast). */
 struct claim_walk {
     const stream_params *sp;
     bool on, more, last;
