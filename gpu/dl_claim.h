@@ -16,11 +16,7 @@
 #ifndef DL_CLAIM_H
 #define DL_CLAIM_H
 
-#ifdef __CUDACC__
-#define DL_CLAIM_HD __host__ __device__ __forceinline__
-#else
-#define DL_CLAIM_HD static inline
-#endif
+#include "../ref/dl_formats.h" /* DL_HD */
 
 #define DL_CLAIM_THIEF (1ull << 32) /* a thief's add */
 
@@ -28,11 +24,11 @@ typedef struct {
     int lo, hi; /* relative tiles [lo, hi); empty when lo >= hi */
 } dl_claim_range;
 
-DL_CLAIM_HD int dl_claim_f(unsigned long long w) { return (int)(w & 0xffffffffull); }
-DL_CLAIM_HD int dl_claim_s(unsigned long long w) { return (int)(w >> 32); }
+DL_HD int dl_claim_f(unsigned long long w) { return (int)(w & 0xffffffffull); }
+DL_HD int dl_claim_s(unsigned long long w) { return (int)(w >> 32); }
 
 /* The owner's tiles from a claim of c tiles that saw word `old`, in a segment of n tiles whose first F are its own. */
-DL_CLAIM_HD dl_claim_range dl_claim_owner(unsigned long long old, int n, int F, int c)
+DL_HD dl_claim_range dl_claim_owner(unsigned long long old, int n, int F, int c)
 {
     const int f = dl_claim_f(old), s = dl_claim_s(old);
     dl_claim_range r;
@@ -42,13 +38,13 @@ DL_CLAIM_HD dl_claim_range dl_claim_owner(unsigned long long old, int n, int F, 
 }
 
 /* Whether tiles may be left after an owner's claim of c tiles that saw `old` (then it claims again). */
-DL_CLAIM_HD int dl_claim_more(unsigned long long old, int n, int F, int c)
+DL_HD int dl_claim_more(unsigned long long old, int n, int F, int c)
 {
     return F + dl_claim_f(old) + c < n - dl_claim_s(old);
 }
 
 /* The tile a thief took with an add that saw `old`, or -1. */
-DL_CLAIM_HD int dl_claim_thief(unsigned long long old, int n, int F)
+DL_HD int dl_claim_thief(unsigned long long old, int n, int F)
 {
     const int f = dl_claim_f(old), s = dl_claim_s(old);
     return F + f + s < n ? n - 1 - s : -1;
@@ -56,7 +52,7 @@ DL_CLAIM_HD int dl_claim_thief(unsigned long long old, int n, int F)
 
 /* The unclaimed tiles of a segment of n tiles, its first F its owner's, whose word is w (what a thief's scan
  * compares). */
-DL_CLAIM_HD int dl_claim_left(unsigned long long w, int n, int F)
+DL_HD int dl_claim_left(unsigned long long w, int n, int F)
 {
     const int r = n - F - dl_claim_f(w) - dl_claim_s(w);
     return r > 0 ? r : 0;
