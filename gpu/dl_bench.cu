@@ -197,6 +197,7 @@ struct dl_bench {
     int graph_n;
     unsigned *sink;
     dl_rr_check *check;         /* dl_bench_read_check's counters, allocated on first use */
+    int carveout_kb;            /* DL_BENCH_CARVEOUT: the shared memory an SM is set up for after a flush; 0 = off */
 };
 
 /* Keeps the GPU busy for about `cycles` SM clocks. */
@@ -205,6 +206,36 @@ __global__ void dl_spin_kernel(long long cycles)
     long long t0 = clock64();
     while (clock64() - t0 < cycles) {
     }
+}
+
+/* DL_BENCH_CARVEOUT=KB (diagnosis, issue 10; 0 or unset = off): after each cold sample's flush, one CTA an SM of
+ * this empty kernel holding KB of shared memory, so that the timed launch finds the SMs set up for a large
+ * shared-memory carveout instead of the flush's (nothing else of the sample changes; outside the events).
+ * DL_BENCH_CARVEOUT_PREF (0..100, default 100) is its preferred carveout, percent of the most: 0 with a small KB is
+ * the control (the same extra kernel, the SMs left with the most L1). */
+__global__ void dl_carveout_kernel() {}
+
+static int carveout_setup(dl_bench *b)
+{
+    const char *e = getenv("DL_BENCH_CARVEOUT");
+    if (!e) return 0;
+    char *end = NULL;
+    const long v = strtol(e, &end, 10);
+    if (!*e || *end || v < 0 || v > 227)
+        return dl_fail("DL_BENCH_CARVEOUT: '%s' is not an integer in 0..227 (KB of shared memory a CTA)", e);
+    b->carveout_kb = (int)v;
+    if (!v) return 0;
+    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v * 1024));
+    long pref = 100;
+    if ((e = getenv("DL_BENCH_CARVEOUT_PREF")) != NULL) {
+        pref = strtol(e, &end, 10);
+        if (!*e || *end || pref < 0 || pref > 100)
+            return dl_fail("DL_BENCH_CARVEOUT_PREF: '%s' is not an integer in 0..100 (percent)", e);
+    }
+    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, (int)pref));
+    fprintf(stderr, "decodelab: DL_BENCH_CARVEOUT=%ld: an empty kernel with %ld KB of shared memory a CTA (carveout "
+                    "preference %ld %%), one CTA an SM, after every cold sample's flush (diagnosis)\n", v, v, pref);
+    return 0;
 }
 
 extern "C" int dl_bench_create(dl_bench **out)
@@ -229,6 +260,7 @@ extern "C" int dl_bench_create(dl_bench **out)
             rc = dl_fail("bench setup (stream, events, %zu-byte L2 flush buffer) failed: %s", b->flush_bytes,
                          cudaGetErrorString(e));
     }
+    if (!rc) rc = carveout_setup(b);
     if (rc) {
         dl_bench_destroy(b);
         return rc;
@@ -339,7 +371,14 @@ extern "C" int dl_bench_flush_l2(dl_bench *b)
 
 static int before_sample(dl_bench *b, int flush)
 {
-    if (flush) return dl_bench_flush_l2(b);
+    if (flush) {
+        DL_TRY(dl_bench_flush_l2(b));
+        if (b->carveout_kb) {
+            dl_carveout_kernel<<<b->sm_count, 32, (size_t)b->carveout_kb * 1024, b->stream>>>();
+            DL_CUDA_CHECK(cudaGetLastError());
+        }
+        return 0;
+    }
     dl_spin_kernel<<<1, 1, 0, b->stream>>>(b->spin_cycles);
     DL_CUDA_CHECK(cudaGetLastError());
     return 0;
