@@ -6,7 +6,8 @@
  * DL_FLUSH_READ a read of 4x L2), events around the launch; hot samples put a
  * spin kernel first so launch latency is hidden behind device work. Also the
  * read reference of a decode case (dl_bench_time_read: a page-table-order and
- * a contiguous read of exactly the case's KV bytes). */
+ * a contiguous read of exactly the case's KV bytes), and DL_BENCH_CARVEOUT, a diagnosis that sets the SMs'
+ * shared-memory carveout between a cold sample's flush and its timed launch. */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdio.h>
