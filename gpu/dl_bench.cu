@@ -216,26 +216,32 @@ __global__ void dl_spin_kernel(long long cycles)
  * the control (the same extra kernel, the SMs left with the most L1). */
 __global__ void dl_carveout_kernel() {}
 
-static int carveout_setup(dl_bench *b)
+/* An integer from the environment: unset = def; else a whole integer in lo..hi, or an error naming it (unit: what
+ * the value counts). */
+static int env_int(const char *name, int lo, int hi, int def, const char *unit, int *out)
 {
-    const char *e = getenv("DL_BENCH_CARVEOUT");
+    *out = def;
+    const char *e = getenv(name);
     if (!e) return 0;
     char *end = NULL;
     const long v = strtol(e, &end, 10);
-    if (!*e || *end || v < 0 || v > 227)
-        return dl_fail("DL_BENCH_CARVEOUT: '%s' is not an integer in 0..227 (KB of shared memory a CTA)", e);
-    b->carveout_kb = (int)v;
-    if (!v) return 0;
-    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v * 1024));
-    long pref = 100;
-    if ((e = getenv("DL_BENCH_CARVEOUT_PREF")) != NULL) {
-        pref = strtol(e, &end, 10);
-        if (!*e || *end || pref < 0 || pref > 100)
-            return dl_fail("DL_BENCH_CARVEOUT_PREF: '%s' is not an integer in 0..100 (percent)", e);
-    }
-    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, (int)pref));
-    fprintf(stderr, "decodelab: DL_BENCH_CARVEOUT=%ld: an empty kernel with %ld KB of shared memory a CTA (carveout "
-                    "preference %ld %%), one CTA an SM, after every cold sample's flush (diagnosis)\n", v, v, pref);
+    if (!*e || *end || v < lo || v > hi) return dl_fail("%s: '%s' is not an integer in %d..%d (%s)", name, e, lo, hi, unit);
+    *out = (int)v;
+    return 0;
+}
+
+static int carveout_setup(dl_bench *b)
+{
+    int pref = 100;
+    DL_TRY(env_int("DL_BENCH_CARVEOUT", 0, 227, 0, "KB of shared memory a CTA", &b->carveout_kb));
+    if (!b->carveout_kb) return 0;
+    DL_TRY(env_int("DL_BENCH_CARVEOUT_PREF", 0, 100, 100, "percent", &pref));
+    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       b->carveout_kb * 1024));
+    DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pref));
+    fprintf(stderr, "decodelab: DL_BENCH_CARVEOUT=%d: an empty kernel with %d KB of shared memory a CTA (carveout "
+                    "preference %d %%), one CTA an SM, after every cold sample's flush (diagnosis)\n",
+            b->carveout_kb, b->carveout_kb, pref);
     return 0;
 }
 
