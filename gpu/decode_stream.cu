@@ -1453,7 +1453,9 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * for 16 CTAs an SM, ptxas issues 19 of the 32 loads before the first fold, 126 registers) and folding them
  * into one word; nothing is staged in shared memory (the CTA still reserves the TMA probe's, so that the same
  * number of CTAs share an SM): whether staging in shared memory, rather than the walk, is what the probes lose
- * against the page-order read. */
+ * against the page-order read. DL_STREAM_PROBE_LDG_STS=1: each batch is stored into the CTA's 16 KB and folded from
+ * there (bytes landing in shared memory through registers, not through the async copies); 2: the 16 KB reserved,
+ * unused (its control at the same CTAs an SM). */
 /* timed (DL_STREAM_DRY=7): per CTA, in the timeline's arrays (g_tl: entry, the first copy landed, the last copy
  * landed; g_tl_mark: the first page id loaded, the first copy issued), as the decode kernels' DL_STREAM_DRY=3. */
 /* One box of the probe (heads hg .. hg + bh - 1 of a page, R bytes a row) as n 16-byte chunks in the global order
@@ -1479,13 +1481,15 @@ __device__ __forceinline__ void ldgsts_box(uint8_t *dst, const uint8_t *cache, c
 {
     for (int i = tid; i < bx.n; i += nt) dl_cp_async16(dst + 16 * i, cache + bx.first + bx.off(i), 16);
 }
-constexpr int kProbeTma = 0, kProbeLdgsts = 1, kProbeLdg = 2, kProbeLdgBatch = 16;
+constexpr int kProbeTma = 0, kProbeLdgsts = 1, kProbeLdg = 2, kProbeLdgSts = 3, kProbeLdgBatch = 16;
+constexpr int kProbeLdgStage = 2 * kProbeLdgBatch * 32 * 16; /* DL_STREAM_PROBE_LDG_STS: a batch of K and V, 32 lanes */
 constexpr int kProbeMaxThreads = 256; /* LDGSTS: DL_STREAM_PROBE_THREADS (32 .. 256) share a CTA's copies */
 __device__ unsigned g_probe_sink; /* LDG: written only if the fold hits an impossible key (keeps the loads) */
 /* LDG: thread lane's 16-byte chunks of the K and the V box at the same offsets, loaded kProbeLdgBatch at a time
  * before any is used, folded into *acc */
+template <bool STS>
 __device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, const box_chunks &bx, int lane,
-                                          unsigned *acc)
+                                          unsigned *acc, uint4 *stage)
 {
     for (int i0 = lane; i0 < bx.n; i0 += 32 * kProbeLdgBatch) {
         uint4 k[kProbeLdgBatch], v[kProbeLdgBatch];
@@ -1498,12 +1502,27 @@ __device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, 
                 v[u] = __ldcs((const uint4 *)(vc + bx.first + bx.off(i)));
             }
         }
+        if constexpr (STS) { /* DL_STREAM_PROBE_LDG_STS=1: the batch lands in shared memory; the fold reads the next lane's */
+#pragma unroll
+            for (int u = 0; u < kProbeLdgBatch; u++) {
+                stage[u * 32 + lane] = k[u];
+                stage[(kProbeLdgBatch + u) * 32 + lane] = v[u];
+            }
+            __syncwarp();
+#pragma unroll
+            for (int u = 0; u < 2 * kProbeLdgBatch; u++) {
+                const uint4 x = stage[u * 32 + ((lane + 1) & 31)];
+                *acc ^= x.x ^ x.y ^ x.z ^ x.w;
+            }
+            __syncwarp(); /* read before the next batch overwrites */
+            continue;
+        }
 #pragma unroll
         for (int u = 0; u < kProbeLdgBatch; u++) *acc ^= k[u].x ^ k[u].y ^ k[u].z ^ k[u].w ^ v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
 }
 template <int MODE>
-__global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MODE == kProbeLdg ? 16 : 1) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
+__global__ void __launch_bounds__(MODE >= kProbeLdg ? 32 : kProbeMaxThreads, MODE >= kProbeLdg ? 16 : 1) stream_copy_probe(const int32_t *kv_indices, int npages, int Hkv, int boxheads,
                                                          int ns, uint32_t box_bytes,
                                                          const __grid_constant__ CUtensorMap kmap,
                                                          const __grid_constant__ CUtensorMap vmap, int timed,
@@ -1524,14 +1543,15 @@ __global__ void __launch_bounds__(MODE == kProbeLdg ? 32 : kProbeMaxThreads, MOD
         j = j0 + (inner ? m / ng : m % npg);
         hg = (inner ? m % ng : m / npg) * boxheads;
     };
-    if constexpr (MODE == kProbeLdg) {
+    if constexpr (MODE >= kProbeLdg) { /* kProbeLdgSts: DL_STREAM_PROBE_LDG_STS=1 */
         unsigned acc = 0;
         for (int n = 0; n < nrun; n++) {
             int j, hg;
             walk(n, j, hg);
             const int page = kv_indices[j];
             if (timed && n == 0) g_tl_mark[kTlMarks * blockIdx.x + kTlPage] = tl_now();
-            ldg_boxes(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), tid, &acc);
+            ldg_boxes<MODE == kProbeLdgSts>(kc, vc, box_chunks(nhd, page, hg, boxheads, Hkv, ps, R), tid, &acc,
+                                            (uint4 *)probe_smem);
             if (timed && n == 0) g_tl[3 * blockIdx.x + 1] = tl_now(); /* the first page's pieces folded */
         }
         if (acc == 0x9E3779B9u) g_probe_sink = acc;
@@ -2679,6 +2699,8 @@ struct stream_maps {
     int probe_threads; /* threads a probe CTA (DL_STREAM_PROBE_THREADS with LDGSTS; else 32) */
     int probe_l2pf;   /* TMA: copies prefetched into L2 ahead of the ring (DL_STREAM_PROBE_L2PF) */
     int probe_walk;   /* DL_STREAM_PROBE_WALK: 0 head groups outermost (a run once per group), 1 innermost */
+    int probe_ldg_sts; /* DL_STREAM_PROBE_LDG_STS: 0 off, 1 the LDG probe's batches pass through shared memory, 2 the
+                        * same shared memory reserved, unused */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
                        * 16-byte loads into registers */
     uint32_t probe_box;
@@ -2922,6 +2944,7 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
     if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
         const int smem = m->probe_smem; /* its attribute set by make_plan */
         (m->probe_mode == kProbeLdg      ? stream_copy_probe<kProbeLdg>
+         : m->probe_mode == kProbeLdgSts ? stream_copy_probe<kProbeLdgSts>
          : m->probe_mode == kProbeLdgsts ? stream_copy_probe<kProbeLdgsts>
                                          : stream_copy_probe<kProbeTma>)<<<m->probe_ctas, m->probe_threads, smem,
                                                                            (cudaStream_t)a->stream>>>(
@@ -3226,6 +3249,17 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_TRY(knob("DL_STREAM_PROBE_LDG_SMEM", 0, 1, 1, &ldg_smem));
     if (!ldg_smem && !ldg) return dl_fail("DL_STREAM_PROBE_LDG_SMEM=0 is the LDG probe's (set DL_STREAM_PROBE_LDG=1)");
     if (!ldg_smem) smem = 0;
+    /* DL_STREAM_PROBE_LDG_STS=1 (LDG): each thread stores its batch of 16-byte pieces into the CTA's 16 KB of shared
+     * memory (instead of the ring), and the fold reads them back (the next lane's): bytes that land in shared memory
+     * through registers, against TMA's and cp.async's copies; 2 = the same 16 KB reserved and unused (as many CTAs an
+     * SM, no stores), its control */
+    DL_TRY(knob("DL_STREAM_PROBE_LDG_STS", 0, 2, 0, &m->probe_ldg_sts));
+    if (m->probe_ldg_sts && !ldg)
+        return dl_fail("DL_STREAM_PROBE_LDG_STS=%d is the LDG probe's (set DL_STREAM_PROBE_LDG=1)", m->probe_ldg_sts);
+    if (m->probe_ldg_sts && !ldg_smem)
+        return dl_fail("DL_STREAM_PROBE_LDG_STS=%d reserves shared memory: unset DL_STREAM_PROBE_LDG_SMEM=0", m->probe_ldg_sts);
+    if (m->probe_ldg_sts) smem = kProbeLdgStage;
+    if (m->probe_ldg_sts == 1) m->probe_mode = kProbeLdgSts;
     m->probe_smem = smem;
     /* DL_STREAM_PROBE_THREADS=N (LDGSTS): N threads a CTA share its copies, same stages and walk: whether more threads
      * issuing 16-byte copies an SM, as the LDG probe's 16 CTAs an SM, bring the staged copies to the read */
@@ -3250,6 +3284,7 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
                        mode_knob, a->kv_layout == DL_NHD ? "NHD" : "HND",
                        a->kv_layout == DL_NHD ? "DL_STREAM_BOXHEADS heads" : "page_size tokens", R, (long long)piece);
     const void *kern = m->probe_mode == kProbeLdg      ? (const void *)stream_copy_probe<kProbeLdg>
+                       : m->probe_mode == kProbeLdgSts ? (const void *)stream_copy_probe<kProbeLdgSts>
                        : m->probe_mode == kProbeLdgsts ? (const void *)stream_copy_probe<kProbeLdgsts>
                                                        : (const void *)stream_copy_probe<kProbeTma>;
     DL_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -3268,7 +3303,9 @@ static int probe_setup(const dl_gpu_args *a, const int32_t *h_seq_len, int R, in
     DL_TRY(make_map(&m->pv, a->v_cache, a, R, R, 0, promo, m->boxheads, a->page_size));
     fprintf(stderr, "DL_STREAM_DRY=4: copy probe (%s, %d threads a CTA), boxes of %d KV heads x %d rows (%u bytes), %d stages per CTA, "
                     "%d CTAs (%d resident x %d waves), %d pages, head groups %s\n",
-            m->probe_mode == kProbeLdg      ? "16-byte loads into registers, no staging"
+            m->probe_mode >= kProbeLdg       ? (m->probe_ldg_sts == 1   ? "16-byte loads into registers, then shared memory"
+                                               : m->probe_ldg_sts == 2 ? "16-byte loads into registers, 16 KB reserved unused"
+                                                                       : "16-byte loads into registers, no staging")
             : m->probe_mode == kProbeLdgsts ? "16-byte cp.async"
                                             : "TMA",
             m->probe_threads, m->boxheads, a->page_size, m->probe_box,
