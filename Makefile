@@ -153,7 +153,7 @@ endef
 STREAM_PAGE_S ?=
 STREAM_PAGE_S_MUST := the page stage's ring in stages, 8 or 12 (a multiple of 4)
 $(eval $(call flagnum,STREAM_PAGE_S,8|12,DL_STREAM_PAGE_S))
-# STREAM_PAGE_HEADS=2 (issue 10, attempt #70, an experiment measured no better): the page stage's stages hold 16 rows
+# STREAM_PAGE_HEADS=2 (issue 10, attempt #70, an experiment: faster at B1 and B4 only, slower elsewhere): the page stage's stages hold 16 rows
 # of 2 KV heads, a CTA of 2 consumer warps; unset: 8, the whole page (gpu/decode_stream.cu page_shape)
 STREAM_PAGE_HEADS ?=
 STREAM_PAGE_HEADS_MUST := the page stage's KV heads a stage, 2 or 8

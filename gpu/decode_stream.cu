@@ -178,7 +178,8 @@ static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8
  * the copies' boxes are two heads wide (the copy probe, DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, copied one-head
  * boxes issued back to back 7 % slower than whole-page boxes at B4 L32768 and two-head boxes 1.4 %). Measured on an
  * H100 (2026-12-06f, bf16-hw-stream against the tile rings): B4 -0.4 %, B1 -1.6 %, B64 L1024 +3.9 %, the 70B shape
- * +3.5 %; its copy path took the tile rings' time: not a default (gpu/NOTES.md #70). */
+ * +3.5 %; its copy path took the tile rings' time: not a default (gpu/NOTES.md #70). On the H200 (2026-12-06i): B1
+ * -2.4 %, B4 -0.5 %, B128 L4096 -0.6 % (against the 8-head page stage), B64 L1024 +5.1 %, the 70B shape +5.8 %. */
 #ifndef DL_STREAM_PAGE_HEADS
 #define DL_STREAM_PAGE_HEADS 8
 #endif
