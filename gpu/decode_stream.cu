@@ -1451,7 +1451,8 @@ constexpr int kProbeMaxStages = 32, kProbeSmem = 64 * 1024; /* DL_STREAM_DRY=4: 
  * read reference uses 16-byte loads).
  * LDG (DL_STREAM_PROBE_LDG=1): the same boxes and walk, each thread loading its 16-byte pieces of a page's K and V
  * box into registers (kProbeLdgBatch of each before their fold, 512 bytes a thread, 48 KB an SM at 3 CTAs; compiled
- * for 16 CTAs an SM, ptxas issues 19 of the 32 loads before the first fold, 126 registers) and folding them
+ * for 16 CTAs an SM, ptxas issues 19 of the 32 loads before the first fold, 126 registers; 128 with
+ * the STS instance beside it, both without spills, bd803bc) and folding them
  * into one word; nothing is staged in shared memory (the CTA still reserves the TMA probe's, so that the same
  * number of CTAs share an SM): whether staging in shared memory, rather than the walk, is what the probes lose
  * against the page-order read. DL_STREAM_PROBE_LDG_STS=1: each batch is stored into the CTA's 16 KB and folded from
@@ -1487,7 +1488,8 @@ constexpr int kProbeLdgStage = 2 * kProbeLdgBatch * 32 * 16; /* DL_STREAM_PROBE_
 constexpr int kProbeMaxThreads = 256; /* LDGSTS: DL_STREAM_PROBE_THREADS (32 .. 256) share a CTA's copies */
 __device__ unsigned g_probe_sink; /* LDG: written only if the fold hits an impossible key (keeps the loads) */
 /* LDG: thread lane's 16-byte chunks of the K and the V box at the same offsets, loaded kProbeLdgBatch at a time
- * before any is used, folded into *acc */
+ * before any is used, folded into *acc; STS: each batch stored into `stage` (the CTA's kProbeLdgStage bytes of shared
+ * memory) first and folded from there, the next lane's pieces */
 template <bool STS>
 __device__ __forceinline__ void ldg_boxes(const uint8_t *kc, const uint8_t *vc, const box_chunks &bx, int lane,
                                           unsigned *acc, uint4 *stage)
@@ -2703,7 +2705,7 @@ struct stream_maps {
     int probe_ldg_sts; /* DL_STREAM_PROBE_LDG_STS: 0 off, 1 the LDG probe's batches pass through shared memory, 2 the
                         * same shared memory reserved, unused */
     int probe_mode;   /* kProbeTma, or DL_STREAM_PROBE_LDGSTS=1: 16-byte cp.async copies, DL_STREAM_PROBE_LDG=1:
-                       * 16-byte loads into registers */
+                       * 16-byte loads into registers (kProbeLdgSts with DL_STREAM_PROBE_LDG_STS=1: then stored) */
     uint32_t probe_box;
     size_t srec, grec; /* where the slot and segment records begin in the plan's device buffer (int32 units) */
     int merge_split;   /* DL_STREAM_MERGE_SPLIT as resolved for this plan: CTAs per (task, query head) (attempt #35) */
