@@ -3088,20 +3088,8 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
     return r;
 }
 
-/* A tuning knob from the environment (gpu/NOTES.md): unset = def; else an integer in lo..hi,
- * or a one-line error naming it. */
-static int knob(const char *name, int lo, int hi, int def, int *out)
-{
-    *out = def;
-    const char *e = getenv(name);
-    if (!e) return 0;
-    char *end = nullptr;
-    const long v = strtol(e, &end, 10);
-    if (!*e || *end || v < lo || v > hi)
-        return dl_fail("%s: '%s' is not an integer in %d..%d", name, e, lo, hi);
-    *out = (int)v;
-    return 0;
-}
+/* A tuning knob from the environment (gpu/NOTES.md): dl_env_int (ref/dl_common.h) without a unit. */
+static int knob(const char *name, int lo, int hi, int def, int *out) { return dl_env_int(name, lo, hi, def, nullptr, out); }
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 {

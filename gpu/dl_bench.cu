@@ -216,26 +216,12 @@ __global__ void dl_spin_kernel(long long cycles)
  * the control (the same extra kernel, the SMs left with the most L1). */
 __global__ void dl_carveout_kernel() {}
 
-/* An integer from the environment: unset = def; else a whole integer in lo..hi, or an error naming it (unit: what
- * the value counts). */
-static int env_int(const char *name, int lo, int hi, int def, const char *unit, int *out)
-{
-    *out = def;
-    const char *e = getenv(name);
-    if (!e) return 0;
-    char *end = NULL;
-    const long v = strtol(e, &end, 10);
-    if (!*e || *end || v < lo || v > hi) return dl_fail("%s: '%s' is not an integer in %d..%d (%s)", name, e, lo, hi, unit);
-    *out = (int)v;
-    return 0;
-}
-
 static int carveout_setup(dl_bench *b)
 {
     int pref = 100;
-    DL_TRY(env_int("DL_BENCH_CARVEOUT", 0, 227, 0, "KB of shared memory a CTA", &b->carveout_kb));
+    DL_TRY(dl_env_int("DL_BENCH_CARVEOUT", 0, 227, 0, "KB of shared memory a CTA", &b->carveout_kb));
     if (!b->carveout_kb) return 0;
-    DL_TRY(env_int("DL_BENCH_CARVEOUT_PREF", 0, 100, 100, "percent", &pref));
+    DL_TRY(dl_env_int("DL_BENCH_CARVEOUT_PREF", 0, 100, 100, "percent", &pref));
     DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        b->carveout_kb * 1024));
     DL_CUDA_CHECK(cudaFuncSetAttribute(dl_carveout_kernel, cudaFuncAttributePreferredSharedMemoryCarveout, pref));

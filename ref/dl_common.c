@@ -21,6 +21,21 @@ int dl_fail(const char *fmt, ...)
 const char *dl_last_error(void) { return dl_err_buf[0] ? dl_err_buf : "unknown error"; }
 void dl_clear_error(void) { dl_err_buf[0] = 0; }
 
+int dl_env_int(const char *name, int lo, int hi, int def, const char *unit, int *out)
+{
+    *out = def;
+    const char *e = getenv(name);
+    if (!e) return 0;
+    char *end = NULL;
+    const long v = strtol(e, &end, 10);
+    if (!*e || *end || v < lo || v > hi) {
+        if (unit) return dl_fail("%s: '%s' is not an integer in %d..%d (%s)", name, e, lo, hi, unit);
+        return dl_fail("%s: '%s' is not an integer in %d..%d", name, e, lo, hi);
+    }
+    *out = (int)v;
+    return 0;
+}
+
 void *dl_malloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);

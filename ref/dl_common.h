@@ -110,6 +110,10 @@ void dl_clear_error(void);
 /* Propagate a failing int-returning call. */
 #define DL_TRY(call) do { int dl_try_rc_ = (call); if (dl_try_rc_ != 0) return dl_try_rc_; } while (0)
 
+/* An integer knob from the environment: unset = def; else a whole integer in lo..hi, or -1 with a one-line
+ * message naming it, the value and the range (and `unit`, what it counts, where not NULL). */
+int dl_env_int(const char *name, int lo, int hi, int def, const char *unit, int *out);
+
 /* malloc/calloc that record "out of memory allocating N bytes for WHAT" on failure. */
 void *dl_malloc(size_t bytes, const char *what);
 void *dl_calloc(size_t count, size_t size, const char *what);

@@ -12,7 +12,8 @@
  *  - every input kept under tests/fuzz/regressions/{golden,results} is read
  *    without a crash (under `make test SAN=asan,ubsan` also without a report);
  *    there are at least 3 (made by these tests with DL_KEEP_HOSTILE=dir);
- *  - the same seed gives byte-identical golden files with 1 and 3 OpenMP threads.
+ *  - the same seed gives byte-identical golden files with 1 and 3 OpenMP threads;
+ *  - the GPU code's environment knobs refuse what is not a whole integer in range (dl_env_int).
  * Uses $DL_BIN (the CLI) and $DL_ROOT (the repository), set by `make test-unit`. */
 #include <dirent.h>
 #include <errno.h>
@@ -486,7 +487,37 @@ START_TEST(deterministic_1_vs_3_threads)
 }
 END_TEST
 
+/* The GPU code's environment knobs (DL_STREAM_*, DL_BENCH_*) are parsed by dl_env_int: unset gives the default,
+ * a whole integer in range is taken, anything else is refused with its name, value and range, the default kept. */
+START_TEST(env_knob_refuses_bad_values)
+{
+    const char *name = "DL_TEST_ENV_KNOB";
+    int v = -7;
+    unsetenv(name);
+    ck_assert_int_eq(dl_env_int(name, 1, 16, 4, NULL, &v), 0);
+    ck_assert_int_eq(v, 4);
+    setenv(name, "16", 1);
+    ck_assert_int_eq(dl_env_int(name, 1, 16, 4, NULL, &v), 0);
+    ck_assert_int_eq(v, 16);
+    const char *bad[] = {"", "17", "0", "3x", "2.5", " ", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(name, bad[i], 1);
+        dl_clear_error();
+        ck_assert_int_eq(dl_env_int(name, 1, 16, 4, "KB", &v), -1);
+        ck_assert_int_eq(v, 4);
+        char want[128];
+        snprintf(want, sizeof want, "DL_TEST_ENV_KNOB: '%s' is not an integer in 1..16 (KB)", bad[i]);
+        ck_assert_str_eq(dl_last_error(), want);
+    }
+    setenv(name, "3x", 1);
+    ck_assert_int_eq(dl_env_int(name, 1, 16, 4, NULL, &v), -1);
+    ck_assert_str_eq(dl_last_error(), "DL_TEST_ENV_KNOB: '3x' is not an integer in 1..16");
+    unsetenv(name);
+}
+END_TEST
+
 DL_TEST_SUITE("robust", 300, setup, teardown,
               sigkill_golden_leaves_old_file, sigkill_results_append_loop, resume_skips_recorded_variants,
               refuse_data_not_in_file, refuse_external_storage, nonfinite_inputs_need_allow_flag,
-              results_rows_bounded_by_file, fuzz_regressions_replay, deterministic_1_vs_3_threads)
+              results_rows_bounded_by_file, fuzz_regressions_replay, deterministic_1_vs_3_threads,
+              env_knob_refuses_bad_values)
