@@ -153,11 +153,10 @@ endef
 STREAM_PAGE_S ?=
 STREAM_PAGE_S_MUST := the page stage's ring in stages, 8 or 12 (a multiple of 4)
 $(eval $(call flagnum,STREAM_PAGE_S,8|12,DL_STREAM_PAGE_S))
-# STREAM_PAGE_HEADS=2 (issue 10, attempt #70, an experiment: faster at B1 and B4 only, slower elsewhere): the page stage's stages hold 16 rows
-# of 2 KV heads, a CTA of 2 consumer warps; unset: 8, the whole page (gpu/decode_stream.cu page_shape)
-STREAM_PAGE_HEADS ?=
-STREAM_PAGE_HEADS_MUST := the page stage's KV heads a stage, 2 or 8
-$(eval $(call flagnum,STREAM_PAGE_HEADS,2|8,DL_STREAM_PAGE_HEADS))
+# STREAM_PAGE_HEADS (attempt #70's build flag) is gone: every build holds both page stages (DL_STREAM_STAGE=page2)
+ifneq ($(STREAM_PAGE_HEADS),)
+  $(error STREAM_PAGE_HEADS is gone: every build holds the two-head page stage; ask for it at run time with DL_STREAM_STAGE=page2)
+endif
 STREAM_WG_S ?=
 STREAM_WG_S_MUST := the wgmma kernels' stages a warpgroup, 2, 3 or 4
 $(eval $(call flagnum,STREAM_WG_S,[2-4],DL_STREAM_WG_S))

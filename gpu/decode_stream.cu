@@ -12,8 +12,8 @@
  *    mbarrier per stage) while consumer warps compute: no address arithmetic or
  *    copy issue per byte in the consumers;
  *  - each consumer warp owns whole 64-token tiles (a ring of S stages of its own), or, where the case
- *    takes it (the whole-page stage, page_shape, DL_STREAM_STAGE), the 8 consumer warps of a CTA share
- *    one ring whose stages hold 16 rows of all 8 KV heads, one TMA box each;
+ *    takes it (the page stage, page_shape, DL_STREAM_STAGE), the 8 (or 2) consumer warps of a CTA share
+ *    one ring whose stages hold 16 rows of all 8 KV heads (or of 2), one TMA box each;
  *    tokens are the MMA M dimension and the group's query heads N
  *    (S^T = K Q^T with K as the A operand, Q as B held in registers; groups <= 8
  *    fit one n8 tile, 9..16 two), so no padded rows and no cross-warp softmax;
@@ -172,20 +172,18 @@ static_assert((DL_STREAM_W > 0 && DL_STREAM_S > 0) ||
 #define DL_STREAM_PAGE_S 12
 #endif
 static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
-/* The page stage's heads, from make STREAM_PAGE_HEADS=N (2 or 8; attempt #70, an experiment: 8, the default, is the
- * whole page). At 2 a stage holds 16 rows of an aligned pair of KV heads (the plan's head groups of 2,
- * DL_PLAN_HEAD_GROUP), a CTA has 2 consumer warps and one producer (4 CTAs an SM), and the KV heads need only be even:
- * the copies' boxes are two heads wide (the copy probe, DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, copied one-head
- * boxes issued back to back 7 % slower than whole-page boxes at B4 L32768 and two-head boxes 1.4 %). Measured on an
- * H100 (2026-12-06f, bf16-hw-stream against the tile rings): B4 -0.4 %, B1 -1.6 %, B64 L1024 +3.9 %, the 70B shape
- * +3.5 %; its copy path took the tile rings' time: not a default (gpu/NOTES.md #70). On the H200 (2026-12-06i): B1
- * -2.4 %, B4 -0.5 %, B128 L4096 -0.6 % (against the 8-head page stage), B64 L1024 +5.1 %, the 70B shape +5.8 %. */
-#ifndef DL_STREAM_PAGE_HEADS
-#define DL_STREAM_PAGE_HEADS 8
-#endif
-static_assert(DL_STREAM_PAGE_HEADS == 2 || DL_STREAM_PAGE_HEADS == 8, "STREAM_PAGE_HEADS: 2 or 8 KV heads a stage");
-struct page_shape {
-    static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = DL_STREAM_PAGE_HEADS;
+/* The page stage's heads a stage, HEADS (a template argument: attempt #70 made it a policy, 2026-12-07). 8: the
+ * whole page (the KV heads are 8: page_misfit), a CTA of 8 consumer warps and one producer; 2: 16 rows of an
+ * aligned pair of KV heads (the plan's head groups of 2, DL_PLAN_HEAD_GROUP), a CTA of 2 consumer warps and one
+ * producer (4 CTAs an SM), the KV heads even; the copies' boxes are the stage's heads wide (the copy probe,
+ * DL_STREAM_DRY=4 with DL_STREAM_PROBE_WALK=1, copied one-head boxes issued back to back 7 % slower than whole-page
+ * boxes at B4 L32768 and two-head boxes 1.4 %). The two-head stage is compiled for the hw policy alone: on the H200
+ * (2026-12-06i, against the tile rings) bf16-hw-stream B1 L32768 -2.4 %, B4 -0.5 %, B128 L4096 -0.6 % (against the
+ * 8-head page stage), B64 L1024 +5.1 %, the 70B shape +5.8 %; bf16-cast-stream and bf16-fast-stream 0.8-16 % slower
+ * than with 8 heads (gpu/NOTES.md #70). page_stage_plan's rule follows those figures. */
+template <int HEADS_> struct page_shape {
+    static_assert(HEADS_ == 2 || HEADS_ == 8, "the page stage: 2 or 8 KV heads a stage");
+    static constexpr int R = 128, SW = 128, SLABS = 1, ROWS = 16, HEADS = HEADS_;
     static constexpr bool ALL = HEADS == 8; /* the whole page: the KV heads are 8 (page_misfit), so the 8-head kernels
                                              * need no head arithmetic and keep their code (page_rows, the box's head) */
     static constexpr int STAGE = ROWS * HEADS * R; /* 16 KB at 8 heads */
@@ -197,14 +195,19 @@ struct page_shape {
     static constexpr bool SMR = false;
     static constexpr int SMEM = S * STAGE + 1024 + 2 * Q * 8;
 };
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP = false>
-using stream_shape_of = std::conditional_t<PAGE, page_shape, stream_shape<D, dl_kv_size<KV>::value, DQ, NT, DEEP>>;
+constexpr int kPageRows = 16; /* a page stage's token rows, whatever its heads */
+/* PAGE: 0 (the tile rings, stream_shape) or the page stage's heads (page_shape<PAGE>) */
+template <int D, dl_dtype KV, int DQ, int NT, int PAGE, bool DEEP = false>
+using stream_shape_of = std::conditional_t<PAGE != 0, page_shape<PAGE ? PAGE : 8>,
+                                           stream_shape<D, dl_kv_size<KV>::value, DQ, NT, DEEP>>;
 /* The instantiations with a deep-ring kernel (attempt #57). */
 template <int D, dl_dtype KV> constexpr bool kDeepFits = D == 128 && dl_kv_size<KV>::value == 2;
-/* The instantiations with a page-stage kernel. */
+/* The instantiations with a page-stage kernel (8 heads a stage: every policy; 2 heads: the hw policy's, attempt #70). */
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
-/* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more
- * (and NHD, group <= 4: page_stage_plan) */
+template <int D, dl_dtype KV, int DQ, int NT, int PAGE>
+constexpr bool kPageHeadsFit = kPageFits<D, KV, NT> && (PAGE == 8 || (PAGE == 2 && DQ == DL_DQ_HW));
+/* bf16-hw-stream takes the two-head page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or
+ * more, or its plan needs the merge kernel (and NHD, 8 KV heads, group <= 4: page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
 /* The deep rings (attempt #57, DL_STREAM_DEEP unset): taken where a slot's run averages this many tiles or fewer. The
  * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
@@ -458,7 +461,7 @@ template <int R>
 __device__ __forceinline__ void zero_page_rows(const uint8_t *rows, int from, int swz, int tid, int n)
 {
     constexpr int CH = R / 16;
-    for (int i = tid; i < (page_shape::ROWS - from) * CH; i += n)
+    for (int i = tid; i < (kPageRows - from) * CH; i += n)
         *(uint4 *)(const_cast<uint8_t *>(rows) + tile_off<R>(from + i / CH, i % CH, swz)) = make_uint4(0u, 0u, 0u, 0u);
 }
 
@@ -498,11 +501,11 @@ __device__ __forceinline__ void v_words(const uint8_t *vb, int kk, bool page, co
  * 171.74, B64 L1024 65.17 / 64.90, B128 L4096 275.07 / 272.35, and bf16-fast-stream by 1.7-2.2 % (H200 2026-12-04,
  * call 5). A barrier per stage (8 waits and 8 arrivals a tile, before #48) made a full tile's path 860 instructions
  * against 746 (bf16-hw-stream D128 e4m3, `decodelab sass --loop` less its zeroing). */
-template <int Q> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
+template <int Q, class PS> __device__ __forceinline__ const uint8_t *page_rows(const uint8_t *ring, int j, int i, int kvh)
 {
     const unsigned qd = (2u * j + i / 4) % Q; /* stage (8j + i) mod S = 4 qd + i mod 4 */
-    const int h = page_shape::ALL ? kvh : kvh % page_shape::HEADS; /* the head's place in the stage */
-    return ring + (4 * qd + i % 4) * page_shape::STAGE + h * page_shape::HEAD_BYTES;
+    const int h = PS::ALL ? kvh : kvh % PS::HEADS; /* the head's place in the stage */
+    return ring + (4 * qd + i % 4) * PS::STAGE + h * PS::HEAD_BYTES;
 }
 template <int Q> __device__ __forceinline__ void page_wait(uint64_t *full, int j, int h)
 {
@@ -1386,7 +1389,7 @@ __device__ __forceinline__ void stream_produce_one(const dl_gpu_args &a, const s
  * numbered as page_wait does), and copies the box of all 8 heads with its bytes on the quad's full barrier, or,
  * for a piece past the segment's end, arrives with no bytes (the consumers mask those scores and zero those V
  * rows); a full barrier completes on its four lanes' arrivals and bytes. Warp-uniform loop. */
-template <int W, int S, int STAGE>
+template <int W, int S, int STAGE, class PS>
 __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const stream_params &sp,
                                                      const CUtensorMap *kmap, const CUtensorMap *vmap, uint8_t *ring,
                                                      uint64_t *full, uint64_t *empty, int lane)
@@ -1401,11 +1404,11 @@ __device__ __forceinline__ void stream_produce_pages(const dl_gpu_args &a, const
     for (int k = e0.y; k < e0.z; k++) {
         const int4 r = k == e0.y ? r0 : sp.grec[2 * k]; /* {task, tok0, tok1, page base} */
         const int len = k == e0.y ? e0.x : sp.grec[2 * k + 1].x; /* the request's length */
-        const int h0 = page_shape::ALL ? 0 : r.x % a.num_kv_heads; /* the box's first head: the group's */
+        const int h0 = PS::ALL ? 0 : r.x % a.num_kv_heads; /* the box's first head: the group's */
         if (k > e0.y) q_prefetch_l2(a, r.x / a.num_kv_heads, 0, a.num_qo_heads, lane); /* #37: every head's warp */
         const int32_t *pages = a.kv_indices + r.w;
         for (int tok0 = r.y; tok0 < r.z; tok0 += kTile, n += 8) {
-            const int tok = tok0 + piece * page_shape::ROWS;
+            const int tok = tok0 + piece * PS::ROWS;
             if (lane < 8) {
                 const unsigned i = n + lane, st = i % S, u = i / 4, qd = u % Q; /* stage, quad, its barriers */
                 const bool copy = tok < r.z && !(DL_STREAM_DIAG && sp.dry == 2);
@@ -1613,7 +1616,7 @@ __global__ void __launch_bounds__(MODE >= kProbeLdg ? 32 : kProbeMaxThreads, MOD
  * choice moved with small edits (attempt #44, static hot-loop figures in gpu/NOTES.md): bf16-hw-stream D128
  * e4m3 went from 168 registers to 180 (one CTA an SM), the D128 16-bit kernels from 160 to 134 registers with
  * 59-63 % more stall cycles a tile. The page stage (0: none given) keeps ptxas's own choice, measured as it is. */
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr int stream_min_ctas()
+template <int D, dl_dtype KV, int DQ, int NT, int PAGE, bool DEEP> constexpr int stream_min_ctas()
 {
     using SH = stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>;
     if (DL_STREAM_SETMAXNREG) return SH::SMR ? 2 : 1; /* attempt #22's experiment, as it was built */
@@ -1621,10 +1624,10 @@ template <int D, dl_dtype KV, int DQ, int NT, bool PAGE, bool DEEP> constexpr in
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
     return two && !(D == 128 && dl_kv_size<KV>::value == 1 && NT == 2) ? 2 : 1;
 }
-/* PAGE: the whole-page stage (page_shape), else the tile rings (stream_shape; DEEP: their 2 x 3 form, #57); CL:
+/* PAGE: the page stage of PAGE heads a stage (page_shape<PAGE>: 8, the whole page, or 2), else (0) the tile rings (stream_shape; DEEP: their 2 x 3 form, #57); CL:
  * the tile rings launched in thread-block clusters, split tasks merged by cluster_merge (attempt #61: instances of
  * their own, in a make STREAM_CLUSTER=1 build alone, so that the other kernels keep their code). */
-template <int D, dl_dtype KV, int DQ, int NT, bool PAGE = false, bool DEEP = false, bool CL = false>
+template <int D, dl_dtype KV, int DQ, int NT, int PAGE = 0, bool DEEP = false, bool CL = false>
 __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::THREADS,
                                   (stream_min_ctas<D, KV, DQ, NT, PAGE, DEEP>()))
     stream_decode_kernel(const dl_gpu_args a, const stream_params sp, const __grid_constant__ CUtensorMap kmap,
@@ -1632,7 +1635,8 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
 {
     constexpr int ES = dl_kv_size<KV>::value;
     using SH = stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>;
-    static_assert(!PAGE || kPageFits<D, KV, NT>, "the page stage: 8-bit cache, D 128, group <= 8");
+    static_assert(!PAGE || kPageHeadsFit<D, KV, DQ, NT, PAGE>, "the page stage: 8-bit cache, D 128, group <= 8 (2 "
+                                                               "heads a stage: the hw policy)");
     static_assert(!(PAGE && DEEP), "the deep rings are tile rings");
     static_assert(!(PAGE && CL), "the clusters are the tile rings'");
     constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS;
@@ -1668,7 +1672,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
          * for that count (warp-uniform: a whole warpgroup takes each branch) */
         if constexpr (SH::SMR) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kSmrProducerRegs));
         if constexpr (PAGE)
-            stream_produce_pages<W, S, SH::STAGE>(a, sp, &kmap, &vmap, smem, full, empty, lane);
+            stream_produce_pages<W, S, SH::STAGE, SH>(a, sp, &kmap, &vmap, smem, full, empty, lane);
         else if constexpr (SH::NP != W)
             stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS, true>(a, sp, &kmap, &vmap, smem, full, empty,
                                                                               lane);
@@ -1823,7 +1827,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
                 for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
                 if constexpr (FP8) {
                     const uint8_t *kb = tk;
-                    if constexpr (PAGE) kb = page_rows<Q>(smem, j, mt, kvh);
+                    if constexpr (PAGE) kb = page_rows<Q, SH>(smem, j, mt, kvh);
 #pragma unroll
                     for (int q = 0; q < KCH; q++) {
                         /* rows g and g + 8 of the m-tile (the page stage: each m-tile is a stage of its own) */
@@ -1949,7 +1953,7 @@ __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::TH
                     constexpr int VW = VB / 4;
                     const uint8_t *vb = tv;
                     if constexpr (PAGE) { /* the k-step's 16 tokens are stage 4 + kk (rows past the end to 0) */
-                        vb = page_rows<Q>(smem, j, 4 + kk, kvh);
+                        vb = page_rows<Q, SH>(smem, j, 4 + kk, kvh);
                         if (nvalid < 16 * kk + 16) {
                             zero_page_rows<SH::R>(vb, max(0, nvalid - 16 * kk), sp.swz, lane, 32);
                             __syncwarp();
@@ -3015,12 +3019,16 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
 template <int D, dl_dtype KV, int DQ, int NT> static int launch_stream(const dl_gpu_args *a)
 {
     const dl_gpu_plan *pl = (const dl_gpu_plan *)a->plan;
-    if (pl && pl->page_stage) { /* the plan function chose the whole-page stage (stream_make_plan) */
-        if constexpr (kPageFits<D, KV, NT>)
-            return launch_planned<stream_decode_kernel<D, KV, DQ, NT, true>, page_shape, true>(a);
-        else
-            return dl_fail("decode_stream.cu: a page-stage plan for a case the page stage does not take (D=%d, "
-                           "group %d): plan and launch disagree", D, a->num_qo_heads / a->num_kv_heads);
+    if (pl && pl->page_stage) { /* the plan function chose the page stage (stream_make_plan): its heads a stage */
+        if constexpr (kPageHeadsFit<D, KV, DQ, NT, 8>)
+            if (pl->page_stage == 8)
+                return launch_planned<stream_decode_kernel<D, KV, DQ, NT, 8>, page_shape<8>, true>(a);
+        if constexpr (kPageHeadsFit<D, KV, DQ, NT, 2>)
+            if (pl->page_stage == 2)
+                return launch_planned<stream_decode_kernel<D, KV, DQ, NT, 2>, page_shape<2>, true>(a);
+        return dl_fail("decode_stream.cu: a page-stage plan (%d heads a stage) for a case or policy it does not take "
+                       "(D=%d, group %d): plan and launch disagree", pl->page_stage, D,
+                       a->num_qo_heads / a->num_kv_heads);
     }
 #if DL_STREAM_CLUSTER
     if (pl && pl->cluster) { /* attempt #61: the clusters' plan (make_plan, DL_STREAM_MERGE=cluster) */
@@ -3059,13 +3067,13 @@ struct shape_rt {
     int occ;       /* resident CTAs per SM by the kernel's registers and shared memory; 0: by shared memory alone */
     int min_tiles; /* the plan's fewest tiles per consumer before it uses fewer consumers (DL_STREAM_MIN_TILES) */
     bool pool;     /* the kernel claims pool slots (one producer per consumer: stream_produce_one) */
-    bool page;     /* the whole-page stage (page_shape): the heads order, every CTA's warps on the same tiles */
+    int page;      /* the page stage's heads a stage (page_shape<page>: 8 or 2), 0: none; the heads order, every CTA's
+                    * warps on the same tiles */
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
+    bool page_run_ticket; /* page_min_run binds only where the plan merges by ticket (the two-head stage's rule) */
     bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
     int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
-    bool page_ticket_only; /* the page stage only where its plan merges by ticket (make_plan returns 1 where it would
-                            * need the merge kernel: the hw policy's rule, attempt #62) */
     int promo;             /* the TMA maps' L2 promotion in bytes, the default of DL_STREAM_L2PROMO (attempts #64, #66) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
@@ -3074,9 +3082,9 @@ struct shape_rt {
  * configuration by more than 0.6 %, while the warp consumers lost with it (bf16-hw-stream 67.3 vs
  * 64.2 us; H200, 2026-12-02, results/h200_2026-12-02b/memfloor_all). */
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
-template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, bool page = false)
+template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, int page = 0)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, 0, 0, false, 128};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, false, 0, 0, 128};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -3366,7 +3374,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (unit != 16 && unit != 32 && unit != kTile)
         return dl_fail("DL_STREAM_UNIT: '%d' is not 16, 32 or 64 (tokens per unit of the plan's cut; 64: its tiles)",
                        unit);
-    const int copy_rows = sh.page ? page_shape::ROWS : a->page_size < kTile ? a->page_size : kTile;
+    const int copy_rows = sh.page ? kPageRows : a->page_size < kTile ? a->page_size : kTile;
     if (unit < copy_rows) unit = copy_rows; /* page sizes 32 and up on the tile rings: the page */
     const int per_tile = kTile / unit; /* units in a tile: min_tiles, seg_cost and the pool chunk are counted in tiles */
     const bool seg_cost_asked = getenv("DL_STREAM_SEG_COST") != nullptr;
@@ -3428,7 +3436,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (head_group && a->num_kv_heads % head_group)
         return dl_fail("DL_STREAM_HEAD_GROUP=%d: does not divide the %d KV heads (0: all of them)", head_group,
                        a->num_kv_heads);
-    if (sh.page) head_group = page_shape::ALL ? 0 : page_shape::HEADS; /* a stage's heads (attempt #70) */
+    if (sh.page) head_group = sh.page == 8 ? 0 : sh.page; /* a stage's heads (attempt #70) */
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
@@ -3491,7 +3499,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->claim = claim;
     maps->claim_min = claim ? claim_min : 0;
     maps->claim_own = claim_own;
-    const int box_heads = sh.page ? page_shape::HEADS : 1, box_rows = sh.page ? page_shape::ROWS : 0;
+    const int box_heads = sh.page ? sh.page : 1, box_rows = sh.page ? kPageRows : 0;
     if (make_map(&maps->k, a->k_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows) ||
         make_map(&maps->v, a->v_cache, a, sh.R, sh.SW, maps->swz, promo, box_heads, box_rows)) {
         free(maps);
@@ -3547,8 +3555,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
         merge = dl_plan_pick_merge(merge_asked, &p);
     }
     if (sh.page && (!dl_plan_ctas_share_tiles(&p, sh.W) ||
-                    p.num_tiles < (int64_t)sh.page_min_run * per_tile * sh.W * p.ctas ||
-                    (sh.page_ticket_only && merge == DL_MERGE_KERNEL))) { /* the tile rings instead */
+                    ((!sh.page_run_ticket || merge != DL_MERGE_KERNEL) &&
+                     p.num_tiles < (int64_t)sh.page_min_run * per_tile * sh.W * p.ctas))) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;
@@ -3647,46 +3655,53 @@ template <auto KERN, class SH> static int occupancy_min(int *occ)
     return 0;
 }
 
-/* Why the whole-page stage does not take case a (page_shape) with the plan knobs' order and pool, or NULL. */
-static const char *page_misfit(const dl_gpu_args *a, int order, int pool_pct)
+/* Why the page stage of HEADS KV heads a stage (page_shape<HEADS>) does not take case a with dequant policy dq and
+ * the plan knobs' order and pool, or NULL. */
+static const char *page_misfit(const dl_gpu_args *a, int heads, int dq, int order, int pool_pct)
 {
     if (dl_dtype_size(a->kv_dtype) != 1) return "the cache is not 8-bit (e4m3, e5m2)";
     if (a->head_dim != 128) return "head_dim is not 128";
-    if (page_shape::ALL ? a->num_kv_heads != 8 : a->num_kv_heads % page_shape::HEADS)
-        return page_shape::ALL ? "the KV heads are not 8" : "the KV heads are not a multiple of the stage's heads";
+    if (heads == 8 && a->num_kv_heads != 8) return "the KV heads are not 8";
+    if (heads == 2 && a->num_kv_heads % 2) return "the KV heads are odd";
+    if (heads == 2 && dq != DL_DQ_HW) return "two heads a stage are compiled for bf16-hw-stream alone";
     if (a->num_qo_heads / a->num_kv_heads > 8) return "the group is over 8 query heads a KV head";
-    if (a->page_size % page_shape::ROWS) return "page_size is not a multiple of 16";
+    if (a->page_size % kPageRows) return "page_size is not a multiple of 16";
     if (order == DL_ORDER_TASKS) return "DL_STREAM_ORDER=tasks (the page stage takes the heads order)";
     if (pool_pct > 0) return "DL_STREAM_POOL is set (the page stage takes no pool)";
     return NULL;
 }
 
-/* The stage policy named by DL_STREAM_STAGE (NULL or "auto": -1, "tile": 0, "page": 1), or dl_fail(). */
+/* The stage policy named by DL_STREAM_STAGE (NULL or "auto": -1, "tile": 0, "page": 8, "page2": 2, the page
+ * stage's heads), or dl_fail(). */
 static int stage_of(const char *s, int *stage)
 {
     if (!s || !strcmp(s, "auto")) *stage = -1;
     else if (!strcmp(s, "tile")) *stage = 0;
-    else if (!strcmp(s, "page")) *stage = 1;
+    else if (!strcmp(s, "page")) *stage = 8;
+    else if (!strcmp(s, "page2")) *stage = 2;
     else
-        return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: 'page' where the case and plan take it), "
-                       "'tile' (a ring of 64-token tiles per consumer warp) or 'page' (one ring shared by the %d "
-                       "warps of a CTA, stages of 16 rows of %d KV heads)", s, page_shape::HEADS, page_shape::HEADS);
+        return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: by policy and case, README), 'tile' (a ring "
+                       "of 64-token tiles per consumer warp), 'page' (one ring shared by the 8 warps of a CTA, stages "
+                       "of 16 rows of the 8 KV heads) or 'page2' (one ring shared by 2 warps, stages of 16 rows of 2 "
+                       "KV heads; bf16-hw-stream)", s);
     return 0;
 }
 
 /* The page stage's plan (page_shape) where the knob and the case allow it: 0 and a plan in out, 1 (nothing
- * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page where it cannot run).
+ * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page or page2 where it cannot run).
  * auto, by dequant policy dq, measured on the H200 (2026-12-04, llama3-8B / the 70B shape, e4m3, median us,
- * page vs tile): the cast and fast policies gain everywhere it fits (bf16-cast-stream B128 L4096 369.5 vs 582.6,
- * 70B B64 L4096 214.5 vs 314.8, B64 L1024 76.3 vs 104.0, B1 L32768 44.5 vs 58.1; the 8 warps an SM compute more
- * than 2 CTAs of 3); the hw policy gains only on NHD with long runs (B128 L4096 272.4 vs 276.4 and 279.2 vs
- * 285.6, B4 L32768 88.4 vs 93.3) and loses on short runs (B64 L1024 64.9 vs 59.5, B1 L32768 40.3 vs 37.2) and
- * HND (B128 278.8 vs 273.2) and at group 8 (the 70B shape B64 L4096, 31 tiles a run: 171.7-177.9 in four runs
- * vs 170.3): it takes the page stage on NHD, groups up to 4, where a CTA's run has 12 tiles or more, and (attempt
- * #62, since the tile rings' 2 x 3 shape, #54) where its plan merges by ticket: where it needs the merge kernel the
- * tile rings are faster (H200 2026-12-05h, page / tile, median us: B4 L32768 84.26, 84.26, 84.16 / 83.14, 83.17,
- * 83.14; B8 L16384 84.42, 84.45 / 83.52, 83.62; B16 L8192 85.54, 85.70 / 83.84, 83.74; with the ticket B128 L4096
- * 261.15 / 262.69). */
+ * page vs tile): the cast and fast policies gain with 8 heads a stage everywhere it fits (bf16-cast-stream B128
+ * L4096 369.5 vs 582.6, 70B B64 L4096 214.5 vs 314.8, B64 L1024 76.3 vs 104.0, B1 L32768 44.5 vs 58.1; the 8 warps
+ * an SM compute more than 2 CTAs of 3), and lose with 2 (2026-12-06i: 0.8-16 %). The hw policy gained with 8 heads
+ * only on NHD with long runs and lost on short runs, HND and at group 8 (2026-12-04; where its plan needed the merge
+ * kernel the tile rings were faster, #62, 2026-12-05h). With 2 heads a stage (attempt #70, H200 2026-12-06i, against
+ * the tile rings unless said) it gains at B1 L32768 (32.83-32.90 against 33.54-33.70 us, a CTA's run ~4 tiles, the
+ * merge kernel), B4 L32768 (82.62-82.66 against 82.98-83.10, the merge kernel) and B128 L4096 (258.78-259.55 against
+ * the 8-head page stage's 260.74-260.93, runs of ~62 tiles, the ticket), and loses at B64 L1024 (51.04-51.07 against
+ * 48.51-48.64, runs of ~8 tiles, the ticket) and at group 8 (the 70B shape, 150.24-150.34 against 142.02-142.14). So
+ * auto gives bf16-hw-stream the two-head stage on NHD, 8 KV heads, groups up to 4, where its plan needs the merge
+ * kernel or a CTA's run has kPageHwMinRun tiles or more; the tile rings elsewhere. Other head counts: not measured,
+ * the tile rings (DL_STREAM_STAGE=page2 forces it where the KV heads are even). */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage, order, pool_pct;
@@ -3696,30 +3711,37 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     int merge;
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
-    const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"
-                                                : page_misfit(a, order, pool_pct);
-    if (why) return stage == 1 ? dl_fail("DL_STREAM_STAGE=page: %s", why) : 1;
     const bool hw_auto = stage == -1 && dq == DL_DQ_HW; /* the hw policy's rule (above) */
-    if (hw_auto && (a->kv_layout != DL_NHD || a->num_qo_heads / a->num_kv_heads > 4)) return 1;
-    shape_rt sh = shape_rt_of<page_shape>(kWarpMinTiles, false, true);
+    const int heads = stage > 0 ? stage : hw_auto ? 2 : 8;
+    const char *asked = heads == 2 ? "DL_STREAM_STAGE=page2" : "DL_STREAM_STAGE=page";
+    const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"
+                                                : page_misfit(a, heads, dq, order, pool_pct);
+    if (why) return stage > 0 ? dl_fail("%s: %s", asked, why) : 1;
+    if (hw_auto && (a->kv_layout != DL_NHD || a->num_kv_heads != 8 || a->num_qo_heads / a->num_kv_heads > 4))
+        return 1;
+    shape_rt sh = heads == 2 ? shape_rt_of<page_shape<2>>(kWarpMinTiles, false, 2)
+                             : shape_rt_of<page_shape<8>>(kWarpMinTiles, false, 8);
     sh.page_min_run = hw_auto ? kPageHwMinRun : 0;
-    sh.page_ticket_only = hw_auto; /* attempt #62: where the page plan needs the merge kernel, the tile rings */
+    sh.page_run_ticket = hw_auto; /* where the plan needs the merge kernel, any run (B1 L32768) */
     sh.occ = 1 << 20;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, page plan", [&](auto s) {
         constexpr int D = decltype(s)::D;
         constexpr dl_dtype KV = decltype(s)::KV;
         if constexpr (kPageFits<D, KV, 1>) {
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, 1, true>, page_shape>(&sh.occ)));
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, 1, true>, page_shape>(&sh.occ)));
-            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, 1, true>, page_shape>(&sh.occ)));
+            if (heads == 2) /* the hw policy's alone (page_misfit) */
+                return occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, 1, 2>, page_shape<2>>(&sh.occ);
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_CAST, 1, 8>, page_shape<8>>(&sh.occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_FAST, 1, 8>, page_shape<8>>(&sh.occ)));
+            DL_TRY((occupancy_min<stream_decode_kernel<D, KV, DL_DQ_HW, 1, 8>, page_shape<8>>(&sh.occ)));
         }
         return 0;
     }));
-    if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel does not fit on an SM");
+    if (sh.occ < 1) return dl_fail("decode_stream.cu: the page-stage kernel (%d heads a stage) does not fit on an SM",
+                                   heads);
     const int rc = make_plan(a, h_seq_len, sh, out);
-    if (rc == 1 && stage == 1)
-        return dl_fail("DL_STREAM_STAGE=page: the plan does not give the %d warps of every CTA the same tiles (fewer "
-                       "tiles a KV head than CTAs?)", page_shape::HEADS);
+    if (rc == 1 && stage > 0)
+        return dl_fail("%s: the plan does not give the %d warps of every CTA the same tiles (fewer tiles a KV head "
+                       "than CTAs?)", asked, heads);
     return rc;
 }
 

@@ -54,7 +54,8 @@ typedef struct {
     int merge_form;                   /* the merge kernel's form (DL_STREAM_MERGE_FORM, attempt #65): 0 two passes, 1 one */
     int order;                        /* the plan's walk, DL_ORDER_TASKS or DL_ORDER_HEADS (gpu/dl_plan.h) */
     int head_group;                   /* the heads order's group of KV heads (DL_STREAM_HEAD_GROUP), or 0: all of them */
-    int page_stage;                   /* 1: the whole-page stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_shape) */
+    int page_stage;                   /* the page stage's KV heads a stage, 8 or 2 (DL_STREAM_STAGE, gpu/decode_stream.cu
+                                       * page_shape), 0: none */
     int deep_rings;                   /* 1: the tile rings' deep form (DL_STREAM_DEEP, stream_shape's DEEP) */
     int cluster;                      /* C >= 2: split tasks merged inside thread-block clusters of C CTAs
                                        * (DL_STREAM_MERGE=cluster, attempt #61); 0: not clustered */

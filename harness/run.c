@@ -471,7 +471,8 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         char sched[128];
         const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s", plan->ctas, plan->warps,
                                  plan->num_segs, merge, walk, cut,
-                                 plan->page_stage ? ":page" : "", plan->deep_rings ? ":deep" : "", unit, claim);
+                                 plan->page_stage == 2 ? ":page2" : plan->page_stage ? ":page" : "",
+                                 plan->deep_rings ? ":deep" : "", unit, claim);
         if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
             return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                            "(%zu characters)", sched, sizeof r->model_schedule - 1);

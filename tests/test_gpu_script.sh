@@ -7,6 +7,7 @@
 #   - a FAIL of any other variant fails the run, a MISSING row too;
 #   - the memcheck step (a stub compute-sanitizer): passes on zero errors, fails on an error or a
 #     log without its summary line;
+#   - the "page2" runs (DL_STREAM_STAGE=page2, bf16-hw-stream alone) come once for each case that takes them;
 #   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3, "cluster"
 #     once with DL_STREAM_MERGE=cluster, "hgroup1" once with the heads order and DL_STREAM_HEAD_GROUP=1;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n);
@@ -38,7 +39,7 @@ case "\$1" in
   list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
   golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
   run) rc=0
-       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* order=\${DL_STREAM_ORDER:-} group=\${DL_STREAM_HEAD_GROUP:-} merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
+       [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* stage=\${DL_STREAM_STAGE:-} order=\${DL_STREAM_ORDER:-} group=\${DL_STREAM_HEAD_GROUP:-} merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
        for v in bf16-fast-mma $KNOWN; do
          [ "\$v" = "\${STUB_DROP:-}" ] && continue
          case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
@@ -48,11 +49,16 @@ esac
 exit 2
 STUB
 chmod +x "$T/decodelab"
-# N = the matrix's runs with DL_SPLITS=1: one a case, one more for the 8-KV-head cases (their "page" run) and for
-# the 16-bit D 128 ones (their "wide" run); the stub makes the golden files
-N=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY=1 bash "$ROOT/tests/gpu/nasty_matrix.sh" \
-    | awk '/^case / { n++; if (/hkv=8/) n++; if (/ kv=(bf16|f16) D=128 /) n++ } END { print n + 0 }')
-[ "$N" -gt 0 ] || { echo "FAIL test_gpu_script: no cases counted"; exit 1; }
+# N = the matrix's runs with DL_SPLITS=1 that run every variant: one a case, one more for the 8-KV-head cases (their
+# "page" run) and for the 16-bit D 128 ones (their "wide" run); P2 = the "page2" runs, bf16-hw-stream's alone (the
+# 8-bit D 128 cases with pages a multiple of 16 and groups up to 8); the stub makes the golden files
+counts=$(DECODELAB="$T/decodelab" DL_SEED=1 DL_WORKDIR="$T/w_count" DL_GENERATE_ONLY=1 bash "$ROOT/tests/gpu/nasty_matrix.sh" \
+    | awk '/^case / { n++; if (/hkv=8/) n++; if (/ kv=(bf16|f16) D=128 /) n++
+                      if (match($0, / kv=e(4m3|5m2) D=128 [A-Z]+ page=[0-9]+ group=[0-9]+ /)) {
+                          split(substr($0, RSTART, RLENGTH), f, /[ =]/); if (f[8] % 16 == 0 && f[10] <= 8) p2++ } }
+           END { print n + 0, p2 + 0 }')
+read -r N P2 <<< "$counts"
+[ "$N" -gt 0 ] && [ "$P2" -gt 0 ] || { echo "FAIL test_gpu_script: no cases counted ($counts)"; exit 1; }
 fails=0
 check() { # name, expected exit, expected text in the output, then env settings
     local name=$1 want=$2 text=$3; shift 3
@@ -87,10 +93,17 @@ setting_runs() {
     check "${name}_setting" 0 "0 FAIL, 0 XFAIL" DL_SPLITS="$setting" STUB_ARGS_LOG="$log"
     n_set=$(grep -c -- "$pattern" "$log")
     n_all=$(wc -l < "$log")
-    if [ "$n_set" -eq "$NC" ] && [ "$n_all" -eq "$N" ]; then
+    if [ "$n_set" -eq "$NC" ] && [ "$n_all" -eq $((N + P2)) ]; then
         echo "PASS test_gpu_script ${name}_args ($n_set runs with $what, one a case)"
     else echo "FAIL test_gpu_script ${name}_args: $n_set runs with $what for $NC cases ($n_all runs)"; fails=1; fi
 }
+# the "page2" runs (attempt #70): bf16-hw-stream alone with DL_STREAM_STAGE=page2, one a case that takes it
+check page2_runs 0 "0 FAIL, 0 XFAIL" STUB_ARGS_LOG="$T/page2_args.log"
+n_p2=$(grep -c -- "--splits auto --variants bf16-hw-stream --out .* stage=page2 " "$T/page2_args.log")
+n_p2_any=$(grep -c -- "stage=page2 " "$T/page2_args.log")
+if [ "$n_p2" -eq "$P2" ] && [ "$n_p2_any" -eq "$P2" ]; then
+    echo "PASS test_gpu_script page2_args ($n_p2 runs of bf16-hw-stream with DL_STREAM_STAGE=page2)"
+else echo "FAIL test_gpu_script page2_args: $n_p2 runs of bf16-hw-stream alone, $n_p2_any with page2, for $P2 cases"; fails=1; fi
 # the "cluster" setting (attempt #61): each case once with --splits auto and DL_STREAM_MERGE=cluster
 setting_runs cluster cluster "--splits auto --out .* merge=cluster$" "DL_STREAM_MERGE=cluster"
 # the "hgroup1" setting (attempt #67): each case once with --splits auto, the heads order and head groups of one

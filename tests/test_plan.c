@@ -571,7 +571,7 @@ START_TEST(test_ctas_share_tiles)
     ck_assert_int_eq(dl_plan_build_pool(128, 8, len, 64, 8, 132, 4, 10, 2, DL_ORDER_AUTO, 0, &p), 0);
     ck_assert_int_eq(dl_plan_ctas_share_tiles(&p, 8), 0); /* a pool */
     dl_plan_free(&p);
-    /* head groups of 2 (the two-head page stage, make STREAM_PAGE_HEADS=2): 2 warps a CTA hold, ragged too, and
+    /* head groups of 2 (the two-head page stage, DL_STREAM_STAGE=page2): 2 warps a CTA hold, ragged too, and
      * groups of 4 on 2 warps a CTA (each CTA two heads of a group's run); the same plan asked of 4 warps, or groups of
      * one head (each slot a run of its own), do not */
     ck_assert_int_eq(dl_plan_build_pool(4, 8, len, 64, 2, 528, 4, 0, 1, DL_ORDER_HEADS, DL_PLAN_HEAD_GROUP(2), &p), 0);

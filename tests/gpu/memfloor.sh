@@ -10,7 +10,8 @@
 #   MAXT        --max-time-s per variant (default 3)
 # A FAIL verdict is reported, timed anyway (--time-failed) and makes the exit status 1; a run
 # that cannot run (exit 2) stops the script. The last lines are a table: config, knobs, variant, us, the read,
-# frac_ref, errors, and cta_max% (the plan's busiest CTA over its CTAs' mean, results version 5; "-" without a plan).
+# frac_ref, errors, cta_max% (the plan's busiest CTA over its CTAs' mean, results version 5; "-" without a plan), and
+# the planned kernels' stage and merge (page2, page, deep or tile / ticket or kernel..., from model_schedule).
 set -euo pipefail
 DECODELAB=${DECODELAB:-build/decodelab}
 : "${OUT:?set OUT to the results folder}"
@@ -49,15 +50,21 @@ knobs = []
 for line in open(sys.argv[2]):
     n, k = line.split(" ", 1)
     knobs += [k.strip()] * int(n)
-print("%-34s %-26s %-18s %-6s %10s %10s %8s %12s %12s %8s" % ("golden", "knobs", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex", "cta_max%"))
+print("%-34s %-26s %-18s %-6s %10s %10s %8s %12s %12s %8s %s" % ("golden", "knobs", "variant", "verd", "median_us", "ref_us", "frac_ref", "o_relL2/mod", "o_relL2/ex", "cta_max%", "stage/merge"))
+def stage(s):  # the planned kernels' stage and merge from model_schedule (data/SCHEMA.md): page2, page, deep or tile
+    if not s.startswith("plan:"): return "-"
+    f = s.split(":")
+    st = "page2" if ":page2" in s else "page" if ":page" in s else "deep" if ":deep" in s else "tile"
+    return "%s/%s" % (st, f[3] if len(f) > 3 else "?")
 for i, r in enumerate(rows):
     if r.get("verdict") != "FAIL" and r.get("time_median_s", "nan") in ("", "nan"): continue  # SKIP rows
     f = lambda k, s=1.0: float(r.get(k, "nan") or "nan") * s
     # the plan's busiest CTA over its CTAs' mean, % (results version 5; "-" without a plan or in an older table)
     most, mean = f("plan_cta_tokens_max"), f("plan_cta_tokens_mean")
     bal = "%+.1f" % (100 * (most / mean - 1)) if most > 0 and mean > 0 else "-"
-    print("%-34s %-26s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e %8s" % (os.path.basename(r["golden_path"]), knobs[i] if i < len(knobs) else "?",
-          r["variant"], r["verdict"], f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2"), bal))
+    print("%-34s %-26s %-18s %-6s %10.2f %10.2f %8.3f %12.3e %12.3e %8s %s" % (os.path.basename(r["golden_path"]), knobs[i] if i < len(knobs) else "?",
+          r["variant"], r["verdict"], f("time_median_s", 1e6), f("ref_read_s", 1e6), f("frac_ref"), f("model_o_rel_l2"), f("exact_o_rel_l2"), bal,
+          stage(r.get("model_schedule", ""))))
 PY
 cat "$TABLE"
 exit $failed

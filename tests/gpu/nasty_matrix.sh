@@ -175,6 +175,10 @@ for c in "${CASES[@]}"; do
     # the 8-KV-head cases once more with DL_STREAM_STAGE=page ("page": --splits auto, every streaming variant on
     # the whole-page stage; 'auto' keeps bf16-hw-stream on the tile rings for short runs and HND)
     sps=$SPLITS; case $label in *hkv=8*) sps="$SPLITS page" ;; esac
+    # the cases the two-head page stage takes (8-bit, D 128, page a multiple of 16, group <= 8; every case's KV heads
+    # are even) once more with DL_STREAM_STAGE=page2 ("page2": bf16-hw-stream alone, the one policy built with it)
+    if [[ $label =~ ^kv=e(4m3|5m2)\ D=128\ [A-Z]+\ page=([0-9]+)\ group=([0-9]+) ]] &&
+        (( BASH_REMATCH[2] % 16 == 0 && BASH_REMATCH[3] <= 8 )); then sps="$sps page2"; fi
     case $label in "kv=bf16 D=128 "*|"kv=f16 D=128 "*) sps="$sps wide" ;; esac # the 3 x 2 rings forced (#57)
     for sp in $sps; do
         log="$WORK/$(basename "$file" .h5)_splits$sp.log"
@@ -183,6 +187,7 @@ for c in "${CASES[@]}"; do
             kmerge1p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=1) spl=auto ;; # its one-pass form (#65)
             kmerge2p) kenv=(DL_STREAM_MERGE=kernel DL_STREAM_MERGE_FORM=0) spl=auto ;; # its two-pass form
             page) kenv=(DL_STREAM_STAGE=page) spl=auto ;;
+            page2) kenv=(DL_STREAM_STAGE=page2) spl=auto ;;   # the two-head page stage (attempt #70)
             unit16) kenv=(DL_STREAM_UNIT=16) spl=auto ;;      # the plans cut at 16-token units (attempt #44)
             wide) kenv=(DL_STREAM_DEEP=0) spl=auto ;;         # the 3 x 2 rings (attempt #57)
             cluster) kenv=(DL_STREAM_MERGE=cluster) spl=auto ;; # merged in thread-block clusters (attempt #61)
@@ -191,11 +196,14 @@ for c in "${CASES[@]}"; do
         esac
         xargs_=() # chain: three layers, timed briefly (the chain check runs before timing)
         [ "$sp" = chain ] && { spl=auto; xargs_=(--chain 3 --max-time-s 0.02 --min-samples 1); }
+        only= # page2: bf16-hw-stream's run alone (the other policies refuse DL_STREAM_STAGE=page2)
+        [ "$sp" = page2 ] && { only=bf16-hw-stream; xargs_=(--variants "$only"); }
         env "${kenv[@]}" "$DECODELAB" run "$file" --splits "$spl" "${xargs_[@]}" --out "$WORK/results.h5" > "$log" 2>&1
         rc=$?
         nrun=$(( nrun + 1 ))
         line=$(printf '%-46s %-6s' "$label" "$sp")
         for v in $VARIANTS; do
+            if [ -n "$only" ] && [ "$v" != "$only" ]; then line="$line $(printf '%-32s' -)"; continue; fi
             cell=$(awk -v v="$v" '$1 == v && ($2 == "PASS" || $2 == "FAIL") { printf "%s %s h%s", $2, $4, $5; found = 1; exit }
                                   $1 == v && $2 == "SKIP" { printf "SKIP"; found = 1; exit }
                                   END { if (!found) printf "MISSING" }' "$log")

@@ -6,7 +6,8 @@
 # page size 1 and 16, NHD and HND, group sizes 1/2/4/5, every KV dtype, D 64/128/256, 2 KV heads and, in
 # one case, 8: the streaming variants' whole-page stage; the 16-bit D 128 case twice, the second time with
 # DL_STREAM_DEEP=0: the tile rings in 3 x 2, which 'auto' leaves for the deep rings on runs this short, attempt #57),
-# with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
+# and two e4m3 D 128 cases with DL_STREAM_STAGE=page2 (the two-head page stage, attempt #70; bf16-hw-stream alone, the
+# one policy built with it; the second with the split cases' long requests), with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
 # exit of a run (a variant FAIL included) or a missing summary line.
 # Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
@@ -56,10 +57,13 @@ CASES=("e4m3 128 NHD 16 4 bf16"
        "e4m3 128 NHD 16 2 bf16 8"
        "f16  128 HND 16 4 f16 2 wide"
        "e4m3 128 NHD 16 4 bf16 2 split"
-       "e5m2 128 HND 16 2 bf16 2 splitticket")
+       "e5m2 128 HND 16 2 bf16 2 splitticket"
+       "e4m3 128 HND 16 4 bf16 2 page2"
+       "e4m3 128 NHD 16 2 bf16 2 splitpage2")
 FILES=(); SPLIT=() # SPLIT: the split cases' files (checked below to have split and merged)
 ENVS=() # ENVS: each file's plan knobs (8 KV heads: DL_STREAM_STAGE=page, every streaming policy paged;
-                  # wide: DL_STREAM_DEEP=0; splitticket: DL_STREAM_MERGE=ticket)
+                  # wide: DL_STREAM_DEEP=0; splitticket: DL_STREAM_MERGE=ticket; *page2: DL_STREAM_STAGE=page2)
+ONLY=() # ONLY: the one variant a file is run with ('' : every variant; the page2 forms: bf16-hw-stream)
 i=0
 for c in "${CASES[@]}"; do
     set -- $c
@@ -72,7 +76,9 @@ for c in "${CASES[@]}"; do
     FILES+=("$f")
     case "${8:-}" in split*) SPLIT+=("$f") ;; esac
     # (with DL_STREAM_MERGE=cluster in the environment, attempt #61, the clusters are the tile rings': no page stage)
-    if [ "${7:-2}" = 8 ] && [ "${DL_STREAM_MERGE:-}" != cluster ]; then ENVS+=(DL_STREAM_STAGE=page)
+    ONLY+=("")
+    if [[ ${8:-} == *page2 ]]; then ENVS+=(DL_STREAM_STAGE=page2); ONLY[i]=bf16-hw-stream
+    elif [ "${7:-2}" = 8 ] && [ "${DL_STREAM_MERGE:-}" != cluster ]; then ENVS+=(DL_STREAM_STAGE=page)
     elif [ "${8:-}" = wide ]; then ENVS+=(DL_STREAM_DEEP=0)
     elif [ "${8:-}" = splitticket ] && [ -z "${DL_STREAM_MERGE:-}" ]; then ENVS+=(DL_STREAM_MERGE=ticket)
     else ENVS+=(DL_STREAM_STAGE=auto); fi
@@ -85,6 +91,7 @@ for v in $VARIANTS; do
     for tool in $TOOLS; do
         for ci in "${!FILES[@]}"; do
             f=${FILES[$ci]}
+            [ -n "${ONLY[$ci]}" ] && [ "${ONLY[$ci]}" != "$v" ] && continue
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 extra=""; [ "$tool" = racecheck ] && extra="--racecheck-report all"
@@ -100,7 +107,9 @@ wait
 for v in $VARIANTS; do
     for tool in $TOOLS; do
         n=0
-        for f in "${FILES[@]}"; do
+        for ci in "${!FILES[@]}"; do
+            f=${FILES[$ci]}
+            [ -n "${ONLY[$ci]}" ] && [ "${ONLY[$ci]}" != "$v" ] && continue
             for sp in 1 4; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s$sp.log"
                 rc=$(cat "$log.rc" 2>/dev/null || echo none)
@@ -121,6 +130,7 @@ for v in $VARIANTS; do
         if [[ $v == *-stream ]]; then
             for f in "${SPLIT[@]}"; do
                 log="$WORK/${tool}_${v}_$(basename "$f" .h5)_s1.log"
+                [ -f "$log" ] || continue # a file this variant is not run with (ONLY)
                 if ! grep -qE 'schedule plan:[^ ]*:(kernel|ticket|cluster)' "$log"; then
                     echo "  $tool $v $(basename "$f"): the plan merged no split task (no kernel, ticket or cluster merge named in $log)"
                     status=1; n=$((n + 1))
