@@ -8,7 +8,8 @@
 #   2. B64 L1024 e4m3 (auto should keep the tile rings: short runs merged by ticket) and B128 L4096 (page2 in place
 #      of page);
 #   3. where the rule was not measured: B8 L16384, B16 L8192 and B256 L4096 e4m3;
-#   4. the 70B shape (group 8: the tile rings) once, and the cast and fast policies at B64 L1024 (page, as before).
+#   4. the 70B shape (group 8: the tile rings) once, and the cast and fast policies at B64 L1024 (page, as before);
+#   5. B1 L32768 on page2 with fewer, longer segments (DL_STREAM_MIN_TILES=8, DL_STREAM_MAX_SEGS=64) beside auto.
 # Needs .carry/decodelab.xz (the build under test). Environment: OUT (required); PRE_STEPS (steps_job.sh steps
 # run first); BIN (the carried binary's name, default decodelab); STEPS_S (the steps' time limit, default 500).
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
@@ -23,4 +24,5 @@ for c in 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
 done
 STEPS="$STEPS;$B|70b_b64_l4096_e4m3|- DL_STREAM_STAGE=page2|bf16-hw-stream"
 STEPS="$STEPS;$B|8b_b64_l1024_e4m3|-|bf16-cast-stream,bf16-fast-stream"
+STEPS="$STEPS;$B|8b_b1_l32768_e4m3|- DL_STREAM_MIN_TILES=8 DL_STREAM_MAX_SEGS=64 -|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-500}" bash tests/gpu/steps_job.sh | tail -80
