@@ -172,7 +172,7 @@ static_assert((DL_STREAM_W > 0 && DL_STREAM_S > 0) ||
 #define DL_STREAM_PAGE_S 12
 #endif
 static_assert(DL_STREAM_PAGE_S == 8 || DL_STREAM_PAGE_S == 12, "STREAM_PAGE_S: 8 or 12 stages of 16 KB");
-/* The page stage's heads a stage, HEADS (a template argument: attempt #70 made it a policy, 2026-12-07). 8: the
+/* The page stage's heads a stage, HEADS (a template argument: attempt #70 made it a policy, 2026-12-06). 8: the
  * whole page (the KV heads are 8: page_misfit), a CTA of 8 consumer warps and one producer; 2: 16 rows of an
  * aligned pair of KV heads (the plan's head groups of 2, DL_PLAN_HEAD_GROUP), a CTA of 2 consumer warps and one
  * producer (4 CTAs an SM), the KV heads even; the copies' boxes are the stage's heads wide (the copy probe,
@@ -1624,9 +1624,10 @@ template <int D, dl_dtype KV, int DQ, int NT, int PAGE, bool DEEP> constexpr int
     const bool two = 2 * (SH::SMEM + 1024) <= 228 * 1024;
     return two && !(D == 128 && dl_kv_size<KV>::value == 1 && NT == 2) ? 2 : 1;
 }
-/* PAGE: the page stage of PAGE heads a stage (page_shape<PAGE>: 8, the whole page, or 2), else (0) the tile rings (stream_shape; DEEP: their 2 x 3 form, #57); CL:
- * the tile rings launched in thread-block clusters, split tasks merged by cluster_merge (attempt #61: instances of
- * their own, in a make STREAM_CLUSTER=1 build alone, so that the other kernels keep their code). */
+/* PAGE: the page stage of PAGE heads a stage (page_shape<PAGE>: 8, the whole page, or 2), else (0) the tile rings
+ * (stream_shape; DEEP: their 2 x 3 form, #57); CL: the tile rings launched in thread-block clusters, split tasks
+ * merged by cluster_merge (attempt #61: instances of their own, in a make STREAM_CLUSTER=1 build alone, so that the
+ * other kernels keep their code). */
 template <int D, dl_dtype KV, int DQ, int NT, int PAGE = 0, bool DEEP = false, bool CL = false>
 __global__ void __launch_bounds__(stream_shape_of<D, KV, DQ, NT, PAGE, DEEP>::THREADS,
                                   (stream_min_ctas<D, KV, DQ, NT, PAGE, DEEP>()))
