@@ -206,9 +206,12 @@ template <int D, dl_dtype KV> constexpr bool kDeepFits = D == 128 && dl_kv_size<
 template <int D, dl_dtype KV, int NT> constexpr bool kPageFits = D == 128 && dl_kv_size<KV>::value == 1 && NT == 1;
 template <int D, dl_dtype KV, int DQ, int NT, int PAGE>
 constexpr bool kPageHeadsFit = kPageFits<D, KV, NT> && (PAGE == 8 || (PAGE == 2 && DQ == DL_DQ_HW));
-/* bf16-hw-stream takes the two-head page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or
- * more, or its plan needs the merge kernel (and NHD, 8 KV heads, group <= 4: page_stage_plan) */
+/* bf16-hw-stream takes the page stage (DL_STREAM_STAGE=auto) where a CTA's run has this many tiles or more (with
+ * 8 heads a stage, where its plan merges by ticket; with 2, or where it needs the merge kernel), and NHD, groups <= 4
+ * (page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
+/* DL_STREAM_HW_PAGE's default: the heads a stage of the page stage bf16-hw-stream's auto takes (page_stage_plan) */
+constexpr int kHwPageHeads = 8;
 /* The deep rings (attempt #57, DL_STREAM_DEEP unset): taken where a slot's run averages this many tiles or fewer. The
  * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
  * 31 tiles a slot, -7.5 %; llama-13B B64 L1024, 155 tiles, +0.5 %; where between them it turns is not measured. */
@@ -3072,6 +3075,8 @@ struct shape_rt {
                     * warps on the same tiles */
     int page_min_run; /* the page stage: fewest tiles a CTA's run may have (fewer: make_plan returns 1) */
     bool page_run_ticket; /* page_min_run binds only where the plan merges by ticket (the two-head stage's rule) */
+    bool page_ticket_only; /* the page stage only where its plan merges by ticket (make_plan returns 1 where it would
+                            * need the merge kernel: the hw policy's rule for 8 heads a stage, attempt #62) */
     bool deep;        /* the deep rings (stream_shape's DEEP, attempt #57) */
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
     int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
@@ -3085,7 +3090,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, int page = 0)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, false, 0, 0, 128};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, false, false, 0, 0, 128};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -3557,7 +3562,8 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     if (sh.page && (!dl_plan_ctas_share_tiles(&p, sh.W) ||
                     ((!sh.page_run_ticket || merge != DL_MERGE_KERNEL) &&
-                     p.num_tiles < (int64_t)sh.page_min_run * per_tile * sh.W * p.ctas))) { /* the tile rings instead */
+                     p.num_tiles < (int64_t)sh.page_min_run * per_tile * sh.W * p.ctas) ||
+                    (sh.page_ticket_only && merge == DL_MERGE_KERNEL))) { /* the tile rings instead */
         dl_plan_free(&p);
         dl_gpu_plan_free(out);
         return 1;
@@ -3700,9 +3706,11 @@ static int stage_of(const char *s, int *stage)
  * merge kernel), B4 L32768 (82.62-82.66 against 82.98-83.10, the merge kernel) and B128 L4096 (258.78-259.55 against
  * the 8-head page stage's 260.74-260.93, runs of ~62 tiles, the ticket), and loses at B64 L1024 (51.04-51.07 against
  * 48.51-48.64, runs of ~8 tiles, the ticket) and at group 8 (the 70B shape, 150.24-150.34 against 142.02-142.14). So
- * auto gives bf16-hw-stream the two-head stage on NHD, 8 KV heads, groups up to 4, where its plan needs the merge
- * kernel or a CTA's run has kPageHwMinRun tiles or more; the tile rings elsewhere. Other head counts: not measured,
- * the tile rings (DL_STREAM_STAGE=page2 forces it where the KV heads are even). */
+ * with DL_STREAM_HW_PAGE=2 auto gives bf16-hw-stream the two-head stage on NHD, 8 KV heads, groups up to 4, where its
+ * plan needs the merge kernel or a CTA's run has kPageHwMinRun tiles or more; with 8 (kHwPageHeads, the default until
+ * the two-head rule has passed test-gpu and its timing on a GPU) the 8-head stage on NHD, groups up to 4, where runs
+ * have kPageHwMinRun tiles and the plan merges by ticket; the tile rings elsewhere. Other KV head counts: not
+ * measured, the tile rings (DL_STREAM_STAGE=page2 forces the two-head stage where the KV heads are even). */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage, order, pool_pct;
@@ -3713,7 +3721,12 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     int merge;
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
     const bool hw_auto = stage == -1 && dq == DL_DQ_HW; /* the hw policy's rule (above) */
-    const int heads = stage > 0 ? stage : hw_auto ? 2 : 8;
+    int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, kHwPageHeads) */
+    DL_TRY(knob("DL_STREAM_HW_PAGE", 2, 8, kHwPageHeads, &hw_heads));
+    if (hw_heads != 2 && hw_heads != 8)
+        return dl_fail("DL_STREAM_HW_PAGE: '%d' is not 2 or 8 (the KV heads a page stage holds, for bf16-hw-stream's "
+                       "DL_STREAM_STAGE=auto)", hw_heads);
+    const int heads = stage > 0 ? stage : hw_auto ? hw_heads : 8;
     const char *asked = heads == 2 ? "DL_STREAM_STAGE=page2" : "DL_STREAM_STAGE=page";
     const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"
                                                 : page_misfit(a, heads, dq, order, pool_pct);
@@ -3723,7 +3736,8 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     shape_rt sh = heads == 2 ? shape_rt_of<page_shape<2>>(kWarpMinTiles, false, 2)
                              : shape_rt_of<page_shape<8>>(kWarpMinTiles, false, 8);
     sh.page_min_run = hw_auto ? kPageHwMinRun : 0;
-    sh.page_run_ticket = hw_auto; /* where the plan needs the merge kernel, any run (B1 L32768) */
+    sh.page_run_ticket = hw_auto && heads == 2; /* where the plan needs the merge kernel, any run (B1 L32768) */
+    sh.page_ticket_only = hw_auto && heads == 8; /* attempt #62: where the page plan needs the merge kernel, tiles */
     sh.occ = 1 << 20;
     DL_TRY(dl_dispatch<DL_KV_FP8>(a, false, "decode_stream.cu, page plan", [&](auto s) {
         constexpr int D = decltype(s)::D;

@@ -1,28 +1,26 @@
 #!/usr/bin/env bash
 # page_heads_job.sh - one device call (issue 10, attempt #70 as a policy): bf16-hw-stream's stage rule, one binary.
-# DL_STREAM_STAGE=auto ('-') alternated with the forms it chooses between, tile (the tile rings), page (8 heads a
-# stage) and page2 (2 heads), each row PASS-judged against the golden outputs; the row's model_schedule names the
-# stage that ran (`:page2`, `:page`, or neither). Steps, in priority order (tests/gpu/steps_job.sh; results packed
-# after each, the rows printed last):
-#   1. B1 L32768 and B4 L32768 e4m3 (auto should take page2: the plan needs the merge kernel);
-#   2. B64 L1024 e4m3 (auto should keep the tile rings: short runs merged by ticket) and B128 L4096 (page2 in place
-#      of page);
-#   3. where the rule was not measured: B8 L16384, B16 L8192 and B256 L4096 e4m3;
-#   4. the 70B shape (group 8: the tile rings) once, and the cast and fast policies at B64 L1024 (page, as before);
-#   5. B1 L32768 on page2 with fewer, longer segments (DL_STREAM_MIN_TILES=8, DL_STREAM_MAX_SEGS=64) beside auto.
+# DL_STREAM_STAGE=auto with the default rule ('-': the 8-head page stage where runs are long and the plan merges by
+# ticket, the tile rings elsewhere) alternated with DL_STREAM_HW_PAGE=2 (the two-head page stage where the plan needs
+# the merge kernel or runs are long), each row PASS-judged against the golden outputs; the table's last column names
+# the stage and merge each row ran (`page2`, `page`, `tile`). Steps, in priority order (tests/gpu/steps_job.sh;
+# results packed after each, the rows printed last):
+#   1. B1 L32768 and B4 L32768 e4m3 (the two-head rule takes page2: merge-kernel plans);
+#   2. B64 L1024 e4m3 (both rules keep the tile rings: short runs merged by ticket) and B128 L4096 (page2 in place of
+#      page);
+#   3. where the two-head rule was not measured: B8 L16384, B16 L8192 and B256 L4096 e4m3;
+#   4. the 70B shape (group 8: the tile rings under both), and the cast and fast policies at B64 L1024 (page);
+#   5. B1 L32768 on page2 with fewer, longer segments (DL_STREAM_MIN_TILES=8, DL_STREAM_MAX_SEGS=64).
 # Needs .carry/decodelab.xz (the build under test). Environment: OUT (required); PRE_STEPS (steps_job.sh steps
 # run first); BIN (the carried binary's name, default decodelab); STEPS_S (the steps' time limit, default 500).
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 B=${BIN:-decodelab}
-P='- DL_STREAM_STAGE=tile DL_STREAM_STAGE=page2 - DL_STREAM_STAGE=tile DL_STREAM_STAGE=page2'
+P='- DL_STREAM_HW_PAGE=2 - DL_STREAM_HW_PAGE=2'
 STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b4_l32768_e4m3|$P|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b64_l1024_e4m3|$P|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b128_l4096_e4m3|- DL_STREAM_STAGE=page - DL_STREAM_STAGE=page|bf16-hw-stream"
-for c in 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
-    STEPS="$STEPS;$B|$c|- DL_STREAM_STAGE=tile DL_STREAM_STAGE=page -|bf16-hw-stream"
+for c in 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
+    STEPS="$STEPS;$B|$c|$P|bf16-hw-stream"
 done
-STEPS="$STEPS;$B|70b_b64_l4096_e4m3|- DL_STREAM_STAGE=page2|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b64_l1024_e4m3|-|bf16-cast-stream,bf16-fast-stream"
-STEPS="$STEPS;$B|8b_b1_l32768_e4m3|- DL_STREAM_MIN_TILES=8 DL_STREAM_MAX_SEGS=64 -|bf16-hw-stream"
+STEPS="$STEPS;$B|70b_b64_l4096_e4m3|- DL_STREAM_HW_PAGE=2|bf16-hw-stream"
+STEPS="$STEPS;$B|8b_b64_l1024_e4m3|- DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
+STEPS="$STEPS;$B|8b_b1_l32768_e4m3|DL_STREAM_HW_PAGE=2,DL_STREAM_MIN_TILES=8 DL_STREAM_HW_PAGE=2,DL_STREAM_MAX_SEGS=64 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-500}" bash tests/gpu/steps_job.sh | tail -80
