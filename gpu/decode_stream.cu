@@ -3678,22 +3678,6 @@ static const char *page_misfit(const dl_gpu_args *a, int heads, int dq, int orde
     return NULL;
 }
 
-/* The stage policy named by DL_STREAM_STAGE (NULL or "auto": -1, "tile": 0, "page": 8, "page2": 2, the page
- * stage's heads), or dl_fail(). */
-static int stage_of(const char *s, int *stage)
-{
-    if (!s || !strcmp(s, "auto")) *stage = -1;
-    else if (!strcmp(s, "tile")) *stage = 0;
-    else if (!strcmp(s, "page")) *stage = 8;
-    else if (!strcmp(s, "page2")) *stage = 2;
-    else
-        return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: by policy and case, README), 'tile' (a ring "
-                       "of 64-token tiles per consumer warp), 'page' (one ring shared by the 8 warps of a CTA, stages "
-                       "of 16 rows of the 8 KV heads) or 'page2' (one ring shared by 2 warps, stages of 16 rows of 2 "
-                       "KV heads; bf16-hw-stream)", s);
-    return 0;
-}
-
 /* The page stage's plan (page_shape) where the knob and the case allow it: 0 and a plan in out, 1 (nothing
  * built) where they do not, or -1 after dl_fail() (an error, or DL_STREAM_STAGE=page or page2 where it cannot run).
  * auto, by dequant policy dq, measured on the H200 (2026-12-04, llama3-8B / the 70B shape, e4m3, median us,
@@ -3714,18 +3698,15 @@ static int stage_of(const char *s, int *stage)
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
 {
     int stage, order, pool_pct;
-    DL_TRY(stage_of(getenv("DL_STREAM_STAGE"), &stage));
-    if (stage == 0) return 1;
+    DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &stage)); /* DL_STAGE_*: the page stage's heads, 0, or -1 */
+    if (stage == DL_STAGE_TILE) return 1;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &order));
     DL_TRY(knob("DL_STREAM_POOL", 0, 50, 0, &pool_pct));
     int merge;
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
-    const bool hw_auto = stage == -1 && dq == DL_DQ_HW; /* the hw policy's rule (above) */
+    const bool hw_auto = stage == DL_STAGE_AUTO && dq == DL_DQ_HW; /* the hw policy's rule (above) */
     int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, kHwPageHeads) */
-    DL_TRY(knob("DL_STREAM_HW_PAGE", 2, 8, kHwPageHeads, &hw_heads));
-    if (hw_heads != 2 && hw_heads != 8)
-        return dl_fail("DL_STREAM_HW_PAGE: '%d' is not 2 or 8 (the KV heads a page stage holds, for bf16-hw-stream's "
-                       "DL_STREAM_STAGE=auto)", hw_heads);
+    DL_TRY(dl_plan_hw_page_heads(kHwPageHeads, &hw_heads));
     const int heads = stage > 0 ? stage : hw_auto ? hw_heads : 8;
     const char *asked = heads == 2 ? "DL_STREAM_STAGE=page2" : "DL_STREAM_STAGE=page";
     const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"

@@ -136,6 +136,16 @@ enum { DL_ORDER_AUTO = -1, DL_ORDER_TASKS = 0, DL_ORDER_HEADS = 1 };
 /* The order named by the DL_STREAM_ORDER value s (NULL or "auto": AUTO; "tasks"; "heads"). Returns 0, or
  * dl_fail() naming the variable and the value. */
 int dl_plan_order_of(const char *s, int *order);
+/* The streaming kernels' shared-memory stage (DL_STREAM_STAGE, gpu/decode_stream.cu page_stage_plan), by value the
+ * page stage's KV heads a stage: AUTO (by policy and case), TILE (a ring of 64-token tiles per consumer warp), PAGE2
+ * (one ring shared by 2 consumer warps, stages of 16 rows of 2 KV heads; bf16-hw-stream) or PAGE (8 warps, 8 heads). */
+enum { DL_STAGE_AUTO = -1, DL_STAGE_TILE = 0, DL_STAGE_PAGE2 = 2, DL_STAGE_PAGE = 8 };
+/* The stage named by the DL_STREAM_STAGE value s (NULL or "auto": AUTO; "tile", "page", "page2"). Returns 0, or
+ * dl_fail() naming the variable and the value. */
+int dl_plan_stage_of(const char *s, int *stage);
+/* The page stage's heads bf16-hw-stream's DL_STREAM_STAGE=auto takes, from DL_STREAM_HW_PAGE (2 or 8; def where
+ * unset). Returns 0, or dl_fail() naming the variable and the value. */
+int dl_plan_hw_page_heads(int def, int *heads);
 /* 1 where the `heads` slots of every CTA of plan p walk the same tiles of the same requests, slot c * heads + h
  * for the h-th KV head of an aligned group of `heads` (the heads order with warps = heads, no pool; heads = Hkv:
  * all of them, else a head group of that size, DL_PLAN_HEAD_GROUP), else 0: what the streaming kernels' page stage

@@ -36,6 +36,29 @@ int dl_plan_order_of(const char *s, int *order)
     return 0;
 }
 
+int dl_plan_stage_of(const char *s, int *stage)
+{
+    if (!s || !strcmp(s, "auto")) *stage = DL_STAGE_AUTO;
+    else if (!strcmp(s, "tile")) *stage = DL_STAGE_TILE;
+    else if (!strcmp(s, "page")) *stage = DL_STAGE_PAGE;
+    else if (!strcmp(s, "page2")) *stage = DL_STAGE_PAGE2;
+    else
+        return dl_fail("DL_STREAM_STAGE: '%s' is not 'auto' (the default: by policy and case, README), 'tile' (a ring "
+                       "of 64-token tiles per consumer warp), 'page' (one ring shared by the 8 warps of a CTA, stages "
+                       "of 16 rows of the 8 KV heads) or 'page2' (one ring shared by 2 warps, stages of 16 rows of 2 "
+                       "KV heads; bf16-hw-stream)", s);
+    return 0;
+}
+
+int dl_plan_hw_page_heads(int def, int *heads)
+{
+    DL_TRY(dl_env_int("DL_STREAM_HW_PAGE", DL_STAGE_PAGE2, DL_STAGE_PAGE, def, NULL, heads));
+    if (*heads != DL_STAGE_PAGE2 && *heads != DL_STAGE_PAGE)
+        return dl_fail("DL_STREAM_HW_PAGE: '%d' is not 2 or 8 (the KV heads a page stage holds, for bf16-hw-stream's "
+                       "DL_STREAM_STAGE=auto)", *heads);
+    return 0;
+}
+
 /* The segments of the tiles [u0, u1) of the head-less walk for head i of its group (the walk: the B requests' tiles
  * once per group of g KV heads, group q's request b at ub[q B + b]..ub[q B + b + 1]; one group of all the heads, g
  * = Hkv, by default), appended at *nseg. */

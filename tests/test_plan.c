@@ -195,6 +195,52 @@ START_TEST(test_long_single_request_splits)
 }
 END_TEST
 
+/* DL_STREAM_STAGE and DL_STREAM_HW_PAGE (attempt #70): every stage parsed to its heads, a bad one refused by name
+ * with the value; DL_STREAM_HW_PAGE unset gives the default asked for, 2 and 8 are taken, any other value refused
+ * with it (a value in range but not a stage's heads, one out of range, one not a number) */
+START_TEST(test_stage_knobs)
+{
+    int st = 99;
+    ck_assert_int_eq(dl_plan_stage_of(NULL, &st), 0);
+    ck_assert_int_eq(st, DL_STAGE_AUTO);
+    const char *names[] = {"auto", "tile", "page", "page2"};
+    const int want[] = {DL_STAGE_AUTO, DL_STAGE_TILE, DL_STAGE_PAGE, DL_STAGE_PAGE2};
+    for (int i = 0; i < 4; i++) {
+        st = 99;
+        ck_assert_int_eq(dl_plan_stage_of(names[i], &st), 0);
+        ck_assert_int_eq(st, want[i]);
+    }
+    ck_assert_int_eq(want[2], 8); /* the page stage's heads: decode_stream.cu's page_shape<8> and <2> */
+    ck_assert_int_eq(want[3], 2);
+    ck_assert_int_ne(dl_plan_stage_of("page4", &st), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_STAGE: 'page4' is not 'auto'") != NULL);
+    ck_assert_int_ne(dl_plan_stage_of("", &st), 0);
+
+    int h = 99;
+    unsetenv("DL_STREAM_HW_PAGE");
+    ck_assert_int_eq(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_eq(h, 8);
+    ck_assert_int_eq(dl_plan_hw_page_heads(2, &h), 0);
+    ck_assert_int_eq(h, 2);
+    setenv("DL_STREAM_HW_PAGE", "2", 1);
+    ck_assert_int_eq(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_eq(h, 2);
+    setenv("DL_STREAM_HW_PAGE", "8", 1);
+    ck_assert_int_eq(dl_plan_hw_page_heads(2, &h), 0);
+    ck_assert_int_eq(h, 8);
+    setenv("DL_STREAM_HW_PAGE", "4", 1);
+    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE: '4' is not 2 or 8") != NULL);
+    setenv("DL_STREAM_HW_PAGE", "16", 1);
+    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE") != NULL);
+    setenv("DL_STREAM_HW_PAGE", "two", 1);
+    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE") != NULL);
+    unsetenv("DL_STREAM_HW_PAGE");
+}
+END_TEST
+
 /* DL_STREAM_MERGE: every value parsed to its mode (a value left unset once ran the merge kernel for
  * 'ticket'), a bad one refused by name, and auto resolved by the plan's longest task */
 START_TEST(test_merge_mode)
@@ -991,6 +1037,6 @@ END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
+              test_stage_knobs, test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
               test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups,
               test_cta_tokens)
