@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # page_heads_job.sh - one device call (issue 10, attempt #70 as a policy): bf16-hw-stream's stage rule, one binary.
-# DL_STREAM_STAGE=auto with the default rule ('-': the 8-head page stage where runs are long and the plan merges by
-# ticket, the tile rings elsewhere) alternated with DL_STREAM_HW_PAGE=2 (the two-head page stage where the plan needs
-# the merge kernel or runs are long), each row PASS-judged against the golden outputs; the table's last column names
+# DL_STREAM_STAGE=auto with the rule before 2026-12-07 (DL_STREAM_HW_PAGE=8: the 8-head page stage where runs are long
+# and the plan merges by ticket, the tile rings elsewhere) alternated with the default since (DL_STREAM_HW_PAGE=2: the
+# two-head page stage where the plan needs the merge kernel or runs are long; both named, so the pairs mean the same
+# whatever the build's default), each row PASS-judged against the golden outputs; the table's last column names
 # the stage and merge each row ran (`page2`, `page`, `tile`). Steps, in priority order (tests/gpu/steps_job.sh;
 # results packed after each, the rows printed last):
 #   1. B1 L32768 and B4 L32768 e4m3 (the two-head rule takes page2: merge-kernel plans);
@@ -15,12 +16,12 @@
 # run first); BIN (the carried binary's name, default decodelab); STEPS_S (the steps' time limit, default 500).
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 B=${BIN:-decodelab}
-P='- DL_STREAM_HW_PAGE=2 - DL_STREAM_HW_PAGE=2'
+P='DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2 DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2'
 STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
 for c in 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
     STEPS="$STEPS;$B|$c|$P|bf16-hw-stream"
 done
-STEPS="$STEPS;$B|70b_b64_l4096_e4m3|- DL_STREAM_HW_PAGE=2|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b64_l1024_e4m3|- DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
+STEPS="$STEPS;$B|70b_b64_l4096_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
+STEPS="$STEPS;$B|8b_b64_l1024_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
 STEPS="$STEPS;$B|8b_b1_l32768_e4m3|DL_STREAM_HW_PAGE=2,DL_STREAM_MIN_TILES=8 DL_STREAM_HW_PAGE=2,DL_STREAM_MAX_SEGS=64 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-500}" bash tests/gpu/steps_job.sh | tail -80
