@@ -146,6 +146,10 @@ int dl_plan_stage_of(const char *s, int *stage);
 /* The page stage's heads bf16-hw-stream's DL_STREAM_STAGE=auto takes, from DL_STREAM_HW_PAGE (2 or 8; def where
  * unset). Returns 0, or dl_fail() naming the variable and the value. */
 int dl_plan_hw_page_heads(int def, int *heads);
+/* The streaming knobs named by word or value (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE, DL_STREAM_HW_PAGE)
+ * checked from the environment before anything is launched (`decodelab run`). Returns 0, or dl_fail() naming the
+ * first bad one and its value. */
+int dl_plan_check_env(void);
 /* 1 where the `heads` slots of every CTA of plan p walk the same tiles of the same requests, slot c * heads + h
  * for the h-th KV head of an aligned group of `heads` (the heads order with warps = heads, no pool; heads = Hkv:
  * all of them, else a head group of that size, DL_PLAN_HEAD_GROUP), else 0: what the streaming kernels' page stage

@@ -59,6 +59,15 @@ int dl_plan_hw_page_heads(int def, int *heads)
     return 0;
 }
 
+int dl_plan_check_env(void)
+{
+    int v;
+    DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &v));
+    DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &v));
+    DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v));
+    return dl_plan_hw_page_heads(DL_STAGE_PAGE2, &v); /* the default does not matter here: only a set value is checked */
+}
+
 /* The segments of the tiles [u0, u1) of the head-less walk for head i of its group (the walk: the B requests' tiles
  * once per group of g KV heads, group q's request b at ub[q B + b]..ub[q B + b + 1]; one group of all the heads, g
  * = Hkv, by default), appended at *nseg. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "../gpu/dl_bench.h"
+#include "../gpu/dl_plan.h"
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
 #include "dl_cli.h"
@@ -237,6 +238,7 @@ int dl_cmd_run(int argc, char **argv)
     int prc = parse_run(argc, argv, &o);
     if (prc == 1) return 0;
     if (prc) return dl_cli_error("run");
+    if (dl_plan_check_env()) return dl_cli_error("run"); /* a bad knob stops the run before any file is read or written */
     const dl_variant **sel = calloc((size_t)dl_num_variants + 1, sizeof *sel);
     int nsel = 0;
     if (!sel) return dl_cli_error("run");

@@ -238,6 +238,22 @@ START_TEST(test_stage_knobs)
     ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE") != NULL);
     unsetenv("DL_STREAM_HW_PAGE");
+
+    /* dl_plan_check_env (`decodelab run`'s check before any launch): each knob's bad value refused by name */
+    const char *knob[] = {"DL_STREAM_ORDER", "DL_STREAM_STAGE", "DL_STREAM_MERGE", "DL_STREAM_HW_PAGE"};
+    const char *good[] = {"heads", "page2", "kernel", "8"};
+    for (int i = 0; i < 4; i++) unsetenv(knob[i]);
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+    for (int i = 0; i < 4; i++) setenv(knob[i], good[i], 1);
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+    for (int i = 0; i < 4; i++) {
+        setenv(knob[i], "bogus", 1);
+        ck_assert_int_ne(dl_plan_check_env(), 0);
+        ck_assert(strstr(dl_last_error(), knob[i]) != NULL);
+        ck_assert(strstr(dl_last_error(), "bogus") != NULL);
+        setenv(knob[i], good[i], 1);
+    }
+    for (int i = 0; i < 4; i++) unsetenv(knob[i]);
 }
 END_TEST
 
