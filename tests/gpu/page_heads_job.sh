@@ -15,7 +15,9 @@
 #      merge CTAs a query head (DL_STREAM_MERGE_SPLIT=2; auto's plans there say `kernel4`: four): the 1.5x-FlashInfer target there
 #      needs 32.0 us on the H200, ~0.9 us under the two-head stage's 32.8-32.9 (2026-12-06i).
 # Needs .carry/decodelab.xz (the build under test). Environment: OUT (required); PRE_STEPS (steps_job.sh steps
-# run first); BIN (the carried binary's name, default decodelab); STEPS_S (the steps' time limit, default 500).
+# run first); BIN (the carried binary's name, default decodelab); STEPS_S (the steps' time limit, default 500);
+# B1_ONLY=1: step 5's four B1 settings alone, alternated twice (~100 s on an H100: a pre-screen on any card).
+case "${B1_ONLY:-0}" in 0|1) ;; *) echo "page_heads_job: B1_ONLY must be 0 or 1, not '$B1_ONLY'" >&2; exit 2 ;; esac
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 B=${BIN:-decodelab}
 P='DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2 DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2'
@@ -25,5 +27,7 @@ for c in 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3 8b_b8_l16384_e4m
 done
 STEPS="$STEPS;$B|70b_b64_l4096_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
 STEPS="$STEPS;$B|8b_b64_l1024_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
-STEPS="$STEPS;$B|8b_b1_l32768_e4m3|DL_STREAM_HW_PAGE=2,DL_STREAM_MIN_TILES=8 DL_STREAM_HW_PAGE=2,DL_STREAM_MAX_SEGS=64 DL_STREAM_HW_PAGE=2,DL_STREAM_MERGE_SPLIT=2 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
+B1K='DL_STREAM_HW_PAGE=2,DL_STREAM_MIN_TILES=8 DL_STREAM_HW_PAGE=2,DL_STREAM_MAX_SEGS=64 DL_STREAM_HW_PAGE=2,DL_STREAM_MERGE_SPLIT=2 DL_STREAM_HW_PAGE=2'
+STEPS="$STEPS;$B|8b_b1_l32768_e4m3|$B1K|bf16-hw-stream"
+[ "${B1_ONLY:-0}" = 1 ] && STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$B1K $B1K|bf16-hw-stream"
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-500}" bash tests/gpu/steps_job.sh | tail -80
