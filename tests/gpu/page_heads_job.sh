@@ -20,14 +20,17 @@
 case "${B1_ONLY:-0}" in 0|1) ;; *) echo "page_heads_job: B1_ONLY must be 0 or 1, not '$B1_ONLY'" >&2; exit 2 ;; esac
 source tests/gpu/job_start.sh # the card, .carry unpacked, WALK_K
 B=${BIN:-decodelab}
-P='DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2 DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2'
-STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
-for c in 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
-    STEPS="$STEPS;$B|$c|$P|bf16-hw-stream"
-done
-STEPS="$STEPS;$B|70b_b64_l4096_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
-STEPS="$STEPS;$B|8b_b64_l1024_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
 B1K='DL_STREAM_HW_PAGE=2,DL_STREAM_MIN_TILES=8 DL_STREAM_HW_PAGE=2,DL_STREAM_MAX_SEGS=64 DL_STREAM_HW_PAGE=2,DL_STREAM_MERGE_SPLIT=2 DL_STREAM_HW_PAGE=2'
-STEPS="$STEPS;$B|8b_b1_l32768_e4m3|$B1K|bf16-hw-stream"
-[ "${B1_ONLY:-0}" = 1 ] && STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$B1K $B1K|bf16-hw-stream"
+if [ "${B1_ONLY:-0}" = 1 ]; then
+    STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$B1K $B1K|bf16-hw-stream"
+else
+    P='DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2 DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2'
+    STEPS="${PRE_STEPS:+$PRE_STEPS;}$B|8b_b1_l32768_e4m3|$P|bf16-hw-stream"
+    for c in 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b128_l4096_e4m3 8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b256_l4096_e4m3; do
+        STEPS="$STEPS;$B|$c|$P|bf16-hw-stream"
+    done
+    STEPS="$STEPS;$B|70b_b64_l4096_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-hw-stream"
+    STEPS="$STEPS;$B|8b_b64_l1024_e4m3|DL_STREAM_HW_PAGE=8 DL_STREAM_HW_PAGE=2|bf16-cast-stream,bf16-fast-stream"
+    STEPS="$STEPS;$B|8b_b1_l32768_e4m3|$B1K|bf16-hw-stream"
+fi
 STEPS="$STEPS" OUT=$OUT timeout "${STEPS_S:-500}" bash tests/gpu/steps_job.sh | tail -80
