@@ -402,7 +402,10 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
     if (v->plan) { /* the variant schedules itself (balanced plan): --splits does not apply */
         int32_t *lens = case_lens(c);
         if (!lens) return -1;
-        int prc = v->plan(&a, lens, &plan);
+        dl_gpu_args pa = a; /* with --chain, planned as the chain's first layer (layer_args), so that every layer's
+                             * plan, and with it the last layer's outputs, is the one launch's (chain_check) */
+        pa.pdl = o->chain > 1 && o->time ? 1 : 0;
+        int prc = v->plan(&pa, lens, &plan);
         free(lens);
         DL_TRY(prc);
         a.plan = &plan;
