@@ -210,16 +210,8 @@ constexpr bool kPageHeadsFit = kPageFits<D, KV, NT> && (PAGE == 8 || (PAGE == 2 
  * 8 heads a stage, where its plan merges by ticket; with 2, or where it needs the merge kernel), and NHD, groups <= 4
  * (page_stage_plan) */
 constexpr int kPageHwMinRun = 12;
-/* DL_STREAM_HW_PAGE's default: the heads a stage of the page stage bf16-hw-stream's auto takes (page_stage_plan); 2
- * since 2026-12-07 (test-gpu, the sanitizers and the rule's timing on an H100: results/h100_2026-12-07/) */
-constexpr int kHwPageHeads = 2;
-/* The same default for a chained layer launched with programmatic dependent launch (run --chain, DL_STREAM_PDL=1):
- * there the two-head stage lost to the 8-head rule's stages (H100, 2026-12-07, bf16-hw-stream, chain of 8, median us a
- * layer, two rounds): B1 L32768 33.13 against 31.11, B4 L32768 105.05-105.09 against 95.66-95.97, B8 L16384
- * 104.64-104.95 against 95.19-95.20; B16 L8192 99.25-99.27 against 99.13-99.17, B128 L4096 351.53 against 351.97;
- * chained plainly (DL_STREAM_PDL=0) the two-head stage was 0.6 us faster at B1, 2.3 at B128 and 0.0-1.0 slower at
- * B4-B16, so that keeps kHwPageHeads (results/h100_2026-12-07c/) */
-constexpr int kHwPageHeadsPdl = 8;
+/* DL_STREAM_HW_PAGE's defaults (standalone: 2; a layer chained with programmatic dependent launch: 8) and what
+ * they were measured on: gpu/plan.c, dl_plan_hw_page_heads */
 /* The deep rings (attempt #57, DL_STREAM_DEEP unset): taken where a slot's run averages this many tiles or fewer. The
  * bound lies between the cases measured (H200, 2026-12-05, 2 x 3 against 3 x 2, bf16-cast-stream): B64 L1024 bf16,
  * 31 tiles a slot, -7.5 %; llama-13B B64 L1024, 155 tiles, +0.5 %; where between them it turns is not measured. */
@@ -3699,10 +3691,10 @@ static const char *page_misfit(const dl_gpu_args *a, int heads, int dq, int orde
  * the 8-head page stage's 260.74-260.93, runs of ~62 tiles, the ticket), and loses at B64 L1024 (51.04-51.07 against
  * 48.51-48.64, runs of ~8 tiles, the ticket) and at group 8 (the 70B shape, 150.24-150.34 against 142.02-142.14). So
  * with DL_STREAM_HW_PAGE=2 auto gives bf16-hw-stream the two-head stage on NHD, 8 KV heads, groups up to 4, where its
- * plan needs the merge kernel or a CTA's run has kPageHwMinRun tiles or more (kHwPageHeads, the default since
- * 2026-12-07; H100 against the 8-head rule: B1 L32768 -1.5 %, B4 L32768 -0.5 %, B128 L4096 -0.9 %, B256 L4096 -0.4 %,
+ * plan needs the merge kernel or a CTA's run has kPageHwMinRun tiles or more (the default since
+ * 2026-12-07, dl_plan_hw_page_heads; H100 against the 8-head rule: B1 L32768 -1.5 %, B4 L32768 -0.5 %, B128 L4096 -0.9 %, B256 L4096 -0.4 %,
  * B8 L16384 and B16 L8192 within +0.3 %); with 8 (main's rule before, and the default for a layer chained with
- * programmatic dependent launch, kHwPageHeadsPdl) the 8-head stage on NHD, groups up to 4, where runs have
+ * programmatic dependent launch) the 8-head stage on NHD, groups up to 4, where runs have
  * kPageHwMinRun tiles and the plan merges by ticket; the tile rings elsewhere. Other KV head counts: not
  * measured, the tile rings (DL_STREAM_STAGE=page2 forces the two-head stage where the KV heads are even). */
 static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int dq, dl_gpu_plan *out)
@@ -3717,8 +3709,8 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     const bool hw_auto = stage == DL_STAGE_AUTO && dq == DL_DQ_HW; /* the hw policy's rule (above) */
     int pdl; /* a chained layer launched with programmatic dependent launch (a->pdl, DL_STREAM_PDL) */
     DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
-    int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, else kHwPageHeads or Pdl) */
-    DL_TRY(dl_plan_hw_page_heads(a->pdl && pdl ? kHwPageHeadsPdl : kHwPageHeads, &hw_heads));
+    int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, else by chaining) */
+    DL_TRY(dl_plan_hw_page_heads(a->pdl && pdl, &hw_heads));
     const int heads = stage > 0 ? stage : hw_auto ? hw_heads : 8;
     const char *asked = heads == 2 ? "DL_STREAM_STAGE=page2" : "DL_STREAM_STAGE=page";
     const char *why = merge == DL_MERGE_CLUSTER ? "DL_STREAM_MERGE=cluster is set (the clusters are the tile rings')"

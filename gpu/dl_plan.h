@@ -143,9 +143,10 @@ enum { DL_STAGE_AUTO = -1, DL_STAGE_TILE = 0, DL_STAGE_PAGE2 = 2, DL_STAGE_PAGE 
 /* The stage named by the DL_STREAM_STAGE value s (NULL or "auto": AUTO; "tile", "page", "page2"). Returns 0, or
  * dl_fail() naming the variable and the value. */
 int dl_plan_stage_of(const char *s, int *stage);
-/* The page stage's heads bf16-hw-stream's DL_STREAM_STAGE=auto takes, from DL_STREAM_HW_PAGE (2 or 8; def where
- * unset). Returns 0, or dl_fail() naming the variable and the value. */
-int dl_plan_hw_page_heads(int def, int *heads);
+/* The page stage's heads bf16-hw-stream's DL_STREAM_STAGE=auto takes, from DL_STREAM_HW_PAGE (2 or 8); where unset,
+ * 2, or 8 for a layer chained with programmatic dependent launch (chained_pdl nonzero: run --chain, DL_STREAM_PDL=1).
+ * Returns 0, or dl_fail() naming the variable and the value. */
+int dl_plan_hw_page_heads(int chained_pdl, int *heads);
 /* The streaming knobs named by word or value (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE, DL_STREAM_HW_PAGE)
  * checked from the environment before anything is launched (`decodelab run`). Returns 0, or dl_fail() naming the
  * first bad one and its value. */

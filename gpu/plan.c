@@ -50,9 +50,19 @@ int dl_plan_stage_of(const char *s, int *stage)
     return 0;
 }
 
-int dl_plan_hw_page_heads(int def, int *heads)
+/* DL_STREAM_HW_PAGE's default standalone: 2 since 2026-12-07 (test-gpu, the sanitizers and the rule's timing against 8
+ * on an H100: results/h100_2026-12-07/). In a layer chained with programmatic dependent launch (run --chain,
+ * DL_STREAM_PDL=1): 8, since there the two-head stage lost to the 8-head rule's stages (H100, 2026-12-07,
+ * bf16-hw-stream, chain of 8, median us a layer, two rounds): B1 L32768 33.13 against 31.11, B4 L32768 105.05-105.09
+ * against 95.66-95.97, B8 L16384 104.64-104.95 against 95.19-95.20; B16 L8192 99.25-99.27 against 99.13-99.17, B128
+ * L4096 351.53 against 351.97. Chained plainly (DL_STREAM_PDL=0) the two-head stage was 0.6 us faster at B1, 2.3 at
+ * B128 and 0.0-1.0 slower at B4-B16, so a plain chain keeps 2 (results/h100_2026-12-07c/). */
+enum { kHwPageHeads = DL_STAGE_PAGE2, kHwPageHeadsPdl = DL_STAGE_PAGE };
+
+int dl_plan_hw_page_heads(int chained_pdl, int *heads)
 {
-    DL_TRY(dl_env_int("DL_STREAM_HW_PAGE", DL_STAGE_PAGE2, DL_STAGE_PAGE, def, NULL, heads));
+    DL_TRY(dl_env_int("DL_STREAM_HW_PAGE", DL_STAGE_PAGE2, DL_STAGE_PAGE, chained_pdl ? kHwPageHeadsPdl : kHwPageHeads,
+                      NULL, heads));
     if (*heads != DL_STAGE_PAGE2 && *heads != DL_STAGE_PAGE)
         return dl_fail("DL_STREAM_HW_PAGE: '%d' is not 2 or 8 (the KV heads a page stage holds, for bf16-hw-stream's "
                        "DL_STREAM_STAGE=auto)", *heads);
@@ -65,7 +75,7 @@ int dl_plan_check_env(void)
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &v));
     DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &v));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v));
-    return dl_plan_hw_page_heads(DL_STAGE_PAGE2, &v); /* the default does not matter here: only a set value is checked */
+    return dl_plan_hw_page_heads(0, &v); /* the default does not matter here: only a set value is checked */
 }
 
 /* The segments of the tiles [u0, u1) of the head-less walk for head i of its group (the walk: the B requests' tiles

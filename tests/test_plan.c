@@ -216,26 +216,31 @@ START_TEST(test_stage_knobs)
     ck_assert(strstr(dl_last_error(), "DL_STREAM_STAGE: 'page4' is not 'auto'") != NULL);
     ck_assert_int_ne(dl_plan_stage_of("", &st), 0);
 
+    /* unset: the two-head rule standalone, the 8-head rule in a layer chained with PDL; a set value wins in both */
     int h = 99;
     unsetenv("DL_STREAM_HW_PAGE");
-    ck_assert_int_eq(dl_plan_hw_page_heads(8, &h), 0);
-    ck_assert_int_eq(h, 8);
-    ck_assert_int_eq(dl_plan_hw_page_heads(2, &h), 0);
+    ck_assert_int_eq(dl_plan_hw_page_heads(0, &h), 0);
     ck_assert_int_eq(h, 2);
+    ck_assert_int_eq(dl_plan_hw_page_heads(1, &h), 0);
+    ck_assert_int_eq(h, 8);
     setenv("DL_STREAM_HW_PAGE", "2", 1);
-    ck_assert_int_eq(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_eq(dl_plan_hw_page_heads(1, &h), 0);
+    ck_assert_int_eq(h, 2);
+    ck_assert_int_eq(dl_plan_hw_page_heads(0, &h), 0);
     ck_assert_int_eq(h, 2);
     setenv("DL_STREAM_HW_PAGE", "8", 1);
-    ck_assert_int_eq(dl_plan_hw_page_heads(2, &h), 0);
+    ck_assert_int_eq(dl_plan_hw_page_heads(0, &h), 0);
     ck_assert_int_eq(h, 8);
     setenv("DL_STREAM_HW_PAGE", "4", 1);
-    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_ne(dl_plan_hw_page_heads(0, &h), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE: '4' is not 2 or 8") != NULL);
+    ck_assert_int_ne(dl_plan_hw_page_heads(1, &h), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE: '4' is not 2 or 8") != NULL);
     setenv("DL_STREAM_HW_PAGE", "16", 1);
-    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_ne(dl_plan_hw_page_heads(0, &h), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE") != NULL);
     setenv("DL_STREAM_HW_PAGE", "two", 1);
-    ck_assert_int_ne(dl_plan_hw_page_heads(8, &h), 0);
+    ck_assert_int_ne(dl_plan_hw_page_heads(0, &h), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_HW_PAGE") != NULL);
     unsetenv("DL_STREAM_HW_PAGE");
 
