@@ -3104,6 +3104,9 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
 
 /* A tuning knob from the environment (gpu/NOTES.md): dl_env_int (ref/dl_common.h) without a unit. */
 static int knob(const char *name, int lo, int hi, int def, int *out) { return dl_env_int(name, lo, hi, def, nullptr, out); }
+/* DL_STREAM_PDL (attempt #60): 1 (default), a chained layer is launched with programmatic dependent launch; 0, plainly.
+ * Read by the plan (the maps' pdl) and by the page stage's rule (dl_plan_hw_page_heads). */
+static int pdl_knob(int *pdl) { return knob("DL_STREAM_PDL", 0, 1, 1, pdl); }
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 {
@@ -3445,7 +3448,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (sh.page) head_group = sh.page == 8 ? 0 : sh.page; /* a stage's heads (attempt #70) */
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
     int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
-    DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
+    DL_TRY(pdl_knob(&pdl));
     /* attempt #71 (make STREAM_CLAIM=1, gpu/dl_claim.h): a split task's segments claim their tiles, DL_STREAM_CLAIM a
      * claim (0, the default: no claims, the plan's segments as cut), and a slot's last segment, once its own are
      * claimed, takes one at a time the back tiles of the task's segment with the most unclaimed, while it has
@@ -3708,7 +3711,7 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
     const bool hw_auto = stage == DL_STAGE_AUTO && dq == DL_DQ_HW; /* the hw policy's rule (above) */
     int pdl; /* a chained layer launched with programmatic dependent launch (a->pdl, DL_STREAM_PDL) */
-    DL_TRY(knob("DL_STREAM_PDL", 0, 1, 1, &pdl));
+    DL_TRY(pdl_knob(&pdl));
     int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, else by chaining) */
     DL_TRY(dl_plan_hw_page_heads(a->pdl && pdl, &hw_heads));
     const int heads = stage > 0 ? stage : hw_auto ? hw_heads : 8;

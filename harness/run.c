@@ -404,7 +404,7 @@ static int run_variant(const dl_run_opts *o, const dl_golden *g, const dl_varian
         if (!lens) return -1;
         dl_gpu_args pa = a; /* with --chain, planned as the chain's first layer (layer_args), so that every layer's
                              * plan, and with it the last layer's outputs, is the one launch's (chain_check) */
-        pa.pdl = o->chain > 1 && o->time ? 1 : 0;
+        pa.pdl = o->chain > 1 && o->time;
         int prc = v->plan(&pa, lens, &plan);
         free(lens);
         DL_TRY(prc);
