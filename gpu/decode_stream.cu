@@ -658,6 +658,10 @@ constexpr int kTlMax = 8192; /* CTAs timed; the rest are not */
 constexpr size_t kTlPrefixMax = 4000; /* DL_STREAM_TL_CTAS: the longest path prefix */
 __device__ unsigned long long g_tl[3 * kTlMax], g_tl_merge[2];
 __device__ int g_merge_dry; /* DL_STREAM_DRY=6: the merge kernel parks its tickets and returns (set by launch_planned) */
+/* DL_STREAM_MERGE_LATE=1 (DIAG builds; right outputs): in a layer chain the merge kernel does not trigger its
+ * dependents at entry, so the next layer's decode grid launches as the merge CTAs exit, not while they are resident
+ * (the thirty-seventh session's question: do resident merge CTAs keep the next layer's two-head CTAs off their SMs?) */
+__device__ int g_merge_late;
 /* the start's milestones per CTA (DL_STREAM_DRY=3): the producer's first slot record loaded, its first page id
  * loaded, its first copy issued, and a consumer's Q in registers (the warp consumers; ~0: not reached) */
 enum { kTlRec = 0, kTlPage = 1, kTlIssue = 2, kTlQ = 3, kTlMarks = 4 };
@@ -994,7 +998,10 @@ __global__ void __launch_bounds__(kMergeThreads, ONEPASS && C == 1 ? 4 : 0) stre
 #endif
 )
 {
-    pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
+#if DL_STREAM_DIAG
+    if (!g_merge_late)
+#endif
+        pdl_trigger(); /* the layer chain (#60): the next layer's decode grid may launch (a no-op without one) */
     const int G = a.num_qo_heads / a.num_kv_heads, D = a.head_dim, cols = D / (4 * C);
     const int part = blockIdx.x % C, t = blockIdx.x / C / G, head = blockIdx.x / C % G;
     const int32_t *seg_out = plan + num_slots + 1 + 3 * num_segs, *task_ptr = seg_out + num_segs;
@@ -2703,6 +2710,7 @@ struct stream_maps {
     CUtensorMap k, v;
     int swz;
     int dry;      /* DL_STREAM_DRY */
+    int merge_late; /* DL_STREAM_MERGE_LATE (DIAG builds): the merge kernel triggers no early launch */
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
@@ -2951,6 +2959,11 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
         const int v = m->dry == 6;
         DL_CUDA_CHECK(cudaMemcpyToSymbol(g_merge_dry, &v, sizeof v));
         merge_dry = v;
+    }
+    static int merge_late = 0; /* g_merge_late as last set (0 at load) */
+    if (m->merge_late != merge_late) {
+        DL_CUDA_CHECK(cudaMemcpyToSymbol(g_merge_late, &m->merge_late, sizeof m->merge_late));
+        merge_late = m->merge_late;
     }
     if (m->dry == 4 || m->dry == 7) { /* the copy probe instead of the decode kernel (7: with its timeline) */
         const int smem = m->probe_smem; /* its attribute set by make_plan */
@@ -3473,6 +3486,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
+    int merge_late; /* diagnosis, right outputs: the merge kernel of a chained layer triggers no early launch */
+    DL_TRY(knob("DL_STREAM_MERGE_LATE", 0, 1, 0, &merge_late));
+    if (merge_late && !DL_STREAM_DIAG)
+        return dl_fail("DL_STREAM_MERGE_LATE=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. "
+                       "make static BUILD=build-diag DIAG=1)", merge_late);
     const char *tl_ctas = getenv("DL_STREAM_TL_CTAS");
     if (tl_ctas && !*tl_ctas) tl_ctas = NULL;
     if (tl_ctas && dry != 3 && dry != 7)
@@ -3502,6 +3520,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->swz = a->page_size >= 8 ? (sh.SW == 128 ? 2 : 1) : 0;
     maps->cluster = maps->cluster_said = 0;
     maps->dry = dry;
+    maps->merge_late = merge_late;
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
