@@ -2711,6 +2711,7 @@ struct stream_maps {
     int swz;
     int dry;      /* DL_STREAM_DRY */
     int merge_late; /* DL_STREAM_MERGE_LATE (DIAG builds): the merge kernel triggers no early launch */
+    int smem_pad;   /* DL_STREAM_SMEM_PAD (DIAG builds): bytes of dynamic shared memory added to each decode CTA */
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
@@ -3007,11 +3008,13 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
 #endif
         return 0;
     }
+    const int smem = SH::SMEM + m->smem_pad; /* the pad: DL_STREAM_SMEM_PAD, DIAG builds (else 0) */
+    if (m->smem_pad) DL_TRY(dl_smem_limit<KERN>(smem));
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
-        DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), SH::SMEM,
+        DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), smem,
                                    (cudaStream_t)a->stream, true, 0u, ak, sp, m->k, m->v));
     } else {
-        KERN<<<pl->ctas, SH::THREADS, SH::SMEM, (cudaStream_t)a->stream>>>(ak, sp, m->k, m->v);
+        KERN<<<pl->ctas, SH::THREADS, smem, (cudaStream_t)a->stream>>>(ak, sp, m->k, m->v);
     }
     DL_CUDA_CHECK_LAUNCH();
     if (pl->merge_kernel) { /* attempt #15: the split tasks' merge as a second kernel (waits in griddepcontrol.wait) */
@@ -3491,6 +3494,19 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (merge_late && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_MERGE_LATE=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. "
                        "make static BUILD=build-diag DIAG=1)", merge_late);
+    /* diagnosis, right outputs: KB of shared memory added to each decode CTA, unused, so that fewer fit an SM than
+     * the plan's per_sm allows (the plan is made as without it): does even placement over the SMs matter? */
+    int smem_pad_kb;
+    DL_TRY(knob("DL_STREAM_SMEM_PAD", 0, 224, 0, &smem_pad_kb));
+    if (smem_pad_kb && !DL_STREAM_DIAG)
+        return dl_fail("DL_STREAM_SMEM_PAD=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. "
+                       "make static BUILD=build-diag DIAG=1)", smem_pad_kb);
+    if (smem_pad_kb && cluster_asked)
+        return dl_fail("DL_STREAM_SMEM_PAD=%d with DL_STREAM_MERGE=cluster: the clusters' launch takes no pad (unset "
+                       "one)", smem_pad_kb);
+    if (smem_pad_kb && sh.SMEM + 1024 * smem_pad_kb > smem_sm)
+        return dl_fail("DL_STREAM_SMEM_PAD=%d: %d + %d bytes a CTA exceed the SM's %d", smem_pad_kb, sh.SMEM,
+                       1024 * smem_pad_kb, smem_sm);
     const char *tl_ctas = getenv("DL_STREAM_TL_CTAS");
     if (tl_ctas && !*tl_ctas) tl_ctas = NULL;
     if (tl_ctas && dry != 3 && dry != 7)
@@ -3521,6 +3537,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->cluster = maps->cluster_said = 0;
     maps->dry = dry;
     maps->merge_late = merge_late;
+    maps->smem_pad = 1024 * smem_pad_kb;
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
