@@ -2712,6 +2712,7 @@ struct stream_maps {
     int dry;      /* DL_STREAM_DRY */
     int merge_late; /* DL_STREAM_MERGE_LATE (DIAG builds): the merge kernel triggers no early launch */
     int smem_pad;   /* DL_STREAM_SMEM_PAD (DIAG builds): bytes of dynamic shared memory added to each decode CTA */
+    int chain_pad;  /* a layer chained with PDL: bytes of shared memory added to each CTA (dl_plan_chain_pad) */
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
@@ -3008,8 +3009,9 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
 #endif
         return 0;
     }
-    const int smem = SH::SMEM + m->smem_pad; /* the pad: DL_STREAM_SMEM_PAD, DIAG builds (else 0) */
-    if (m->smem_pad) DL_TRY(dl_smem_limit<KERN>(smem));
+    /* the pads: DL_STREAM_SMEM_PAD (DIAG builds, else 0) and, on a layer chained with PDL, the plan's cap */
+    const int smem = SH::SMEM + m->smem_pad + (ak.pdl ? m->chain_pad : 0);
+    if (smem != SH::SMEM) DL_TRY(dl_smem_limit<KERN>(smem));
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
         DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), smem,
                                    (cudaStream_t)a->stream, true, 0u, ak, sp, m->k, m->v));
@@ -3097,6 +3099,7 @@ struct shape_rt {
     int deep_max_run; /* the deep rings: most tiles a slot may have on average (more: make_plan returns 1); 0: any */
     int ctas_cap;     /* stream_shape's CTAS_CAP: the plan's CTAs an SM at most unless DL_STREAM_CTAS_PER_SM asks */
     int promo;             /* the TMA maps' L2 promotion in bytes, the default of DL_STREAM_L2PROMO (attempts #64, #66) */
+    bool chains;           /* launched with PDL in a layer chain (the warp consumers: launch_planned's PDL) */
 };
 /* The plan's default fewest tiles per consumer: 4 for warp consumers; 16 for the warpgroup (wgmma)
  * consumers, whose per-segment set-up and merge cost more: 16 made fp8-none-wgmma 52.0 us instead of
@@ -3106,7 +3109,7 @@ struct shape_rt {
 constexpr int kWarpMinTiles = 4, kWgMinTiles = 16;
 template <class SH> static shape_rt shape_rt_of(int min_tiles = kWarpMinTiles, bool pool = false, int page = 0)
 {
-    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, false, false, 0, 0, 128};
+    return {SH::W, SH::SMEM, SH::R, SH::SW, 0, min_tiles, pool, page, 0, false, false, false, 0, 0, 128, false};
 }
 template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stream_shape_rt()
 {
@@ -3115,6 +3118,7 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
     r.deep = DEEP;
     r.ctas_cap = SH::CTAS_CAP;
     r.promo = SH::R >= 256 && (DEEP || ES == 1) ? 256 : 128; /* attempts #64, #66, #68 (make_plan's DL_STREAM_L2PROMO) */
+    r.chains = true;
     return r;
 }
 
@@ -3489,6 +3493,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
+    /* a layer chained with PDL (a->pdl, DL_STREAM_PDL=1) held to the plan's CTAs an SM (1, default) by unused shared
+     * memory, so that the next layer's CTAs, launched early, cannot pile onto the SMs that free first (dl_plan.h
+     * dl_plan_chain_pad; thirty-seventh session); 0: not held */
+    int chain_cap;
+    DL_TRY(knob("DL_STREAM_CHAIN_CAP", 0, 1, 1, &chain_cap));
     int merge_late; /* diagnosis, right outputs: the merge kernel of a chained layer triggers no early launch */
     DL_TRY(knob("DL_STREAM_MERGE_LATE", 0, 1, 0, &merge_late));
     if (merge_late && !DL_STREAM_DIAG)
@@ -3538,6 +3547,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->dry = dry;
     maps->merge_late = merge_late;
     maps->smem_pad = 1024 * smem_pad_kb;
+    maps->chain_pad = 0; /* set with the plan's CTAs (below) */
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
@@ -3650,6 +3660,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->deep_rings = sh.deep;
     out->warps = p.warps;
     out->ctas = p.ctas;
+    if (chain_cap && sh.chains && a->pdl && pdl && merge != DL_MERGE_CLUSTER) { /* 0 where no more than the plan's fit */
+        maps->chain_pad = dl_plan_chain_pad(smem_sm, sh.SMEM + maps->smem_pad, sh.occ, p.ctas, sms);
+        out->chain_cap = maps->chain_pad ? (p.ctas + sms - 1) / sms : 0;
+    }
     out->num_tasks = p.num_tasks;
     out->num_slots = p.num_slots;
     out->num_static = p.num_static;
@@ -3759,6 +3773,7 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
         return 1;
     shape_rt sh = heads == 2 ? shape_rt_of<page_shape<2>>(kWarpMinTiles, false, 2)
                              : shape_rt_of<page_shape<8>>(kWarpMinTiles, false, 8);
+    sh.chains = true;
     sh.page_min_run = hw_auto ? kPageHwMinRun : 0;
     sh.page_run_ticket = hw_auto && heads == 2; /* where the plan needs the merge kernel, any run (B1 L32768) */
     sh.page_ticket_only = hw_auto && heads == 8; /* attempt #62: where the page plan needs the merge kernel, tiles */

@@ -117,6 +117,17 @@ int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int m
  * the occupancy was 1 with 3 consumer warps (x 192 threads), and a plan of 2 ran as two waves
  * (gpu/NOTES.md, #23); with 2 (attempt #54, 128 threads, up to 237 registers) 2 fit by registers. */
 int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy);
+/* A layer chained with programmatic dependent launch (run --chain): the bytes of unused dynamic shared memory to add
+ * to each of the plan's CTAs so that no SM holds more of them than the plan gives it, ceil(ctas / sms), where the
+ * kernel would otherwise fit more (smem_sm over smem_cta plus the 1 KB reserve, or occupancy > 0 where lower); 0
+ * where it fits no more (or the plan runs more than one wave). The next layer's CTAs launch while the previous
+ * layer's merge kernel or last CTAs still run and land where room frees first: with room for more than the plan's
+ * count an SM they pile up on the SMs that freed first (thirty-seventh session, H100, a DIAG build's
+ * DL_STREAM_SMEM_PAD: group 16 B4 L32768 e4m3, planned at 1 CTA an SM where 2 fit, chained 46.2-46.4 -> 40.6-40.7
+ * us a layer capped; the two-head stage at 2 an SM where 4 fit 122.1 -> 98.1-98.2). The pad keeps room for the
+ * merge kernel's CTAs beside the capped ones. Example: 99,448 bytes a CTA, 228 KB an SM, 132 CTAs on 132 SMs,
+ * 2 fit: 16,265 bytes (116,737 a CTA with the reserve: one fits, two do not). */
+int dl_plan_chain_pad(int smem_sm, int smem_cta, int occupancy, int ctas, int sms);
 /* dl_plan_build_pool with max_ctas and min_tiles, then, when waves is set and that plan
  * splits some task already, rebuilt with dl_plan_wave_ctas's count (and min_tiles
  * 1). A plan of whole tasks is kept: rounding fp8-none-wgmma's llama3-8B B64 L1024

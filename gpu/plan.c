@@ -532,6 +532,16 @@ int dl_plan_ctas_per_sm(int smem_sm, int smem_cta, int occupancy)
     return per_sm > 4 ? 4 : per_sm;
 }
 
+int dl_plan_chain_pad(int smem_sm, int smem_cta, int occupancy, int ctas, int sms)
+{
+    if (smem_sm <= 0 || smem_cta <= 0 || ctas < 1 || sms < 1) return 0;
+    const int cap = (ctas + sms - 1) / sms; /* the plan's CTAs an SM */
+    int fit = smem_sm / (smem_cta + 1024);
+    if (occupancy > 0 && occupancy < fit) fit = occupancy;
+    if (fit <= cap) return 0;
+    return smem_sm / (cap + 1) - 1024 - smem_cta + 1; /* cap + 1 CTAs of smem_cta + pad + 1024 exceed smem_sm */
+}
+
 int dl_plan_wave_ctas(int64_t num_tiles, int warps, int sms, int max_ctas, int min_tiles)
 {
     if (num_tiles < 1 || warps < 1 || sms < 1 || max_ctas < sms || min_tiles < 1) return 0;

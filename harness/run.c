@@ -471,11 +471,13 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         char claim[24] = ""; /* attempt #71: the split tasks' tiles claimed at run time (DL_STREAM_CLAIM) */
         if (plan->claim > 0 && !dl_schedule_trivial(&sc))
             snprintf(claim, sizeof claim, ":claim%dm%df%d", plan->claim, plan->claim_min, plan->claim_own);
+        char cap[16] = ""; /* a layer chained with PDL held to N CTAs an SM (DL_STREAM_CHAIN_CAP) */
+        if (plan->chain_cap > 0) snprintf(cap, sizeof cap, ":cap%d", plan->chain_cap);
         char sched[128];
-        const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s", plan->ctas, plan->warps,
+        const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s%s", plan->ctas, plan->warps,
                                  plan->num_segs, merge, walk, cut,
                                  plan->page_stage == 2 ? ":page2" : plan->page_stage ? ":page" : "",
-                                 plan->deep_rings ? ":deep" : "", unit, claim);
+                                 plan->deep_rings ? ":deep" : "", unit, claim, cap);
         if (len < 0 || (size_t)len >= sizeof r->model_schedule) /* the row's field is fixed (data/SCHEMA.md) */
             return dl_fail("run: the plan's schedule name '%s' is longer than the results' model_schedule field "
                            "(%zu characters)", sched, sizeof r->model_schedule - 1);

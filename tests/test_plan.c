@@ -377,6 +377,52 @@ START_TEST(test_ctas_per_sm)
 }
 END_TEST
 
+/* A chained layer's pad: no SM may hold more of the plan's CTAs than ceil(ctas / sms), with room kept beside them. */
+static void check_chain_pad(int smem_sm, int smem_cta, int occ, int ctas, int sms, int want_cap)
+{
+    const int pad = dl_plan_chain_pad(smem_sm, smem_cta, occ, ctas, sms);
+    int fit = smem_sm / (smem_cta + 1024);
+    if (occ > 0 && occ < fit) fit = occ;
+    if (want_cap == 0) { /* no more fit than the plan's: no pad */
+        ck_assert_int_eq(pad, 0);
+        return;
+    }
+    ck_assert_int_gt(pad, 0);
+    const int padded = smem_cta + pad + 1024;
+    ck_assert_int_le(want_cap * padded, smem_sm);        /* the plan's CTAs still fit an SM */
+    ck_assert_int_gt((want_cap + 1) * padded, smem_sm);  /* one more does not */
+    ck_assert_int_lt(want_cap, fit);                     /* and one more did before */
+    ck_assert_int_le(smem_cta + pad, smem_sm - 1024);    /* a launchable CTA */
+    ck_assert_int_ge(smem_sm - want_cap * padded, 7 * 1024); /* a merge CTA (6-7 KB + the reserve) fits beside */
+}
+
+START_TEST(test_chain_pad)
+{
+    const int smem_sm = 233472; /* 228 KB an SM, as the H100 and H200 */
+    /* group 16 (the hw policy's 2 x 3 kernel, 99,448 bytes, 2 fit) planned at 1 CTA an SM: B128 L4096 and B4
+     * L32768 plan 132 CTAs on 132 SMs (thirty-seventh session): held to 1 */
+    check_chain_pad(smem_sm, 99448, 2, 132, 132, 1);
+    ck_assert_int_eq(dl_plan_chain_pad(smem_sm, 99448, 2, 132, 132), 16265); /* 233472 / 2 - 1024 - 99448 + 1 */
+    /* the tile rings at 2 an SM where 2 fit: nothing to hold */
+    check_chain_pad(smem_sm, 99448, 2, 264, 132, 0);
+    /* registers bind at the plan's count already: no pad */
+    check_chain_pad(smem_sm, 99448, 1, 132, 132, 0);
+    /* the two-head stage (50,224 bytes, 4 fit) at 2 an SM (DL_STREAM_CTAS_PER_SM=2): held to 2 (the measured pad was
+     * 30 KB: 2 of 80 KB fit, 3 do not) */
+    check_chain_pad(smem_sm, 50224, 4, 264, 132, 2);
+    /* at 4 an SM (its own plan): full, nothing to hold */
+    check_chain_pad(smem_sm, 50224, 4, 528, 132, 0);
+    /* a plan short of whole SMs (100 CTAs on 132) counts 1 an SM; one over a wave (133) 2 */
+    check_chain_pad(smem_sm, 50224, 4, 100, 132, 1);
+    check_chain_pad(smem_sm, 50224, 4, 133, 132, 2);
+    /* more than a wave: no cap; degenerate inputs: none */
+    check_chain_pad(smem_sm, 99448, 2, 400, 132, 0);
+    ck_assert_int_eq(dl_plan_chain_pad(0, 99448, 2, 132, 132), 0);
+    ck_assert_int_eq(dl_plan_chain_pad(smem_sm, 99448, 2, 0, 132), 0);
+    ck_assert_int_eq(dl_plan_chain_pad(smem_sm, 99448, 2, 132, 0), 0);
+}
+END_TEST
+
 START_TEST(test_wave_ctas)
 {
     /* B1 L32768 (4096 tiles), 3 warps, 132 SMs x 2: min_tiles 6 gives 228 CTAs -> 264 */
@@ -1058,6 +1104,6 @@ END_TEST
 
 DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
-              test_stage_knobs, test_merge_mode, test_merge_split, test_ctas_per_sm, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
+              test_stage_knobs, test_merge_mode, test_merge_split, test_ctas_per_sm, test_chain_pad, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
               test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups,
               test_cta_tokens)
