@@ -3513,9 +3513,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (smem_pad_kb && cluster_asked)
         return dl_fail("DL_STREAM_SMEM_PAD=%d with DL_STREAM_MERGE=cluster: the clusters' launch takes no pad (unset "
                        "one)", smem_pad_kb);
-    if (smem_pad_kb && sh.SMEM + 1024 * smem_pad_kb > smem_sm)
-        return dl_fail("DL_STREAM_SMEM_PAD=%d: %d + %d bytes a CTA exceed the SM's %d", smem_pad_kb, sh.SMEM,
-                       1024 * smem_pad_kb, smem_sm);
+    if (smem_pad_kb && sh.SMEM + 1024 * smem_pad_kb > smem_sm - 1024) /* the runtime keeps 1 KB a CTA */
+        return dl_fail("DL_STREAM_SMEM_PAD=%d: %d + %d bytes a CTA exceed the SM's %d less the 1 KB reserve",
+                       smem_pad_kb, sh.SMEM, 1024 * smem_pad_kb, smem_sm);
     const char *tl_ctas = getenv("DL_STREAM_TL_CTAS");
     if (tl_ctas && !*tl_ctas) tl_ctas = NULL;
     if (tl_ctas && dry != 3 && dry != 7)
