@@ -3124,9 +3124,13 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
 
 /* A tuning knob from the environment (gpu/NOTES.md): dl_env_int (ref/dl_common.h) without a unit. */
 static int knob(const char *name, int lo, int hi, int def, int *out) { return dl_env_int(name, lo, hi, def, nullptr, out); }
-/* DL_STREAM_PDL (attempt #60): 1 (default), a chained layer is launched with programmatic dependent launch; 0, plainly.
- * Read by the plan (the maps' pdl) and by the page stage's rule (dl_plan_hw_page_heads). */
-static int pdl_knob(int *pdl) { return knob("DL_STREAM_PDL", 0, 1, 1, pdl); }
+/* DL_STREAM_PDL (attempt #60): 1 (default), a chained layer is launched with programmatic dependent launch; 0, plainly
+ * (dl_plan_chain_knobs). Read by the plan (the maps' pdl) and by the page stage's rule (dl_plan_hw_page_heads). */
+static int pdl_knob(int *pdl)
+{
+    int cap;
+    return dl_plan_chain_knobs(pdl, &cap);
+}
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 {
@@ -3467,8 +3471,11 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
                        a->num_kv_heads);
     if (sh.page) head_group = sh.page == 8 ? 0 : sh.page; /* a stage's heads (attempt #70) */
     DL_TRY(knob("DL_STREAM_DRY", 0, 7, 0, &dry)); /* diagnosis: wrong outputs, time with run --time-failed */
-    int pdl = 1; /* attempt #60: a chained layer's launch with programmatic dependent launch (0: plainly) */
-    DL_TRY(pdl_knob(&pdl));
+    /* attempt #60: a chained layer's launch with programmatic dependent launch (pdl 1; 0: plainly), and such a layer
+     * held to the plan's CTAs an SM (chain_cap 1; 0: not held) by unused shared memory, so that the next layer's CTAs,
+     * launched early, cannot pile onto the SMs that free first (dl_plan_chain_pad; thirty-seventh session) */
+    int pdl, chain_cap;
+    DL_TRY(dl_plan_chain_knobs(&pdl, &chain_cap));
     /* attempt #71 (make STREAM_CLAIM=1, gpu/dl_claim.h): a split task's segments claim their tiles, DL_STREAM_CLAIM a
      * claim (0, the default: no claims, the plan's segments as cut), and a slot's last segment, once its own are
      * claimed, takes one at a time the back tiles of the task's segment with the most unclaimed, while it has
@@ -3493,11 +3500,6 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     if (dry && !DL_STREAM_DIAG)
         return dl_fail("DL_STREAM_DRY=%d: this binary has no diagnosis paths; build one with make DIAG=1 (e.g. make "
                        "static BUILD=build-diag DIAG=1)", dry);
-    /* a layer chained with PDL (a->pdl, DL_STREAM_PDL=1) held to the plan's CTAs an SM (1, default) by unused shared
-     * memory, so that the next layer's CTAs, launched early, cannot pile onto the SMs that free first (dl_plan.h
-     * dl_plan_chain_pad; thirty-seventh session); 0: not held */
-    int chain_cap;
-    DL_TRY(knob("DL_STREAM_CHAIN_CAP", 0, 1, 1, &chain_cap));
     int merge_late; /* diagnosis, right outputs: the merge kernel of a chained layer triggers no early launch */
     DL_TRY(knob("DL_STREAM_MERGE_LATE", 0, 1, 0, &merge_late));
     if (merge_late && !DL_STREAM_DIAG)

@@ -158,9 +158,13 @@ int dl_plan_stage_of(const char *s, int *stage);
  * 2, or 8 for a layer chained with programmatic dependent launch (chained_pdl nonzero: run --chain, DL_STREAM_PDL=1).
  * Returns 0, or dl_fail() naming the variable and the value. */
 int dl_plan_hw_page_heads(int chained_pdl, int *heads);
+/* The layer chain's knobs (run --chain): DL_STREAM_PDL (1, default: a chained layer launched with programmatic
+ * dependent launch; 0 plainly) and DL_STREAM_CHAIN_CAP (1, default: such a layer held to its plan's CTAs an SM,
+ * dl_plan_chain_pad; 0 not held). Returns 0, or dl_fail() naming the variable and the value. */
+int dl_plan_chain_knobs(int *pdl, int *cap);
 /* The streaming knobs named by word or value (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE, DL_STREAM_HW_PAGE)
- * checked from the environment before anything is launched (`decodelab run`). Returns 0, or dl_fail() naming the
- * first bad one and its value. */
+ * and the chain's (dl_plan_chain_knobs) checked from the environment before anything is launched (`decodelab run`).
+ * Returns 0, or dl_fail() naming the first bad one and its value. */
 int dl_plan_check_env(void);
 /* 1 where the `heads` slots of every CTA of plan p walk the same tiles of the same requests, slot c * heads + h
  * for the h-th KV head of an aligned group of `heads` (the heads order with warps = heads, no pool; heads = Hkv:

@@ -69,12 +69,19 @@ int dl_plan_hw_page_heads(int chained_pdl, int *heads)
     return 0;
 }
 
+int dl_plan_chain_knobs(int *pdl, int *cap)
+{
+    DL_TRY(dl_env_int("DL_STREAM_PDL", 0, 1, 1, NULL, pdl));
+    return dl_env_int("DL_STREAM_CHAIN_CAP", 0, 1, 1, NULL, cap);
+}
+
 int dl_plan_check_env(void)
 {
-    int v;
+    int v, w;
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &v));
     DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &v));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v));
+    DL_TRY(dl_plan_chain_knobs(&v, &w));
     return dl_plan_hw_page_heads(0, &v); /* the default does not matter here: only a set value is checked */
 }
 

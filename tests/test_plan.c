@@ -245,20 +245,32 @@ START_TEST(test_stage_knobs)
     unsetenv("DL_STREAM_HW_PAGE");
 
     /* dl_plan_check_env (`decodelab run`'s check before any launch): each knob's bad value refused by name */
-    const char *knob[] = {"DL_STREAM_ORDER", "DL_STREAM_STAGE", "DL_STREAM_MERGE", "DL_STREAM_HW_PAGE"};
-    const char *good[] = {"heads", "page2", "kernel", "8"};
-    for (int i = 0; i < 4; i++) unsetenv(knob[i]);
+    const char *knob[] = {"DL_STREAM_ORDER", "DL_STREAM_STAGE", "DL_STREAM_MERGE", "DL_STREAM_HW_PAGE", "DL_STREAM_PDL",
+                          "DL_STREAM_CHAIN_CAP"};
+    const char *good[] = {"heads", "page2", "kernel", "8", "0", "0"};
+    enum { nk = sizeof knob / sizeof *knob };
+    for (int i = 0; i < nk; i++) unsetenv(knob[i]);
     ck_assert_int_eq(dl_plan_check_env(), 0);
-    for (int i = 0; i < 4; i++) setenv(knob[i], good[i], 1);
+    int pdl = -1, cap = -1; /* the chain's defaults: PDL, held */
+    ck_assert_int_eq(dl_plan_chain_knobs(&pdl, &cap), 0);
+    ck_assert_int_eq(pdl, 1);
+    ck_assert_int_eq(cap, 1);
+    for (int i = 0; i < nk; i++) setenv(knob[i], good[i], 1);
     ck_assert_int_eq(dl_plan_check_env(), 0);
-    for (int i = 0; i < 4; i++) {
+    ck_assert_int_eq(dl_plan_chain_knobs(&pdl, &cap), 0);
+    ck_assert_int_eq(pdl, 0);
+    ck_assert_int_eq(cap, 0);
+    for (int i = 0; i < nk; i++) {
         setenv(knob[i], "bogus", 1);
         ck_assert_int_ne(dl_plan_check_env(), 0);
         ck_assert(strstr(dl_last_error(), knob[i]) != NULL);
         ck_assert(strstr(dl_last_error(), "bogus") != NULL);
         setenv(knob[i], good[i], 1);
     }
-    for (int i = 0; i < 4; i++) unsetenv(knob[i]);
+    setenv("DL_STREAM_CHAIN_CAP", "2", 1); /* out of 0..1 */
+    ck_assert_int_ne(dl_plan_check_env(), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_CHAIN_CAP") != NULL);
+    for (int i = 0; i < nk; i++) unsetenv(knob[i]);
 }
 END_TEST
 
