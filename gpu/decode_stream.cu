@@ -3124,13 +3124,6 @@ template <int D, int ES, int DQ, int NT, bool DEEP = false> static shape_rt stre
 
 /* A tuning knob from the environment (gpu/NOTES.md): dl_env_int (ref/dl_common.h) without a unit. */
 static int knob(const char *name, int lo, int hi, int def, int *out) { return dl_env_int(name, lo, hi, def, nullptr, out); }
-/* DL_STREAM_PDL (attempt #60): 1 (default), a chained layer is launched with programmatic dependent launch; 0, plainly
- * (dl_plan_chain_knobs). Read by the plan (the maps' pdl) and by the page stage's rule (dl_plan_hw_page_heads). */
-static int pdl_knob(int *pdl)
-{
-    int cap;
-    return dl_plan_chain_knobs(pdl, &cap);
-}
 
 template <int DQ> static int dispatch_stream(const dl_gpu_args *a)
 {
@@ -3762,8 +3755,8 @@ static int page_stage_plan(const dl_gpu_args *a, const int32_t *h_seq_len, int d
     int merge;
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &merge));
     const bool hw_auto = stage == DL_STAGE_AUTO && dq == DL_DQ_HW; /* the hw policy's rule (above) */
-    int pdl; /* a chained layer launched with programmatic dependent launch (a->pdl, DL_STREAM_PDL) */
-    DL_TRY(pdl_knob(&pdl));
+    int pdl, cap; /* a chained layer launched with programmatic dependent launch (a->pdl, DL_STREAM_PDL) */
+    DL_TRY(dl_plan_chain_knobs(&pdl, &cap));
     int hw_heads; /* the heads a stage the hw policy's auto takes (DL_STREAM_HW_PAGE, else by chaining) */
     DL_TRY(dl_plan_hw_page_heads(a->pdl && pdl, &hw_heads));
     const int heads = stage > 0 ? stage : hw_auto ? hw_heads : 8;

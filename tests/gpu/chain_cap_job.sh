@@ -41,8 +41,11 @@ done
 if [ -f .carry/decodelab-diag.gz ]; then
     gunzip -c .carry/decodelab-diag.gz > "$W/dld" && chmod +x "$W/dld"
     g=$W/8b_b1_l32768_e4m3.h5
-    [ -f "$g" ] || "$W/dld" golden --preset llama3-8b --batch 1 --seq-len 32768 --kv-dtype e4m3 --kv-scale absmax-tensor \
-        --models exact,bf16,fp8wg --seed 1 --out "$g" > /dev/null || { echo "chain_cap_job: golden B1 failed" >&2; exit 2; }
+    # shellcheck source=tests/gpu/memfloor_configs.sh
+    source tests/gpu/memfloor_configs.sh # C (name -> golden flags), as chain_job.sh makes them
+    # shellcheck disable=SC2086 # the config's flags are a word list
+    [ -f "$g" ] || "$W/dld" golden ${C[8b_b1_l32768_e4m3]} --kv-scale absmax-tensor --models exact,bf16,fp8wg --seed 1 \
+        --out "$g" > /dev/null || { echo "chain_cap_job: golden B1 failed" >&2; exit 2; }
     i=0
     for pad in 0 8 0 8; do
         i=$((i + 1))
