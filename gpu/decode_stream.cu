@@ -2713,6 +2713,7 @@ struct stream_maps {
     int merge_late; /* DL_STREAM_MERGE_LATE (DIAG builds): the merge kernel triggers no early launch */
     int smem_pad;   /* DL_STREAM_SMEM_PAD (DIAG builds): bytes of dynamic shared memory added to each decode CTA */
     int chain_pad;  /* a layer chained with PDL: bytes of shared memory added to each CTA (dl_plan_chain_pad) */
+    int pad_all;    /* DL_STREAM_CHAIN_CAP=2: chain_pad on every launch, not only a PDL-chained layer's */
     const char *tl_ctas; /* DL_STREAM_TL_CTAS (with DL_STREAM_DRY=3): the per-CTA rows' path prefix, or NULL */
     CUtensorMap pk, pv; /* DL_STREAM_DRY=4: the copy probe's maps (box: boxheads KV heads x the page's rows) */
     int boxheads, probe_ns, probe_ctas, probe_pages, probe_row; /* row: R, a head's row bytes */
@@ -3010,7 +3011,7 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
         return 0;
     }
     /* the pads: DL_STREAM_SMEM_PAD (DIAG builds, else 0) and, on a layer chained with PDL, the plan's cap */
-    const int smem = SH::SMEM + m->smem_pad + (ak.pdl ? m->chain_pad : 0);
+    const int smem = SH::SMEM + m->smem_pad + (ak.pdl || m->pad_all ? m->chain_pad : 0);
     if (smem != SH::SMEM) DL_TRY(dl_smem_limit<KERN>(smem));
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
         DL_CUDA_CHECK(dl_launch_ex(KERN, dim3((unsigned)pl->ctas), dim3(SH::THREADS), smem,
@@ -3543,6 +3544,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     maps->merge_late = merge_late;
     maps->smem_pad = 1024 * smem_pad_kb;
     maps->chain_pad = 0; /* set with the plan's CTAs (below) */
+    maps->pad_all = 0;
     maps->pdl = pdl;
     maps->tl_ctas = tl_ctas;
     maps->first_pages = first_pages && a->page_size >= 16; /* below 16 a tile's first copies take more ids */
@@ -3655,8 +3657,10 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     out->deep_rings = sh.deep;
     out->warps = p.warps;
     out->ctas = p.ctas;
-    if (chain_cap && sh.chains && a->pdl && pdl && merge != DL_MERGE_CLUSTER) { /* 0 where no more than the plan's fit */
+    if (chain_cap && sh.chains && (chain_cap == 2 || (a->pdl && pdl)) && merge != DL_MERGE_CLUSTER) {
+        /* 0 where no more than the plan's fit; DL_STREAM_CHAIN_CAP=2 holds every launch so */
         maps->chain_pad = dl_plan_chain_pad(smem_sm, sh.SMEM + maps->smem_pad, sh.occ, p.ctas, sms);
+        maps->pad_all = chain_cap == 2;
         out->chain_cap = maps->chain_pad ? (p.ctas + sms - 1) / sms : 0;
     }
     out->num_tasks = p.num_tasks;

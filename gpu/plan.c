@@ -72,7 +72,7 @@ int dl_plan_hw_page_heads(int chained_pdl, int *heads)
 int dl_plan_chain_knobs(int *pdl, int *cap)
 {
     DL_TRY(dl_env_int("DL_STREAM_PDL", 0, 1, 1, NULL, pdl));
-    return dl_env_int("DL_STREAM_CHAIN_CAP", 0, 1, 1, NULL, cap);
+    return dl_env_int("DL_STREAM_CHAIN_CAP", 0, 2, 1, NULL, cap);
 }
 
 int dl_plan_check_env(void)

@@ -267,7 +267,11 @@ START_TEST(test_stage_knobs)
         ck_assert(strstr(dl_last_error(), "bogus") != NULL);
         setenv(knob[i], good[i], 1);
     }
-    setenv("DL_STREAM_CHAIN_CAP", "2", 1); /* out of 0..1 */
+    setenv("DL_STREAM_CHAIN_CAP", "2", 1); /* every launch held, standalone too */
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+    ck_assert_int_eq(dl_plan_chain_knobs(&pdl, &cap), 0);
+    ck_assert_int_eq(cap, 2);
+    setenv("DL_STREAM_CHAIN_CAP", "3", 1); /* out of 0..2 */
     ck_assert_int_ne(dl_plan_check_env(), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_CHAIN_CAP") != NULL);
     for (int i = 0; i < nk; i++) unsetenv(knob[i]);
