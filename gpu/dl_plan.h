@@ -161,7 +161,8 @@ int dl_plan_hw_page_heads(int chained_pdl, int *heads);
 /* The layer chain's knobs (run --chain): DL_STREAM_PDL (1, default: a chained layer launched with programmatic
  * dependent launch; 0 plainly) and DL_STREAM_CHAIN_CAP (1, default: such a layer held to its plan's CTAs an SM,
  * dl_plan_chain_pad; 2: every launch so held, standalone and plain chains too, a test of whether an idle GPU places
- * a plan with room evenly; 0 not held). Returns 0, or dl_fail() naming the variable and the value. */
+ * a plan with room evenly: no gain on an H100, B1 L32768 and group 16 B4 L32768 e4m3, 2026-12-07; 0 not held).
+ * Returns 0, or dl_fail() naming the variable and the value. */
 int dl_plan_chain_knobs(int *pdl, int *cap);
 /* The streaming knobs named by word or value (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE, DL_STREAM_HW_PAGE)
  * and the chain's (dl_plan_chain_knobs) checked from the environment before anything is launched (`decodelab run`).
