@@ -7,7 +7,8 @@
 # no `:cap`, no change). One work folder (the goldens made once); each setting's rows alone in $OUT/capK_rN.{txt,csv}.
 # Then, with a DIAG=1 build carried as .carry/decodelab-diag.xz (optional), the standalone question: B1 L32768 on the
 # two-head stage (396 CTAs: three an SM where four fit) unpadded against padded to three an SM (DL_STREAM_SMEM_PAD=8),
-# alternated twice: does an idle GPU place a plan with room evenly? Prints the chained rows of every setting last.
+# alternated twice: does an idle GPU place a plan with room evenly? Prints the chained rows of every setting last,
+# then packs the settings' files into $OUT/cap_files.tgz (a device call returns eight files at most).
 # Needs .carry/decodelab.xz (the build under test). Environment: OUT (required); CONFIGS (memfloor_configs.sh names);
 # VARIANTS (default bf16-hw-stream); L (layers, default 8); ROUNDS (0s and 1s). Exit 1 when a row FAILed, 2 when a
 # run cannot run. Run it under `timeout` (~250 s on an H100 with the defaults).
@@ -70,4 +71,11 @@ for p in sorted(glob.glob(os.path.join(out, "cap*_r*.csv")), key=key) + sorted(g
         print("%-8s %-20s %-17s %-12s %-5s %9.2f %8.3f  %s" % (name.split("_")[0], os.path.basename(r.get("golden_path", ""))[:-3][:20],
               r["variant"], r.get("run", "alone"), r["verdict"], 1e6 * f("time_median_s"), f("frac_ref"), r.get("model_schedule", "")))
 PY
+# the tool returns at most eight files from $OUT: the settings' files travel as one archive beside card.txt
+files=$(cd "$OUT" && shopt -s nullglob && echo cap*_r*.* pad*_*.*)
+if [ -n "$files" ]; then
+    # shellcheck disable=SC2086 # a word list of plain names made above
+    (cd "$OUT" && tar czf cap_files.tgz.part $files && mv cap_files.tgz.part cap_files.tgz && rm -f $files) ||
+        echo "chain_cap_job: could not pack $OUT (its files stay as they are)" >&2
+fi
 exit $bad
