@@ -3010,7 +3010,8 @@ template <auto KERN, class SH, bool PDL = false, bool CL = false> static int lau
 #endif
         return 0;
     }
-    /* the pads: DL_STREAM_SMEM_PAD (DIAG builds, else 0) and, on a layer chained with PDL, the plan's cap */
+    /* the pads: DL_STREAM_SMEM_PAD (DIAG builds, else 0) and, on a layer chained with PDL (every launch with
+     * DL_STREAM_CHAIN_CAP=2), the plan's cap */
     const int smem = SH::SMEM + m->smem_pad + (ak.pdl || m->pad_all ? m->chain_pad : 0);
     if (smem != SH::SMEM) DL_TRY(dl_smem_limit<KERN>(smem));
     if (ak.pdl == 2) { /* the layer chain (#60): may start before the previous kernel in the stream completes */
