@@ -57,9 +57,10 @@ typedef struct {
     int page_stage;                   /* the page stage's KV heads a stage, 8 or 2 (DL_STREAM_STAGE, gpu/decode_stream.cu
                                        * page_shape), 0: none */
     int deep_rings;                   /* 1: the tile rings' deep form (DL_STREAM_DEEP, stream_shape's DEEP) */
-    int chain_cap;                    /* a layer chained with PDL: the CTAs an SM it is held to (unused shared memory
-                                       * padded onto each CTA: dl_plan_chain_pad, DL_STREAM_CHAIN_CAP); 0: not held
-                                       * (standalone, chained plainly, or the kernel fits no more than the plan's) */
+    int chain_cap;                    /* a layer chained with PDL (any launch with DL_STREAM_CHAIN_CAP=2): the CTAs an
+                                       * SM it is held to (unused shared memory padded onto each CTA:
+                                       * dl_plan_chain_pad); 0: not held (standalone or chained plainly under the
+                                       * default, or the kernel fits no more than the plan's) */
     int cluster;                      /* C >= 2: split tasks merged inside thread-block clusters of C CTAs
                                        * (DL_STREAM_MERGE=cluster, attempt #61); 0: not clustered */
     int cluster_per_task;             /* with cluster: K clusters a task (K > 1: their rows merged by a ticket) */

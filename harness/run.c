@@ -471,7 +471,7 @@ static int run_variant_planned(const dl_run_opts *o, const dl_golden *g, const d
         char claim[24] = ""; /* attempt #71: the split tasks' tiles claimed at run time (DL_STREAM_CLAIM) */
         if (plan->claim > 0 && !dl_schedule_trivial(&sc))
             snprintf(claim, sizeof claim, ":claim%dm%df%d", plan->claim, plan->claim_min, plan->claim_own);
-        char cap[16] = ""; /* a layer chained with PDL held to N CTAs an SM (DL_STREAM_CHAIN_CAP) */
+        char cap[16] = ""; /* a launch held to N CTAs an SM (DL_STREAM_CHAIN_CAP: a PDL-chained layer, or any with 2) */
         if (plan->chain_cap > 0) snprintf(cap, sizeof cap, ":cap%d", plan->chain_cap);
         char sched[128];
         const int len = snprintf(sched, sizeof sched, "plan:%dx%dw:%dsegs:%s:%s%s%s%s%s%s%s", plan->ctas, plan->warps,
