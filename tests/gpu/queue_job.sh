@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # queue_job.sh - gpu/NOTES.md's device queue (issue 10) as one call, cut to the time it is given: on an H200, item 1
-# (the two-head rule's timing, tests/gpu/page_heads_job.sh) and then, if TIME_S leaves 200 s, item 2 (the layer chain's
-# six configurations, tests/gpu/chain_job.sh); on any other card the H100-able work: the standalone cap's configurations
-# not yet run (tests/gpu/cap_standalone_job.sh at B8 L16384, B16 L8192, B128 L4096 and the 70B shape). A call named
-# `nvidia-h200` may bring an H100: either way the call measures something. Needs .carry/decodelab.xz (main's build).
+# (the two-head rule's timing, tests/gpu/page_heads_job.sh), then, if TIME_S leaves 200 s, item 2 (the layer chain's
+# six configurations, tests/gpu/chain_job.sh), then, if 150 s are left, item 3 (issue 10's "done when" on main's
+# build: `make test-gpu`'s script and the sanitizers, tests/gpu/verify_job.sh, both steps at once); on any other card
+# item 3 alone (the standalone cap's configurations, this job's H100 work until 2026-12-07, ran in the thirty-ninth
+# session). A call named `nvidia-h200` may bring an H100: either way the call measures or checks something. Needs
+# .carry/decodelab.xz (main's build).
 # Environment: OUT (required); TIME_S (this job's own limit in s, default 540: set it to the device budget left less
-# ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2'; '2' on a
-# second, warm call: item 1 takes ~430 s of the default 540). Results under $OUT/policy, $OUT/chain.tgz or
-# $OUT/capall; each step prints its table last.
+# ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
+# '3' on a second, warm call: item 1 takes ~430 s of the default 540). Results under $OUT/policy, $OUT/chain.tgz and
+# $OUT/verify-*.tgz; each step prints its table or summary last.
 set -uo pipefail
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 TIME_S=${TIME_S:-540}
 case $TIME_S in '' | *[!0-9]*) echo "queue_job: TIME_S='$TIME_S' is not a whole number of seconds" >&2; exit 2 ;; esac
 [ "$TIME_S" -ge 60 ] || { echo "queue_job: TIME_S=$TIME_S leaves no room for a step (60 s at least)" >&2; exit 2; }
-ITEMS=${ITEMS:-1 2}
-for i in $ITEMS; do case $i in 1 | 2) ;; *) echo "queue_job: ITEMS holds '$i'; the H200's items are 1 and 2" >&2; exit 2 ;; esac; done
+ITEMS=${ITEMS:-1 2 3}
+for i in $ITEMS; do case $i in 1 | 2 | 3) ;; *) echo "queue_job: ITEMS holds '$i'; the items are 1, 2 and 3" >&2; exit 2 ;; esac; done
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 [ -f .carry/decodelab.xz ] || { echo "queue_job: .carry/decodelab.xz missing (copy main's build there first)" >&2; exit 2; }
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "queue_job: card '$card', $TIME_S s ($(date -u +%H:%M:%S) UTC)"
 lim() { local n=$((TIME_S - SECONDS - 20)); [ "$n" -gt "$1" ] && n=$1; echo "$n"; } # a step's limit: at most $1
+verify() { # item 3: test-gpu's script and the sanitizers on main's build, at once, cut to the time left
+    local v; v=$(lim 300)
+    if [ "$v" -lt 150 ]; then echo "queue_job: $v s left, item 3 (verify) not started"; return; fi
+    bash tests/gpu/unpack_carry.sh .carry > /dev/null && rm -rf /tmp/verify
+    OUT=$OUT PARALLEL=1 STEPS='matrix sanitize' MATRIX_S=$v SANITIZE_S=$v timeout $((v + 20)) bash tests/gpu/verify_job.sh 2>&1 | tail -40
+}
 case "$card" in
 *H200*)
     if has 1; then
@@ -36,9 +44,8 @@ case "$card" in
         tar czf "$OUT/chain.tgz" -C /tmp c
     else
         echo "queue_job: $s s left, item 2 (the layer chain) not started"
-    fi ;;
+    fi
+    if has 3; then verify; fi ;;
 *)
-    s=$(lim 380)
-    CONFIGS="8b_b8_l16384_e4m3 8b_b16_l8192_e4m3 8b_b128_l4096_e4m3 70b_b64_l4096_e4m3" OUT=$OUT/capall STEPS_S=$s \
-        timeout $((s + 30)) bash tests/gpu/cap_standalone_job.sh 2>&1 | tail -50 ;;
+    verify ;;
 esac
