@@ -2174,6 +2174,53 @@ template <int N> __device__ __forceinline__ void wg_wait(float (*acc)[4])
 }
 /* The 128 threads of warpgroup wg (named barrier 1 + wg). */
 __device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory"); }
+/* A segment's end, shared by both wgmma kernels: the running sums added over the warpgroup's 4
+ * warps, then o = acc / sum * out_scale() and lse = m + log(sum) for the 2 heads the thread holds
+ * (into o / lse, or into the workspace row of a split task's segment, whose last warp merges).
+ * out_scale is called where the kernels computed it before this was shared (same code from ptxas). */
+template <int D, typename OUT_SCALE>
+__device__ __forceinline__ void wg_segment_end(const dl_gpu_args &a, const stream_params &sp, const int32_t *seg_out,
+                                               int k, int t, int G, size_t row0, int wg, int wq, int g, int c,
+                                               int lane, float *sRed, const float (*acc)[4], const float *m,
+                                               const float *dsum, OUT_SCALE out_scale_fn)
+{
+    constexpr int MB = D / 64;
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+        float x = dsum[e];
+        x += __shfl_xor_sync(0xffffffffu, x, 4);
+        x += __shfl_xor_sync(0xffffffffu, x, 8);
+        x += __shfl_xor_sync(0xffffffffu, x, 16);
+        if (g == 0) sRed[64 + wq * 8 + 2 * c + e] = x;
+    }
+    wg_sync(wg);
+    const int part = seg_out[k];
+    float *ws = (float *)a.workspace;
+    const float out_scale = out_scale_fn();
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+        const int head = 2 * c + e;
+        if (head >= G) continue;
+        const float den = sRed[64 + head] + sRed[72 + head] + sRed[80 + head] + sRed[88 + head];
+        float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
+#pragma unroll
+        for (int mb = 0; mb < MB; mb++) {
+            const int d0 = 64 * mb + 16 * wq + 2 * g;
+            orow[d0] = acc[mb][e] / den * out_scale;
+            orow[d0 + 1] = acc[mb][2 + e] / den * out_scale;
+        }
+        if (wq == 0 && g == 0) {
+            const float lse = m[e] + logf(den);
+            if (part < 0) a.lse[row0 + head] = lse;
+            else orow[D] = lse;
+        }
+    }
+    if (part >= 0) {
+        __threadfence();
+        wg_sync(wg);
+        if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
+    }
+}
 
 template <int D, dl_dtype KV, int PROMOTE>
 __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
@@ -2390,41 +2437,8 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
 
         if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale / 448) */
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            float x = dsum[e];
-            x += __shfl_xor_sync(0xffffffffu, x, 4);
-            x += __shfl_xor_sync(0xffffffffu, x, 8);
-            x += __shfl_xor_sync(0xffffffffu, x, 16);
-            if (g == 0) sRed[64 + wq * 8 + 2 * c + e] = x;
-        }
-        wg_sync(wg);
-        const int part = seg_out[k];
-        float *ws = (float *)a.workspace;
-        const float out_scale = a.v_scale[kvh] / a.p_scale;
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            const int head = 2 * c + e;
-            if (head >= G) continue;
-            const float den = sRed[64 + head] + sRed[72 + head] + sRed[80 + head] + sRed[88 + head];
-            float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
-#pragma unroll
-            for (int mb = 0; mb < MB; mb++) {
-                const int d0 = 64 * mb + 16 * wq + 2 * g;
-                orow[d0] = acc[mb][e] / den * out_scale;
-                orow[d0 + 1] = acc[mb][2 + e] / den * out_scale;
-            }
-            if (wq == 0 && g == 0) {
-                const float lse = m[e] + logf(den);
-                if (part < 0) a.lse[row0 + head] = lse;
-                else orow[D] = lse;
-            }
-        }
-        if (part >= 0) {
-            __threadfence();
-            wg_sync(wg);
-            if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
-        }
+        wg_segment_end<D>(a, sp, seg_out, k, t, G, row0, wg, wq, g, c, lane, sRed, acc, m, dsum,
+                          [&] { return a.v_scale[kvh] / a.p_scale; });
     }
     TL_END(sp);
 }
@@ -2641,41 +2655,8 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
 
         if (DL_STREAM_DIAG && sp.dry == 1) continue; /* DL_STREAM_DRY=1: nothing written, no merge */
         /* the segment's result: sums over the 4 warps, o = acc / sum * (v_scale * 2^(BIAS - BIAS/2)) */
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            float x = dsum[e];
-            x += __shfl_xor_sync(0xffffffffu, x, 4);
-            x += __shfl_xor_sync(0xffffffffu, x, 8);
-            x += __shfl_xor_sync(0xffffffffu, x, 16);
-            if (g == 0) sRed[64 + wq * 8 + 2 * c + e] = x;
-        }
-        wg_sync(wg);
-        const int part = seg_out[k];
-        float *ws = (float *)a.workspace;
-        const float out_scale = a.v_scale[kvh] * kHalfBias;
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            const int head = 2 * c + e;
-            if (head >= G) continue;
-            const float den = sRed[64 + head] + sRed[72 + head] + sRed[80 + head] + sRed[88 + head];
-            float *orow = part < 0 ? a.o + (row0 + head) * D : ws + ((size_t)part * G + head) * (D + 1);
-#pragma unroll
-            for (int mb = 0; mb < MB; mb++) {
-                const int d0 = 64 * mb + 16 * wq + 2 * g;
-                orow[d0] = acc[mb][e] / den * out_scale;
-                orow[d0 + 1] = acc[mb][2 + e] / den * out_scale;
-            }
-            if (wq == 0 && g == 0) {
-                const float lse = m[e] + logf(den);
-                if (part < 0) a.lse[row0 + head] = lse;
-                else orow[D] = lse;
-            }
-        }
-        if (part >= 0) {
-            __threadfence();
-            wg_sync(wg);
-            if (wq == 0) split_ticket_merge(a, sp, seg_out, t, G, row0, lane);
-        }
+        wg_segment_end<D>(a, sp, seg_out, k, t, G, row0, wg, wq, g, c, lane, sRed, acc, m, dsum,
+                          [&] { return a.v_scale[kvh] * kHalfBias; });
     }
     TL_END(sp);
 }
