@@ -8,8 +8,9 @@
 # .carry/decodelab.xz (main's build).
 # Environment: OUT (required); TIME_S (this job's own limit in s, default 540: set it to the device budget left less
 # ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
-# '3' on a second, warm call: item 1 takes ~430 s of the default 540). Results under $OUT/policy, $OUT/chain.tgz and
-# $OUT/verify-*.tgz; each step prints its table or summary last.
+# '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3'; ''
+# once item 3 has run for the carried build: the call then stops at once there). Results under $OUT/policy,
+# $OUT/chain.tgz and $OUT/verify-*.tgz; each step prints its table or summary last.
 set -uo pipefail
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 TIME_S=${TIME_S:-540}
@@ -17,6 +18,8 @@ case $TIME_S in '' | *[!0-9]*) echo "queue_job: TIME_S='$TIME_S' is not a whole 
 [ "$TIME_S" -ge 60 ] || { echo "queue_job: TIME_S=$TIME_S leaves no room for a step (60 s at least)" >&2; exit 2; }
 ITEMS=${ITEMS:-1 2 3}
 for i in $ITEMS; do case $i in 1 | 2 | 3) ;; *) echo "queue_job: ITEMS holds '$i'; the items are 1, 2 and 3" >&2; exit 2 ;; esac; done
+OTHER_ITEMS=${OTHER_ITEMS-3}
+case $OTHER_ITEMS in '' | 3) ;; *) echo "queue_job: OTHER_ITEMS='$OTHER_ITEMS'; another card's one item is 3 (or '' for none)" >&2; exit 2 ;; esac
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 [ -f .carry/decodelab.xz ] || { echo "queue_job: .carry/decodelab.xz missing (copy main's build there first)" >&2; exit 2; }
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -47,5 +50,5 @@ case "$card" in
     fi
     if has 3; then verify; fi ;;
 *)
-    verify ;;
+    if [ -n "$OTHER_ITEMS" ]; then verify; else echo "queue_job: OTHER_ITEMS is empty: nothing queued for this card"; fi ;;
 esac
