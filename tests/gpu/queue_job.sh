@@ -5,7 +5,8 @@
 # build: `make test-gpu`'s script and the sanitizers, tests/gpu/verify_job.sh, both steps at once); on any other card
 # item 3 alone (the standalone cap's configurations, this job's H100 work until 2026-12-07, ran in the thirty-ninth
 # session). A call named `nvidia-h200` may bring an H100: either way the call measures or checks something. Needs
-# .carry/decodelab.xz (main's build).
+# .carry/decodelab.xz (main's build), or .carry-q/decodelab.xz, which then replaces .carry/ (so the call needs no
+# script of its own: carry .carry-q and run this).
 # Environment: OUT (required); TIME_S (this job's own limit in s, default 540: set it to the device budget left less
 # ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
 # '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3'; ''
@@ -21,7 +22,8 @@ for i in $ITEMS; do case $i in 1 | 2 | 3) ;; *) echo "queue_job: ITEMS holds '$i
 OTHER_ITEMS=${OTHER_ITEMS-3}
 case $OTHER_ITEMS in '' | 3) ;; *) echo "queue_job: OTHER_ITEMS='$OTHER_ITEMS'; another card's one item is 3 (or '' for none)" >&2; exit 2 ;; esac
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
-[ -f .carry/decodelab.xz ] || { echo "queue_job: .carry/decodelab.xz missing (copy main's build there first)" >&2; exit 2; }
+if [ -f .carry-q/decodelab.xz ]; then rm -rf .carry && mkdir -p .carry && cp .carry-q/decodelab.xz .carry/ || exit 2; fi
+[ -f .carry/decodelab.xz ] || { echo "queue_job: neither .carry-q/decodelab.xz nor .carry/decodelab.xz (carry main's build)" >&2; exit 2; }
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "queue_job: card '$card', $TIME_S s ($(date -u +%H:%M:%S) UTC)"
 lim() { local n=$((TIME_S - SECONDS - 20)); [ "$n" -gt "$1" ] && n=$1; echo "$n"; } # a step's limit: at most $1
