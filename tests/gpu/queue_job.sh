@@ -24,13 +24,14 @@ case $OTHER_ITEMS in '' | 3) ;; *) echo "queue_job: OTHER_ITEMS='$OTHER_ITEMS'; 
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 if [ -f .carry-q/decodelab.xz ]; then rm -rf .carry && mkdir -p .carry && cp .carry-q/decodelab.xz .carry/ || exit 2; fi
 [ -f .carry/decodelab.xz ] || { echo "queue_job: neither .carry-q/decodelab.xz nor .carry/decodelab.xz (carry main's build)" >&2; exit 2; }
+bash tests/gpu/unpack_carry.sh .carry > /dev/null || exit 2 # once: items 2 and 3 read .carry/decodelab.gz
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "queue_job: card '$card', $TIME_S s ($(date -u +%H:%M:%S) UTC)"
 lim() { local n=$((TIME_S - SECONDS - 20)); [ "$n" -gt "$1" ] && n=$1; echo "$n"; } # a step's limit: at most $1
 verify() { # item 3: test-gpu's script and the sanitizers on main's build, at once, cut to the time left
     local v; v=$(lim 300)
     if [ "$v" -lt 150 ]; then echo "queue_job: $v s left, item 3 (verify) not started"; return; fi
-    bash tests/gpu/unpack_carry.sh .carry > /dev/null && rm -rf /tmp/verify
+    rm -rf /tmp/verify
     OUT=$OUT PARALLEL=1 STEPS='matrix sanitize' MATRIX_S=$v SANITIZE_S=$v timeout $((v + 20)) bash tests/gpu/verify_job.sh 2>&1 | tail -40
 }
 case "$card" in
@@ -43,7 +44,7 @@ case "$card" in
     if ! has 2; then
         :
     elif [ "$s" -ge 200 ]; then
-        bash tests/gpu/unpack_carry.sh .carry > /dev/null && rm -rf /tmp/c
+        rm -rf /tmp/c
         OUT=/tmp/c CONFIGS='8b_b1_l32768_e4m3 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b64_l1024_bf16 70b_b64_l4096_e4m3 8b_b128_l4096_e4m3' \
             VARIANTS='bf16-hw-stream,bf16-cast-stream,bf16-cast-mma' L=8 timeout "$s" bash tests/gpu/chain_job.sh 2>&1 | tail -25
         tar czf "$OUT/chain.tgz" -C /tmp c
