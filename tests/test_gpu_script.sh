@@ -10,7 +10,7 @@
 #   - the "page2" runs (DL_STREAM_STAGE=page2, bf16-hw-stream alone) come once for each case that takes them;
 #   - DL_SPLITS: a setting it does not know is refused; "chain" runs each case once with --chain 3, "cluster"
 #     once with DL_STREAM_MERGE=cluster, "hgroup1" once with the heads order and DL_STREAM_HEAD_GROUP=1;
-#   - every device job script (tests/gpu/*.sh) parses (bash -n);
+#   - every device job script (tests/gpu/*.sh) parses (bash -n); queue_job.sh refuses an item it does not know;
 #   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub;
 #   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub.
 # `make test-gpu-script` (part of `make test`).
@@ -132,6 +132,11 @@ for f in "$ROOT"/tests/gpu/*.sh; do
     fi
 done
 [ $fails -eq 0 ] && echo "PASS test_gpu_script syntax of $(ls "$ROOT"/tests/gpu/*.sh | wc -l) device job scripts"
+# queue_job.sh refuses an item it does not know before it touches the carry or the card (exit 2, the item named)
+if why=$(cd "$T" && refused "$T/queue.log" "OTHER_ITEMS holds '4'" env OUT="$T/q" OTHER_ITEMS='x 4' bash "$ROOT/tests/gpu/queue_job.sh") &&
+    why=$(cd "$T" && refused "$T/queue.log" "ITEMS holds 'x'" env OUT="$T/q" ITEMS='1 x' bash "$ROOT/tests/gpu/queue_job.sh"); then
+    echo "PASS test_gpu_script queue_job_items"
+else echo "FAIL test_gpu_script queue_job_items: $why"; fails=1; fi
 # memfloor_summary.py on a committed memfloor folder cut short (2026-12-02b: no memfloor_table.txt): its
 # B128 L4096 e4m3 line carries the CSV's bf16-hw-stream median (287.8 us) and frac_ref; a folder whose
 # knob log does not account for the CSV's rows is refused

@@ -4,14 +4,17 @@
 # six configurations, tests/gpu/chain_job.sh), then, if 150 s are left, item 3 (issue 10's "done when" on main's
 # build: `make test-gpu`'s script and the sanitizers, tests/gpu/verify_job.sh, both steps at once); on any other card
 # item 3 alone (the standalone cap's configurations, this job's H100 work until 2026-12-07, ran in the thirty-ninth
-# session). A call named `nvidia-h200` may bring an H100: either way the call measures or checks something. Needs
+# session), or item x (the experiments, tests/gpu/experiments_job.sh: `decodelab experiment --full` of each E<n> in
+# EXPS on main's build, as a user runs them). A call named `nvidia-h200` may bring an H100: either way the call
+# measures or checks something. Needs
 # .carry/decodelab.xz (main's build), or .carry-q/decodelab.xz, which then replaces .carry/ (so the call needs no
 # script of its own: carry .carry-q and run this).
 # Environment: OUT (required); TIME_S (this job's own limit in s, default 540: set it to the device budget left less
 # ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
-# '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3'; ''
-# once item 3 has run for the carried build: the call then stops at once there). Results under $OUT/policy,
-# $OUT/chain.tgz and $OUT/verify-*.tgz; each step prints its table or summary last.
+# '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3';
+# 'x' for the experiments, '3 x' for both in that order; '' for nothing: the call then stops at once there); EXPS (item
+# x's experiments, default 'E3 E7 E1 E4 E5 E6 E8 E2', run in that order until the time is spent). Results under
+# $OUT/policy, $OUT/chain.tgz, $OUT/verify-*.tgz and $OUT/experiments.tgz; each step prints its table or summary last.
 set -uo pipefail
 : "${OUT:?set OUT}"; mkdir -p "$OUT"
 TIME_S=${TIME_S:-540}
@@ -20,7 +23,7 @@ case $TIME_S in '' | *[!0-9]*) echo "queue_job: TIME_S='$TIME_S' is not a whole 
 ITEMS=${ITEMS:-1 2 3}
 for i in $ITEMS; do case $i in 1 | 2 | 3) ;; *) echo "queue_job: ITEMS holds '$i'; the items are 1, 2 and 3" >&2; exit 2 ;; esac; done
 OTHER_ITEMS=${OTHER_ITEMS-3}
-case $OTHER_ITEMS in '' | 3) ;; *) echo "queue_job: OTHER_ITEMS='$OTHER_ITEMS'; another card's one item is 3 (or '' for none)" >&2; exit 2 ;; esac
+for i in $OTHER_ITEMS; do case $i in 3 | x) ;; *) echo "queue_job: OTHER_ITEMS holds '$i'; another card's items are 3 and x (or '' for none)" >&2; exit 2 ;; esac; done
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 if [ -f .carry-q/decodelab.xz ]; then rm -rf .carry && mkdir -p .carry && cp .carry-q/decodelab.xz .carry/ || exit 2; fi
 [ -f .carry/decodelab.xz ] || { echo "queue_job: neither .carry-q/decodelab.xz nor .carry/decodelab.xz (carry main's build)" >&2; exit 2; }
@@ -33,6 +36,12 @@ verify() { # item 3: test-gpu's script and the sanitizers on main's build, at on
     if [ "$v" -lt 150 ]; then echo "queue_job: $v s left, item 3 (verify) not started"; return; fi
     rm -rf /tmp/verify
     OUT=$OUT PARALLEL=1 STEPS='matrix sanitize' MATRIX_S=$v SANITIZE_S=$v timeout $((v + 20)) bash tests/gpu/verify_job.sh 2>&1 | tail -40
+}
+experiments() { # item x: the experiments as a user runs them (decodelab experiment --full), until the time is spent
+    local v; v=$((TIME_S - SECONDS - 20))
+    if [ "$v" -lt 60 ]; then echo "queue_job: $v s left, item x (experiments) not started"; return; fi
+    rm -rf /tmp/exp
+    OUT=$OUT EXPS="${EXPS:-E3 E7 E1 E4 E5 E6 E8 E2}" BUDGET_S=$v timeout $((v + 15)) bash tests/gpu/experiments_job.sh 2>&1 | tail -60
 }
 case "$card" in
 *H200*)
@@ -53,5 +62,6 @@ case "$card" in
     fi
     if has 3; then verify; fi ;;
 *)
-    if [ -n "$OTHER_ITEMS" ]; then verify; else echo "queue_job: OTHER_ITEMS is empty: nothing queued for this card"; fi ;;
+    [ -n "$OTHER_ITEMS" ] || echo "queue_job: OTHER_ITEMS is empty: nothing queued for this card"
+    for i in $OTHER_ITEMS; do case $i in 3) verify ;; x) experiments ;; esac; done ;;
 esac
