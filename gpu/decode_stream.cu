@@ -2174,6 +2174,20 @@ template <int N> __device__ __forceinline__ void wg_wait(float (*acc)[4])
 }
 /* The 128 threads of warpgroup wg (named barrier 1 + wg). */
 __device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory"); }
+/* The wgmma kernels' start, shared by both: the rings' barriers set up, then the producer warp (the last) runs its
+ * copies and the function returns true (its caller returns); the consumer warps get false. */
+template <class SH>
+__device__ __forceinline__ bool wg_producer_ran(const dl_gpu_args &a, const stream_params &sp, const CUtensorMap *kmap,
+                                                const CUtensorMap *vmap, uint8_t *smem, uint64_t *full, uint64_t *empty,
+                                                int warp, int lane)
+{
+    TL_BEGIN(sp);
+    ring_barriers_init(full, empty, SH::W * SH::S, 128);
+    if (warp != 4 * SH::W) return false;
+    stream_produce<SH::W, SH::S, SH::STAGE, SH::TILE_BYTES, SH::SW, SH::SLABS>(a, sp, kmap, vmap, smem, full, empty, lane);
+    TL_END(sp);
+    return true;
+}
 /* A segment's end, shared by both wgmma kernels: the running sums added over the warpgroup's 4
  * warps, then o = acc / sum * out_scale() and lse = m + log(sum) for the 2 heads the thread holds
  * (into o / lse, or into the workspace row of a split task's segment, whose last warp merges).
@@ -2228,20 +2242,14 @@ __global__ void __launch_bounds__(wg_shape<D>::THREADS, 2)
                         const __grid_constant__ CUtensorMap vmap)
 {
     using SH = wg_shape<D>;
-    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS, MB = D / 64;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, MB = D / 64;
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
     uint8_t *extra = smem + W * S * SH::STAGE;
     uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    TL_BEGIN(sp);
-    ring_barriers_init(full, empty, W * S, 128);
-    if (warp == 4 * W) {
-        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
-        TL_END(sp);
-        return;
-    }
+    if (wg_producer_ran<SH>(a, sp, &kmap, &vmap, smem, full, empty, warp, lane)) return;
 
     /* ---------------- consumer warpgroup */
     const int wg = warp / 4, wq = warp % 4, tid = threadIdx.x % 128, g = lane / 4, c = lane % 4;
@@ -2479,7 +2487,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
 {
     using SH = wg_shape<D, 2>;
     using POL = dl_fp8_dq<KV, DL_DQ_FAST>;
-    constexpr int W = SH::W, S = SH::S, SW = SH::SW, SLABS = SH::SLABS, MB = D / 64, KS = D / 16, KCH = D / 64;
+    constexpr int W = SH::W, S = SH::S, SW = SH::SW, MB = D / 64, KS = D / 16, KCH = D / 64;
     constexpr int BIAS = dl_bf16_bias_log2<KV, DL_DQ_FAST>();
     constexpr float kHalfBias = (float)(1ull << (BIAS - BIAS / 2)), kMul = (float)(1ull << (BIAS / 2));
     extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -2488,13 +2496,7 @@ __global__ void __launch_bounds__(wg_shape<D, 2>::THREADS, 2)
     uint64_t *full = (uint64_t *)(extra + W * SH::PER_WG), *empty = full + W * S;
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    TL_BEGIN(sp);
-    ring_barriers_init(full, empty, W * S, 128);
-    if (warp == 4 * W) {
-        stream_produce<W, S, SH::STAGE, SH::TILE_BYTES, SW, SLABS>(a, sp, &kmap, &vmap, smem, full, empty, lane);
-        TL_END(sp);
-        return;
-    }
+    if (wg_producer_ran<SH>(a, sp, &kmap, &vmap, smem, full, empty, warp, lane)) return;
 
     /* ---------------- consumer warpgroup */
     const int wg = warp / 4, wq = warp % 4, tid = threadIdx.x % 128, g = lane / 4, c = lane % 4;
