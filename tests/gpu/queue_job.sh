@@ -3,12 +3,11 @@
 # (the two-head rule's timing, tests/gpu/page_heads_job.sh), then, if TIME_S leaves 200 s, item 2 (the layer chain's
 # six configurations, tests/gpu/chain_job.sh), then, if 150 s are left, item 3 (issue 10's "done when" on main's
 # build: `make test-gpu`'s script and the sanitizers, tests/gpu/verify_job.sh, both steps at once); on any other card
-# item 3 alone (the standalone cap's configurations, this job's H100 work until 2026-12-07, ran in the thirty-ninth
-# session), or item x (the experiments, tests/gpu/experiments_job.sh: `decodelab experiment --full` of each E<n> in
-# EXPS on main's build, as a user runs them). A call named `nvidia-h200` may bring an H100: either way the call
-# measures or checks something. Needs
-# .carry/decodelab.xz (main's build), or .carry-q/decodelab.xz, which then replaces .carry/ (so the call needs no
-# script of its own: carry .carry-q and run this).
+# the items of OTHER_ITEMS: item 3, and item x (the experiments, tests/gpu/experiments_job.sh: `decodelab experiment
+# --full` of each E<n> in EXPS on main's build, as a user runs them). A call named `nvidia-h200` may bring an H100:
+# either way the call measures or checks something. Needs .carry/decodelab.xz (main's build), or
+# .carry-q/decodelab.xz, which then replaces .carry/ (so the call needs no script of its own: carry .carry-q and run
+# this).
 # Environment: OUT (required); TIME_S (this job's own limit in s, default 540: set it to the device budget left less
 # ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
 # '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3';
@@ -27,7 +26,7 @@ for i in $OTHER_ITEMS; do case $i in 3 | x) ;; *) echo "queue_job: OTHER_ITEMS h
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 if [ -f .carry-q/decodelab.xz ]; then rm -rf .carry && mkdir -p .carry && cp .carry-q/decodelab.xz .carry/ || exit 2; fi
 [ -f .carry/decodelab.xz ] || { echo "queue_job: neither .carry-q/decodelab.xz nor .carry/decodelab.xz (carry main's build)" >&2; exit 2; }
-bash tests/gpu/unpack_carry.sh .carry > /dev/null || exit 2 # once: items 2 and 3 read .carry/decodelab.gz
+bash tests/gpu/unpack_carry.sh .carry > /dev/null || exit 2 # once: items 2, 3 and x read .carry/decodelab.gz
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "queue_job: card '$card', $TIME_S s ($(date -u +%H:%M:%S) UTC)"
 lim() { local n=$((TIME_S - SECONDS - 20)); [ "$n" -gt "$1" ] && n=$1; echo "$n"; } # a step's limit: at most $1
