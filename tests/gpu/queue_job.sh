@@ -12,10 +12,11 @@
 # ~100 s for the machine's start, and the call's timeout above it); ITEMS (the H200's items, default '1 2 3'; '2 3' or
 # '3' on a second, warm call: item 1 takes ~430 s of the default 540); OTHER_ITEMS (any other card's, default '3';
 # 'x' for the experiments, '3 x' for both in that order; '' for nothing: the call then stops at once there); EXPS (item
-# x's experiments, default 'E3 E7 E1 E4 E5 E6 E8 E2', run in that order until the time is spent). Results under
+# x's experiments, passed on to experiments_job.sh, whose default is all of them, E3 first, in order until the time
+# is spent). Results under
 # $OUT/policy, $OUT/chain.tgz, $OUT/verify-*.tgz and $OUT/experiments.tgz; each step prints its table or summary last.
 set -uo pipefail
-: "${OUT:?set OUT}"; mkdir -p "$OUT"
+: "${OUT:?set OUT}"
 TIME_S=${TIME_S:-540}
 case $TIME_S in '' | *[!0-9]*) echo "queue_job: TIME_S='$TIME_S' is not a whole number of seconds" >&2; exit 2 ;; esac
 [ "$TIME_S" -ge 60 ] || { echo "queue_job: TIME_S=$TIME_S leaves no room for a step (60 s at least)" >&2; exit 2; }
@@ -23,6 +24,7 @@ ITEMS=${ITEMS:-1 2 3}
 for i in $ITEMS; do case $i in 1 | 2 | 3) ;; *) echo "queue_job: ITEMS holds '$i'; the items are 1, 2 and 3" >&2; exit 2 ;; esac; done
 OTHER_ITEMS=${OTHER_ITEMS-3}
 for i in $OTHER_ITEMS; do case $i in 3 | x) ;; *) echo "queue_job: OTHER_ITEMS holds '$i'; another card's items are 3 and x (or '' for none)" >&2; exit 2 ;; esac; done
+mkdir -p "$OUT" # only once the settings are known good
 has() { case " $ITEMS " in *" $1 "*) return 0 ;; esac; return 1; }
 if [ -f .carry-q/decodelab.xz ]; then rm -rf .carry && mkdir -p .carry && cp .carry-q/decodelab.xz .carry/ || exit 2; fi
 [ -f .carry/decodelab.xz ] || { echo "queue_job: neither .carry-q/decodelab.xz nor .carry/decodelab.xz (carry main's build)" >&2; exit 2; }
@@ -37,10 +39,10 @@ verify() { # item 3: test-gpu's script and the sanitizers on main's build, at on
     OUT=$OUT PARALLEL=1 STEPS='matrix sanitize' MATRIX_S=$v SANITIZE_S=$v timeout $((v + 20)) bash tests/gpu/verify_job.sh 2>&1 | tail -40
 }
 experiments() { # item x: the experiments as a user runs them (decodelab experiment --full), until the time is spent
-    local v; v=$((TIME_S - SECONDS - 20))
+    local v; v=$(lim "$TIME_S")
     if [ "$v" -lt 60 ]; then echo "queue_job: $v s left, item x (experiments) not started"; return; fi
     rm -rf /tmp/exp
-    OUT=$OUT EXPS="${EXPS:-E3 E7 E1 E4 E5 E6 E8 E2}" BUDGET_S=$v timeout $((v + 15)) bash tests/gpu/experiments_job.sh 2>&1 | tail -60
+    OUT=$OUT BUDGET_S=$v timeout $((v + 15)) bash tests/gpu/experiments_job.sh 2>&1 | tail -60
 }
 case "$card" in
 *H200*)
