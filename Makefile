@@ -222,7 +222,9 @@ $(NVCC_STAMP): FORCE
 $(BUILD)/gpu/%.o: gpu/%.cu $(GPU_HDR) $(NVCC_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@ 2> $(BUILD)/gpu/$*.ptxas.txt || { cat $(BUILD)/gpu/$*.ptxas.txt; exit 1; }
-	@grep -iE 'warning|spill' $(BUILD)/gpu/$*.ptxas.txt | grep -v ' 0 bytes spill' || true
+	@awk '/Function properties for/ { f = $$NF } /[Ww]arning/ { print } \
+	     /spill stores/ && !/ 0 bytes spill stores/ { print "  spills in " f ":" $$0 }' $(BUILD)/gpu/$*.ptxas.txt | \
+	   { c++filt 2>/dev/null || cat; } | sed -e '/^  spills in /{s/(anonymous namespace):://g; s/in void /in /; s/([^()]*): */: /;}'
 
 # The generator string names the git commit: rebuild golden.o whenever the commit (or dirtiness) changes.
 GIT_STAMP := $(BUILD)/git_commit.stamp

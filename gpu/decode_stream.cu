@@ -134,6 +134,7 @@ template <int D, int ES, int DQ = DL_DQ_CAST, int NT = 1, bool DEEP = false> str
      * the small batch does not lose the halved consumer warps. The cast policy's kernel of the same shape wants two
      * (212.3-212.8 against 284.5-284.6 us, H200, 2026-12-05e). */
     static constexpr int CTAS_CAP = ES == 1 && D == 128 && DQ == DL_DQ_HW && NT == 2 ? 1 : 0;
+    static_assert(CTAS_CAP == 0 || CTAS_CAP == 1, "0: what fits, 1: one"); /* and nvcc sees it used */
 };
 /* The rule above as the table the README gives (Tuning the streaming family; consumer warps x stages), checked at
  * compile time so that a change to one is a change to the other. A STREAM_SHAPE=W,S build sets every shape. */
@@ -789,8 +790,8 @@ __device__ __forceinline__ void split_ticket_merge(const dl_gpu_args &a, const s
  * way and sets the ticket back to 0. Tasks of one segment wrote o and lse in place: nothing to merge, no barrier
  * (the same for all of a task's clusters). Inlined: its registers stay under the main loop's (a form that held all
  * 32 segments' loads in registers raised ptxas's count of 84 of the 123 kernels, also as a call). */
-__device__ __forceinline__ float merge_rows(const float *ws, const float *sl, int stride, int r0, int n, int G,
-                                            int head, int D, int dim, float *lse)
+[[maybe_unused]] __device__ __forceinline__ float merge_rows(const float *ws, const float *sl, int stride, int r0,
+                                                             int n, int G, int head, int D, int dim, float *lse)
 {
     constexpr int kBatch = 8;
     float M = sl[head];

@@ -11,6 +11,12 @@
 #else
 #define DL_TILE_HD inline
 #endif
+/* the device pass unrolls; the host compiler (gcc -Wall) would warn of an unknown pragma */
+#ifdef __CUDA_ARCH__
+#define DL_TILE_UNROLL _Pragma("unroll")
+#else
+#define DL_TILE_UNROLL
+#endif
 
 constexpr int kTile = 64; /* tokens a tile (the bf16 model's kv_block) */
 
@@ -43,7 +49,7 @@ template <int SW> struct ldsm_lane {
 template <int SW> DL_TILE_HD ldsm_lane<SW> ldsm_lane_of(int lr, int b, int swz)
 {
     ldsm_lane<SW> l;
-#pragma unroll
+DL_TILE_UNROLL
     for (int q = 0; q < ldsm_lane<SW>::N; q++) l.y[q] = tile_off<SW>(lr, 2 * q + b, swz);
     return l;
 }
@@ -62,9 +68,9 @@ template <int VB> struct v_lane {
 template <int SW, int VB> DL_TILE_HD v_lane<VB> v_lane_of(int g, int c, int swz)
 {
     v_lane<VB> v;
-#pragma unroll
+DL_TILE_UNROLL
     for (int h = 0; h < 2; h++)
-#pragma unroll
+DL_TILE_UNROLL
         for (int q = 0; q < v_lane<VB>::N; q++)
             v.off[h][q] = VB >= 16 ? tile_off<SW>(2 * c + h, g * (VB / 16) + q, swz)
                                    : tile_off<SW>(2 * c + h, g / 2, swz) + (g & 1) * 8;

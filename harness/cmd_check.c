@@ -54,7 +54,10 @@ static int check_file(const char *file, const dl_golden *g)
     char name[512];
     dl_config_name(c, name, sizeof name);
     printf("file: %s\ncase: %s\n", file, name);
-    printf("  %-5s  %10s  %10s  %-22s  %-22s  %8s  %s\n", "model", "elements", "identical", "o", "lse", "time",
+    int w = 5; /* the model column: as wide as the longest name present */
+    for (int m = 0; m < DL_MODEL_COUNT; m++)
+        if (g->have[m] && (int)strlen(dl_model_name((dl_model)m)) > w) w = (int)strlen(dl_model_name((dl_model)m));
+    printf("  %-*s  %10s  %10s  %-22s  %-22s  %8s  %s\n", w, "model", "elements", "identical", "o", "lse", "time",
            "result");
     int any = 0, failed = 0;
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
@@ -92,14 +95,14 @@ static int check_file(const char *file, const dl_golden *g)
                 const int64_t tol = fresh.p_values / 1000 > 2 ? fresh.p_values / 1000 : 2;
                 const int64_t dz = st->p_zeros - fresh.p_zeros;
                 if (st->p_values != fresh.p_values || dz > tol || -dz > tol) {
-                    printf("  %-5s  P-cast counts: stored %lld zeros of %lld P values, recomputed %lld of %lld\n",
-                           dl_model_name((dl_model)m), (long long)st->p_zeros, (long long)st->p_values,
+                    printf("  %-*s  P-cast counts: stored %lld zeros of %lld P values, recomputed %lld of %lld\n",
+                           w, dl_model_name((dl_model)m), (long long)st->p_zeros, (long long)st->p_values,
                            (long long)fresh.p_zeros, (long long)fresh.p_values);
                     ok = 0;
                 }
             }
         }
-        printf("  %-5s  %10lld  %10lld  %-22s  %-22s  %7.2fs  %s\n", dl_model_name((dl_model)m),
+        printf("  %-*s  %10lld  %10lld  %-22s  %-22s  %7.2fs  %s\n", w, dl_model_name((dl_model)m),
                (long long)(no + nl), (long long)same, so, sl, t, ok ? "VERIFIED" : "DOES NOT VERIFY");
         failed |= !ok;
         dl_output_free(&fresh);
