@@ -134,6 +134,15 @@ void dl_run_put_metrics(dl_result_metrics *d, const dl_metrics *m);
 dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, const dl_output *model_out, dl_model m,
                         const dl_output *exact, dl_dtype kv_dtype, double o_round);
 
+/* The judgement of two launches of one kernel on the same inputs (o[0], lse[0] the first; o[1], lse[1] the
+ * second; no, nl their lengths): r->deterministic = 1 where they agree bit for bit, and the first is judged into
+ * r as dl_run_judge does. Where they differ, the second is judged as well and the row's verdict is the worse of
+ * the two: a kernel whose repeat launch goes wrong (state the first left behind: tickets, workspace) FAILs, the
+ * row then holding the second launch's errors and a reason that says so; two launches that differ but both pass
+ * keep PASS with the reason "two launches on the same inputs differ bitwise (...)". Returns the row's verdict. */
+dl_verdict dl_run_judge_launches(dl_result_row *r, float *const o[2], float *const lse[2], size_t no, size_t nl,
+                                 const dl_output *model_out, dl_model m, const dl_output *exact, dl_dtype kv_dtype);
+
 #ifdef __cplusplus
 }
 #endif

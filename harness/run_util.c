@@ -285,6 +285,32 @@ dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, cons
     return v;
 }
 
+dl_verdict dl_run_judge_launches(dl_result_row *r, float *const o[2], float *const lse[2], size_t no, size_t nl,
+                                 const dl_output *model_out, dl_model m, const dl_output *exact, dl_dtype kv_dtype)
+{
+    r->deterministic = !memcmp(o[0], o[1], no * sizeof(float)) && !memcmp(lse[0], lse[1], nl * sizeof(float));
+    dl_verdict first = dl_run_judge(r, o[0], lse[0], model_out, m, exact, kv_dtype, 0.0);
+    if (r->deterministic) return first;
+    dl_result_row *second = dl_malloc(sizeof *second, "a scratch results row");
+    if (!second) { /* dl_malloc named the failure; the row cannot be judged whole */
+        snprintf(r->verdict, sizeof r->verdict, "%s", dl_verdict_name(DL_FAIL));
+        snprintf(r->reason, sizeof r->reason, "error: out of memory judging the second launch");
+        return DL_FAIL;
+    }
+    *second = *r;
+    dl_verdict again = dl_run_judge(second, o[1], lse[1], model_out, m, exact, kv_dtype, 0.0);
+    if (again == DL_FAIL && first != DL_FAIL) { /* the row shows the failing launch */
+        *r = *second;
+        snprintf(r->reason, sizeof r->reason, "the second of two launches on the same inputs fails its check (the "
+                 "first passed; the error columns are the second's)");
+    } else {
+        snprintf(r->reason, sizeof r->reason, "two launches on the same inputs differ bitwise (the second %s its "
+                 "check)", again == DL_FAIL ? "fails" : "passes");
+    }
+    free(second);
+    return first == DL_FAIL ? first : again;
+}
+
 void dl_run_fill_params(dl_result_row *r, const dl_model_params *p)
 {
     snprintf(r->kv_order, sizeof r->kv_order, "%s", dl_kv_order_name(p->kv_order));

@@ -12,7 +12,9 @@
 #     once with DL_STREAM_MERGE=cluster, "hgroup1" once with the heads order and DL_STREAM_HEAD_GROUP=1;
 #   - every device job script (tests/gpu/*.sh) parses (bash -n); queue_job.sh refuses an item it does not know;
 #   - tests/gpu/modes_job.sh's checks (a FAIL, an untimed row, a row appended by --resume) through a stub;
-#   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub.
+#   - tests/gpu/chain_job.sh's table (every run named with its median) and its exit on a FAIL row, through a stub;
+#   - the exit status of tests/gpu/verify_job.sh (a FAIL in its matrix step) and of tests/gpu/steps_job.sh (a step's
+#     FAIL rows, except a DL_STREAM_DRY step's, whose rows FAIL by design).
 # `make test-gpu-script` (part of `make test`).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -137,6 +139,37 @@ if why=$(cd "$T" && refused "$T/queue.log" "OTHER_ITEMS holds '4'" env OUT="$T/q
     why=$(cd "$T" && refused "$T/queue.log" "ITEMS holds 'x'" env OUT="$T/q" ITEMS='1 x' bash "$ROOT/tests/gpu/queue_job.sh"); then
     echo "PASS test_gpu_script queue_job_items"
 else echo "FAIL test_gpu_script queue_job_items: $why"; fails=1; fi
+# verify_job.sh (issue 10's "done when") carries a failing step into its exit status: its matrix step through the
+# stub decodelab (carried gzipped, as on the device), all PASS -> 0, a FAIL row -> 1, in a folder whose tests/ is ours
+mkdir -p "$T/vj/.carry" && ln -s "$ROOT/tests" "$T/vj/tests" && gzip -c "$T/decodelab" > "$T/vj/.carry/decodelab.gz"
+vcheck() { # name, expected exit, then env settings
+    local name=$1 want=$2 rc=0; shift 2
+    (cd "$T/vj" && env "$@" OUT="$T/vj/out_$name" VERIFY_TMP="$T/vj/t_$name" STEPS=matrix DL_SEED=1 DL_SPLITS=1 \
+        DL_SKIP_SANITIZER=1 DL_KNOWN_FAILURES="$T/known_failures.txt" bash tests/gpu/verify_job.sh) > "$T/vj/$name.log" 2>&1 || rc=$?
+    if [ $rc -eq "$want" ] && grep -q "verify_job: exit $want" "$T/vj/$name.log"; then echo "PASS test_gpu_script verify_job $name"
+    else echo "FAIL test_gpu_script verify_job $name: exit $rc (want $want)"; tail -5 "$T/vj/$name.log"; fails=1; fi
+}
+vcheck all_pass 0
+vcheck a_fail 1 STUB_FAIL=bf16-fast-mma
+# steps_job.sh carries a step's memfloor.sh exit, except exit 1 of a DL_STREAM_DRY step (its rows FAIL by design):
+# a fake memfloor.sh (exit FAKE_RC) in a folder whose tests/gpu/steps_job.sh is ours
+mkdir -p "$T/sj/tests/gpu" "$T/sj/.carry" && ln -s "$ROOT/tests/gpu/steps_job.sh" "$T/sj/tests/gpu/steps_job.sh"
+printf '#!/usr/bin/env bash\nmkdir -p "$OUT"; echo "golden x" > "$OUT/memfloor_table.txt"; exit "${FAKE_RC:-0}"\n' \
+    > "$T/sj/tests/gpu/memfloor.sh"
+gzip -c "$T/decodelab" > "$T/sj/.carry/decodelab.gz"
+scheck() { # name, expected exit, KNOBS of the one step, FAKE_RC
+    local rc=0
+    (cd "$T/sj" && FAKE_RC=$4 OUT="$T/sj/out_$1" STEPS_TMP="$T/sj/t_$1" STEPS="decodelab|8b_b1_l32768_e4m3|$3|bf16-hw-stream" \
+        bash tests/gpu/steps_job.sh) > "$T/sj/$1.log" 2>&1 || rc=$?
+    if [ $rc -eq "$2" ] && [ -s "$T/sj/out_$1/steps.tgz" ]; then echo "PASS test_gpu_script steps_job $1"
+    else echo "FAIL test_gpu_script steps_job $1: exit $rc (want $2), steps.tgz $([ -s "$T/sj/out_$1/steps.tgz" ] && echo written || echo missing)"
+        tail -5 "$T/sj/$1.log"; fails=1; fi
+}
+scheck clean 0 - 0
+scheck fail_row 1 - 1
+scheck dry_rows 0 'DL_STREAM_DRY=4 DL_STREAM_DRY=4,DL_STREAM_BOXHEADS=1' 1
+scheck dry_error 2 'DL_STREAM_DRY=1' 2
+scheck dry0_fail 1 'DL_STREAM_DRY=0' 1
 # memfloor_summary.py on a committed memfloor folder cut short (2026-12-02b: no memfloor_table.txt): its
 # B128 L4096 e4m3 line carries the CSV's bf16-hw-stream median (287.8 us) and frac_ref; a folder whose
 # knob log does not account for the CSV's rows is refused

@@ -268,5 +268,74 @@ START_TEST(test_save_outputs_round_trip)
 }
 END_TEST
 
+/* dl_run_judge_launches, the judgement of `run`'s two check launches: the bf16 model's own output stands in for
+ * both launches. Equal launches: deterministic, PASS. A second launch with one head off by 1 % (what a kernel that
+ * trips on state its first launch left behind would write) FAILs the row, whose reason and error columns are the
+ * second's; a first launch so off FAILs whatever the second; launches one ulp apart in one element both PASS, the
+ * row PASS and not deterministic, the reason saying so. */
+START_TEST(test_judge_both_launches)
+{
+    golden_in_test_dir("judge2", "--seq-len 1,16,70 --num-qo-heads 8 --num-kv-heads 2 --models exact,bf16");
+    char g_path[512];
+    dl_test_path(g_path, sizeof g_path, "g.h5");
+    dl_golden g;
+    ck_assert_int_eq(dl_golden_read(g_path, &g), 0);
+    const dl_output *m = &g.out[DL_MODEL_BF16], *ex = &g.out[DL_MODEL_EXACT];
+    const size_t no = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads * g.c.cfg.head_dim);
+    const size_t nl = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads);
+    float *o[2] = {malloc(no * sizeof(float)), malloc(no * sizeof(float))};
+    float *lse[2] = {malloc(nl * sizeof(float)), malloc(nl * sizeof(float))};
+    ck_assert(o[0] && o[1] && lse[0] && lse[1]);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < no; i++) o[k][i] = (float)m->o[i];
+        for (size_t i = 0; i < nl; i++) lse[k][i] = (float)m->lse[i];
+    }
+    dl_result_row r;
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, g_path, &g.c, 0);
+    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_PASS);
+    ck_assert_int_eq(r.deterministic, 1);
+    ck_assert_str_eq(r.verdict, "PASS");
+    ck_assert_str_eq(r.reason, "");
+    const double pass_err = r.model_o.rel_l2;
+
+    const size_t h = (size_t)g.c.cfg.head_dim * 9; /* request 1, head 1: a 70-token request's rows */
+    for (size_t i = h; i < h + (size_t)g.c.cfg.head_dim; i++) o[1][i] *= 1.01f;
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, g_path, &g.c, 0);
+    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_FAIL);
+    ck_assert_int_eq(r.deterministic, 0);
+    ck_assert_str_eq(r.verdict, "FAIL");
+    ck_assert_str_eq(r.verdict_model, "FAIL");
+    ck_assert_msg(strstr(r.reason, "second of two launches") != NULL, "reason: %s", r.reason);
+    ck_assert_msg(r.model_o.rel_l2 > pass_err, "the row holds the second launch's error: %g vs %g", r.model_o.rel_l2,
+                  pass_err);
+
+    float *t = o[0]; /* the bad launch first: FAIL, the first's errors kept */
+    o[0] = o[1];
+    o[1] = t;
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, g_path, &g.c, 0);
+    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_FAIL);
+    ck_assert_str_eq(r.verdict, "FAIL");
+    ck_assert_msg(strstr(r.reason, "differ bitwise (the second passes") != NULL, "reason: %s", r.reason);
+
+    for (size_t i = 0; i < no; i++) o[0][i] = o[1][i]; /* both good again, then one element one ulp apart */
+    o[1][h] = nextafterf(o[1][h], INFINITY);
+    dl_result_row_init(&r);
+    dl_run_fill_config(&r, g_path, &g.c, 0);
+    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_PASS);
+    ck_assert_int_eq(r.deterministic, 0);
+    ck_assert_str_eq(r.verdict, "PASS");
+    ck_assert_msg(strstr(r.reason, "differ bitwise (the second passes") != NULL, "reason: %s", r.reason);
+    for (int k = 0; k < 2; k++) {
+        free(o[k]);
+        free(lse[k]);
+    }
+    dl_golden_free(&g);
+    dl_test_rmdir();
+}
+END_TEST
+
 DL_TEST_SUITE("run", 120, NULL, NULL, test_bytes_moved, test_inputs_hash, test_read_sum, test_run_without_gpu,
-              test_save_outputs_round_trip)
+              test_save_outputs_round_trip, test_judge_both_launches)

@@ -4,7 +4,8 @@
 # its own time limit, stopping when the call's budget BUDGET_S (default 400 s) is spent; an
 # interrupted experiment is resumed by a later call with the same command (--resume, rows kept
 # in $OUT's tarball are not carried back: rerun it whole). Writes $OUT/experiments.tgz (the
-# result folders) and prints each experiment's verdict lines.
+# result folders) and prints each experiment's verdict lines. Exit status: 2 when an experiment exited 2 (a bad file
+# or a step that could not run), else 0 (an experiment cut by the budget, 124, is resumed by a later call).
 # Expects .carry/decodelab.gz (the static binary).
 set -uo pipefail
 : "${OUT:?}"
@@ -13,6 +14,7 @@ gunzip -c .carry/decodelab.gz > /tmp/dl && chmod +x /tmp/dl
 EXPS=${EXPS:-"E3 E7 E1 E4 E5 E6 E8 E2"}
 BUDGET_S=${BUDGET_S:-400}
 start=$(date +%s)
+bad=0
 mkdir -p /tmp/exp
 for e in $EXPS; do
     cfg=$(ls experiments/${e}_*.cfg 2>/dev/null | head -1)
@@ -22,6 +24,7 @@ for e in $EXPS; do
     name=$(basename "$cfg" .cfg)
     timeout $left /tmp/dl experiment "$cfg" --full --cache /tmp/gc --out /tmp/exp/$name > /tmp/exp/$name.log 2>&1
     rc=$?
+    [ $rc -eq 2 ] && bad=2
     echo "== $name: exit $rc ($(( $(date +%s) - start )) s into the call)"
     # each verdict with its observed range and the claim's interval (the whole rows are in the tarball)
     [ -f /tmp/exp/$name/verdicts.csv ] && python3 -c 'import csv, sys
@@ -29,3 +32,4 @@ for r in csv.DictReader(open(sys.argv[1])):
     print("  %-4s %-12s observed %s .. %s, claim [%s, %s], n %s" % (r["hypothesis"], r["verdict"], r["value_min"], r["value_max"], r["lo"], r["hi"], r["n_obs"]))' /tmp/exp/$name/verdicts.csv
 done
 tar czf "$OUT/experiments.tgz" -C /tmp exp
+exit $bad

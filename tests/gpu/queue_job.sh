@@ -15,6 +15,8 @@
 # x's experiments, passed on to experiments_job.sh, whose default is all of them, E3 first, in order until the time
 # is spent). Results under
 # $OUT/policy, $OUT/chain.tgz, $OUT/verify-*.tgz and $OUT/experiments.tgz; each step prints its table or summary last.
+# Exit status: 0, or the first item's that failed (its job script's: 1 a FAIL row or sanitizer error, 2 a step that
+# could not run, 124 a time limit).
 set -uo pipefail
 : "${OUT:?set OUT}"
 TIME_S=${TIME_S:-540}
@@ -32,23 +34,28 @@ bash tests/gpu/unpack_carry.sh .carry > /dev/null || exit 2 # once: items 2, 3 a
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "queue_job: card '$card', $TIME_S s ($(date -u +%H:%M:%S) UTC)"
 lim() { local n=$((TIME_S - SECONDS - 20)); [ "$n" -gt "$1" ] && n=$1; echo "$n"; } # a step's limit: at most $1
+worst=0
+note() { [ "$1" -ne 0 ] && echo "queue_job: $2 exited $1" && [ $worst -eq 0 ] && worst=$1; return 0; } # rc, item
 verify() { # item 3: test-gpu's script and the sanitizers on main's build, at once, cut to the time left
     local v; v=$(lim 300)
     if [ "$v" -lt 150 ]; then echo "queue_job: $v s left, item 3 (verify) not started"; return; fi
     rm -rf /tmp/verify
     OUT=$OUT PARALLEL=1 STEPS='matrix sanitize' MATRIX_S=$v SANITIZE_S=$v timeout $((v + 20)) bash tests/gpu/verify_job.sh 2>&1 | tail -40
+    note $? "item 3 (verify_job.sh)"
 }
 experiments() { # item x: the experiments as a user runs them (decodelab experiment --full), until the time is spent
     local v; v=$(lim "$TIME_S")
     if [ "$v" -lt 60 ]; then echo "queue_job: $v s left, item x (experiments) not started"; return; fi
     rm -rf /tmp/exp
     OUT=$OUT BUDGET_S=$v timeout $((v + 15)) bash tests/gpu/experiments_job.sh 2>&1 | tail -60
+    note $? "item x (experiments_job.sh)"
 }
 case "$card" in
 *H200*)
     if has 1; then
         s=$(lim 400)
         OUT=$OUT/policy STEPS_S=$s timeout $((s + 30)) bash tests/gpu/page_heads_job.sh 2>&1 | tail -60
+        note $? "item 1 (page_heads_job.sh)"
     fi
     s=$(lim 420)
     if ! has 2; then
@@ -57,6 +64,7 @@ case "$card" in
         rm -rf /tmp/c
         OUT=/tmp/c CONFIGS='8b_b1_l32768_e4m3 8b_b4_l32768_e4m3 8b_b64_l1024_e4m3 8b_b64_l1024_bf16 70b_b64_l4096_e4m3 8b_b128_l4096_e4m3' \
             VARIANTS='bf16-hw-stream,bf16-cast-stream,bf16-cast-mma' L=8 timeout "$s" bash tests/gpu/chain_job.sh 2>&1 | tail -25
+        note $? "item 2 (chain_job.sh)"
         tar czf "$OUT/chain.tgz" -C /tmp c
     else
         echo "queue_job: $s s left, item 2 (the layer chain) not started"
@@ -66,3 +74,4 @@ case "$card" in
     [ -n "$OTHER_ITEMS" ] || echo "queue_job: OTHER_ITEMS is empty: nothing queued for this card"
     for i in $OTHER_ITEMS; do case $i in 3) verify ;; x) experiments ;; esac; done ;;
 esac
+exit $worst

@@ -4,7 +4,8 @@
 #    reference on fresh random inputs; a FAIL stops the job before any timing.
 # 2. memfloor.sh with the OLD and then the NEW binary on the same golden files (CONFIGS, VARIANTS).
 # 3. With a diagnosis build present, its DL_STREAM_DRY=1 row (the copy path alone) on the same files.
-# Prints last a table: config, variant, old us, new us, new/old, the read reference (us).
+# Prints last a table: config, variant, old us, new us, new/old, the read reference (us). Exit status: test-gpu's
+# when it fails, else the new binary's memfloor.sh exit (1: a FAIL row), else 0.
 # Expects in .carry/: decodelab.gz (new), decodelab-old.gz (old), optionally decodelab-diag.gz (new,
 # make DIAG=1). Writes $OUT/ab.tgz (the test-gpu log and results, both memfloor folders).
 # Environment: OUT (required), SEED (default 20261601), CONFIGS (default B128 L4096, B64 L1024,
@@ -37,10 +38,11 @@ if [ $rc -ne 0 ]; then
 fi
 
 export DL_WORKDIR=$T/golden # one set of golden files for both binaries
+ab_bad=0 # the new binary's memfloor exit (1: a FAIL row), the job's
 for b in old new; do
     echo "== memfloor, $b binary"
     DECODELAB=$T/$b CONFIGS="$CONFIGS" VARIANTS="$VARIANTS" KNOBS=- OUT=$T/mf-$b MAXT=$MAXT \
-        timeout 400 bash tests/gpu/memfloor.sh > "$T/mf-$b.log" 2>&1 || echo "memfloor ($b) exit $?"
+        timeout 400 bash tests/gpu/memfloor.sh > "$T/mf-$b.log" 2>&1 || { rc=$?; echo "memfloor ($b) exit $rc"; [ $b = new ] && ab_bad=$rc; }
 done
 if [ -x "$T/diag" ]; then
     echo "== the copy path alone (DL_STREAM_DRY=1, diagnosis build of the new code)"
@@ -66,3 +68,4 @@ for k in new:
     print("%-28s %-18s %9.2f %9.2f %7.3f %9.2f %s %s" % (k[0], k[1], ou, nu, nu / ou, 1e6 * float(n["ref_read_s"]),
                                                       n["verdict"], det))
 PY
+exit $ab_bad

@@ -12,12 +12,14 @@
 #             claimed at run time and stolen by its other segments' warps; a make STREAM_CLAIM=1 binary)
 #   claimmatrix  the matrix step with DL_STREAM_CLAIM=2 (and DL_STREAM_CLAIM_MIN=1: thieves take a segment's last tile)
 # Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
-# (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s).
+# (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s), VERIFY_TMP (its
+# work folder, default /tmp/verify).
 # PARALLEL=1 runs the steps at the same time (the GPU is shared; these check, they do not time).
-# Writes $OUT/verify-STEP.tgz (its log and work folder, no golden files); prints each step's summary last.
+# Writes $OUT/verify-STEP.tgz (its log and work folder, no golden files); prints each step's summary last. Exit status:
+# 0 when every step exited 0, else the first failing step's (1 a FAIL or sanitizer error, 124 a step's time limit).
 set -uo pipefail
 : "${OUT:?set OUT}"
-T=/tmp/verify; mkdir -p "$T" "$OUT"
+T=${VERIFY_TMP:-/tmp/verify}; mkdir -p "$T" "$OUT"
 [ -f .carry/decodelab.gz ] || { echo "verify_job: .carry/decodelab.gz missing" >&2; exit 2; }
 gunzip -c .carry/decodelab.gz > "$T/dl" && chmod +x "$T/dl"
 pack() { # step: its log and work folder, no golden files
@@ -39,7 +41,9 @@ one() { # step
       claimmatrix) DECODELAB=$T/dl DL_STREAM_CLAIM=2 DL_STREAM_CLAIM_MIN=1 DL_STRICT=1 DL_WORKDIR=$T/claimmatrix \
                   timeout "${MATRIX_S:-330}" bash tests/gpu/nasty_matrix.sh > "$T/claimmatrix.log" 2>&1 ;;
     esac
-    echo "   exit $? (124: its time limit)" | tee -a "$T/$1.log"
+    local rc=$?
+    echo "$rc" > "$T/$1.rc"
+    echo "   exit $rc (124: its time limit)" | tee -a "$T/$1.log"
     echo "== $1 done at $SECONDS s"
     pack "$1"
 }
@@ -48,6 +52,7 @@ for s in ${STEPS:-matrix sanitize}; do
       *) echo "verify_job: unknown step '$s' (matrix, sanitize, heads, cluster, claim, claimmatrix)" >&2; exit 2 ;; esac
 done
 for s in ${STEPS:-matrix sanitize}; do
+    rm -f "$T/$s.rc"
     if [ "${PARALLEL:-0}" = 1 ]; then one "$s" & else one "$s"; fi
 done
 wait
@@ -59,3 +64,10 @@ for s in ${STEPS:-matrix sanitize}; do
       *) tail -22 "$T/$s.log" ;;
     esac
 done
+worst=0 # the first failing step's exit (a step with no exit recorded was cut off: 124)
+for s in ${STEPS:-matrix sanitize}; do
+    rc=$(cat "$T/$s.rc" 2> /dev/null || echo 124)
+    if [ "$rc" -ne 0 ] && [ "$worst" -eq 0 ]; then worst=$rc; fi
+done
+echo "verify_job: exit $worst"
+exit "$worst"
