@@ -139,16 +139,28 @@ START_TEST(golden_write_fails_cleanly)
 }
 END_TEST
 
-/* A stored float model changed by a few ulp no longer verifies: exit 1. */
+/* A stored float model changed by a few ulp no longer verifies: exit 1; so does the exact model's lse changed in a
+ * file otherwise intact (a fresh copy), the row naming exact. */
 START_TEST(check_fails_on_changed_model)
 {
+    char pristine[300];
+    dl_test_path(pristine, sizeof pristine, "pristine.h5");
+    ck_assert_int_eq(gm_copy(good, pristine), 0);
     float v = 0.123456f;
     ck_assert_int_eq(gm_write_elem(good, "/golden/bf16/o", 3, H5T_NATIVE_FLOAT, &v), 0);
     ck_assert_int_eq(DL_RUN("check", good), 1);
     ck_assert_ptr_nonnull(strstr(dl_test_out, "DOES NOT VERIFY"));
+    ck_assert_int_eq(gm_copy(pristine, good), 0);
+    ck_assert_int_eq(DL_RUN("check", good), 0); /* the copy verifies */
     double x = 1.0;
     ck_assert_int_eq(gm_write_elem(good, "/golden/exact/lse", 0, H5T_NATIVE_DOUBLE, &x), 0);
     ck_assert_int_eq(DL_RUN("check", good), 1);
+    const char *row = strstr(dl_test_out, "\n  exact ");
+    ck_assert_msg(row != NULL, "no exact row: %s", dl_test_out);
+    const char *end = strchr(row + 1, '\n');
+    const char *bad = strstr(dl_test_out, "DOES NOT VERIFY"); /* the first such row, and it is exact's */
+    ck_assert_msg(end && bad > row && bad < end, "the exact row verifies, or another row fails first: %s", dl_test_out);
+    ck_assert_msg(strstr(bad + 1, "DOES NOT VERIFY") == NULL, "another row fails too: %s", dl_test_out);
 }
 END_TEST
 
@@ -208,6 +220,9 @@ static const bad_flag bad_flags[] = {
     {{"--sink-tokens", "-1"}, "--sink-tokens", "-1"},
     {{"--bogus", "1"}, "option", "--bogus"},
     {{"stray"}, "argument", "stray"},
+    /* a value holding a newline or a tab is printed escaped: the error stays one line (dl_cli_error) */
+    {{"--batch", "1\n2"}, "--batch", "1\\x0a2"},
+    {{"--kv-layout", "N\tHD"}, "--kv-layout", "N\\x09HD"},
 };
 static const int num_bad_flags = (int)(sizeof bad_flags / sizeof bad_flags[0]);
 

@@ -33,19 +33,26 @@ refused() {
     return 1
 }
 printf '# fixture\n%s\tissue 0\ta known failure of the stub\n' "$KNOWN" > "$T/known_failures.txt"
-# the stub: STUB_FAIL = the variants whose rows say FAIL; STUB_DROP = a variant left out of the table
+# the stub: STUB_FAIL = the variants whose rows say FAIL; STUB_DROP = a variant left out of the table; STUB_SKIP = the
+# variants whose rows say SKIP; STUB_SKIP_PAGE2=1: bf16-hw-stream SKIPs under DL_STREAM_STAGE=page2. Its list holds
+# fp8-none-simt with no kernel (kernel file '-'), which SKIPs every case, as the registry's does
 cat > "$T/decodelab" <<STUB
 #!/usr/bin/env bash
 case "\$1" in
   info) echo "stub device"; exit 0 ;;
-  list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\n'; exit 0 ;;
+  list) printf 'variant compute\nbf16-fast-mma bf16\n$KNOWN fp8\nbf16-hw-stream bf16\nfp8-none-simt fp8 none simt fp8 - x\n'; exit 0 ;;
   golden) while [ \$# -gt 0 ]; do [ "\$1" = --out ] && : > "\$2"; shift; done; exit 0 ;;
   run) rc=0
        [ -n "\${STUB_ARGS_LOG:-}" ] && echo "\$* stage=\${DL_STREAM_STAGE:-} order=\${DL_STREAM_ORDER:-} group=\${DL_STREAM_HEAD_GROUP:-} merge=\${DL_STREAM_MERGE:-}" >> "\$STUB_ARGS_LOG"
-       for v in bf16-fast-mma $KNOWN; do
+       echo "fp8-none-simt SKIP no FP8 arithmetic on CUDA cores"
+       for v in bf16-fast-mma $KNOWN bf16-hw-stream; do
          [ "\$v" = "\${STUB_DROP:-}" ] && continue
+         if [ "\$v" = bf16-hw-stream ] && [ "\${STUB_SKIP_PAGE2:-0}" = 1 ] && [ "\${DL_STREAM_STAGE:-}" = page2 ]; then
+           echo "\$v SKIP the stage refused"; continue; fi
+         case " \${STUB_SKIP:-} " in *" \$v "*) echo "\$v SKIP not supported"; continue ;; esac
          case " \${STUB_FAIL:-} " in *" \$v "*) echo "\$v FAIL 1 1.0e-03 2.0e-03 0"; rc=1 ;;
                                      *) echo "\$v PASS 1 1.0e-07 2.0e-07 0" ;; esac
+         [ "\$v" = bf16-hw-stream ] && echo "    schedule plan:8x2w:16segs:kernel:heads" # a split task merged (sanitize.sh)
        done; exit \$rc ;;
 esac
 exit 2
@@ -80,6 +87,9 @@ check both_fail 1 "$N FAIL, $N XFAIL" STUB_FAIL="bf16-fast-mma $KNOWN"
 check missing 1 "$N MISSING" STUB_DROP=bf16-fast-mma
 check san_jobs_bad 2 "DL_SAN_JOBS='x' is not a positive whole number" DL_SAN_JOBS=x
 check splits_bad 2 "DL_SPLITS: 'chains' is not a split count" DL_SPLITS=chains
+# a variant with a kernel that SKIPs every case fails the matrix (fp8-none-simt, which has none, does not)
+check never_runs 1 "test-gpu: bf16-fast-mma ran on no case (every cell SKIP)" STUB_SKIP=bf16-fast-mma
+check page2_refused 1 "bf16-hw-stream SKIPped DL_STREAM_STAGE=page2 on cases it takes" STUB_SKIP_PAGE2=1
 # the "chain" setting (issue 10, attempt #60) runs each case with three layers: run's own check then covers it
 check chain_setting 0 "0 FAIL, 0 XFAIL" DL_SPLITS=chain STUB_ARGS_LOG="$T/chain_args.log"
 n_chain=$(grep -c -- "--splits auto --chain 3 --max-time-s 0.02 --min-samples 1 --out" "$T/chain_args.log")
@@ -127,6 +137,18 @@ chmod +x "$T/bin/compute-sanitizer"
 check memcheck_clean 0 "memcheck: ok" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH"
 check memcheck_error 1 "memcheck: FAILED" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH" STUB_SAN=error
 check memcheck_no_summary 1 "memcheck: FAILED (no ERROR SUMMARY" DL_SKIP_SANITIZER=0 PATH="$T/bin:$PATH" STUB_SAN=none
+# sanitize.sh through the same stubs (memcheck alone): every run clean -> 0; a variant with a kernel that SKIPs every
+# case -> 1 (the tool checked nothing); bf16-hw-stream SKIPping the page2 cases run for it alone -> 1
+sancheck() { # name, expected exit, expected text, then env settings
+    local name=$1 want=$2 text=$3 rc=0; shift 3
+    (cd "$ROOT" && env "$@" PATH="$T/bin:$PATH" DECODELAB="$T/decodelab" DL_TOOLS=memcheck DL_SEED=1 \
+        DL_WORKDIR="$T/san_$name" bash tests/gpu/sanitize.sh) > "$T/san_$name.log" 2>&1 || rc=$?
+    if [ $rc -eq "$want" ] && grep -q -- "$text" "$T/san_$name.log"; then echo "PASS test_gpu_script sanitize $name"
+    else echo "FAIL test_gpu_script sanitize $name: exit $rc (want $want), '$text' expected:"; tail -5 "$T/san_$name.log"; fails=1; fi
+}
+sancheck clean 0 "test-gpu-sanitize: zero errors"
+sancheck never_runs 1 "memcheck bf16-fast-mma: SKIPped every case" STUB_SKIP=bf16-fast-mma
+sancheck page2_refused 1 "memcheck bf16-hw-stream .*SKIPped a case run for it alone" STUB_SKIP_PAGE2=1
 # the device job scripts run only on the GPU machine: here at least each must parse
 for f in "$ROOT"/tests/gpu/*.sh; do
     if bash -n "$f" 2> "$T/syntax.log"; then :; else

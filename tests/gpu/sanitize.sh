@@ -9,7 +9,8 @@
 # and two e4m3 D 128 cases with DL_STREAM_STAGE=page2 (the two-head page stage, attempt #70; bf16-hw-stream alone, the
 # one policy built with it; the second with the split cases' long requests), with --splits 1 and 4 (the split-KV merge runs only with splits > 1).
 # Prints the error count per tool per variant; exits 1 on any error, any non-zero
-# exit of a run (a variant FAIL included) or a missing summary line.
+# exit of a run (a variant FAIL included), a missing summary line, a variant with a kernel that SKIPs every case
+# (counted as one error: the tool checked nothing) or a SKIP of a case run for one variant alone (page2).
 # Environment: DECODELAB (binary, default build/decodelab), DL_SEED, DL_WORKDIR,
 #              DL_TOOLS (default "memcheck racecheck synccheck"),
 #              DL_SAN_JOBS (runs at once, default 8),
@@ -28,6 +29,8 @@ TOOLS=${DL_TOOLS:-"memcheck racecheck synccheck"}
 mkdir -p "$WORK"
 echo "test-gpu-sanitize: decodelab=$DECODELAB seed=$SEED workdir=$WORK tools: $TOOLS"
 VARIANTS=$("$DECODELAB" list | awk 'NR > 1 { print $1 }')
+# the registry's variants with no kernel (list's kernel file '-'): they SKIP every case by design
+NOKERNEL=" $("$DECODELAB" list | awk 'NR > 1 && $6 == "-" { printf "%s ", $1 }')"
 if [ -n "${DL_VARIANTS:-}" ]; then
     picked=""; read -ra pats <<< "$DL_VARIANTS" # no pathname expansion of the patterns
     for v in $VARIANTS; do
@@ -106,7 +109,7 @@ done
 wait
 for v in $VARIANTS; do
     for tool in $TOOLS; do
-        n=0
+        n=0; ran=0 # errors; runs whose row is not a SKIP (a tool over runs that launched nothing checks nothing)
         for ci in "${!FILES[@]}"; do
             f=${FILES[$ci]}
             [ -n "${ONLY[$ci]}" ] && [ "${ONLY[$ci]}" != "$v" ] && continue
@@ -123,6 +126,10 @@ for v in $VARIANTS; do
                 if [ -z "$e" ]; then echo "  $tool $v $(basename "$f") splits=$sp: no ERROR/RACECHECK SUMMARY line (exit $rc, see $log)"; status=1; e=1; fi
                 e=$((e + ${h:-0}))
                 if [ "$rc" != 0 ]; then echo "  $tool $v $(basename "$f") splits=$sp: exit $rc (see $log)"; status=1; fi
+                grep -qE "^$v +(PASS|FAIL)" "$log" && ran=$((ran + 1))
+                if [ -n "${ONLY[$ci]}" ] && grep -qE "^$v +SKIP" "$log"; then # a case chosen for it, refused
+                    echo "  $tool $v $(basename "$f") splits=$sp: SKIPped a case run for it alone (${ENVS[$ci]})"; status=1; e=$((e + 1))
+                fi
                 n=$((n + e))
             done
         done
@@ -137,6 +144,9 @@ for v in $VARIANTS; do
                 fi
             done
         fi
+        case "$NOKERNEL" in *" $v "*) ;; *)
+            [ $ran -gt 0 ] || { echo "  $tool $v: SKIPped every case (nothing launched, nothing checked)"; status=1; n=$((n + 1)); } ;;
+        esac
         ERR["$v,$tool"]=$n
         [ $n -ne 0 ] && status=1
     done
