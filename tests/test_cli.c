@@ -312,14 +312,14 @@ static const bad_file bad_files[] = {
     {"missing file", f_missing, "No such file", NULL},
     {"not HDF5", f_text, "not an HDF5 file", NULL},
     {"wrong format", f_format, "format", "hdf5-something"},
-    {"wrong version", f_version, "format_version", "7"},
+    {"wrong version", f_version, "format_version", "= 7,"},
     {"missing dataset", f_no_ds, "/inputs/kv_indices", "missing"},
-    {"wrong shape", f_shape, "/inputs/k_scale", "3"},
-    {"wrong dtype", f_dtype, "/inputs/v_cache", "e4m3"},
-    {"index out of range", f_range, "kv_indices[0]", "-1"},
-    {"indptr not monotone", f_monotone, "kv_indptr[2]", "1"},
-    {"last_page_len", f_last, "kv_last_page_len[3]", "9"},
-    {"NaN in q", f_nan, "/inputs/q[11]", "nan"},
+    {"wrong shape", f_shape, "/inputs/k_scale", "= 3, expected 2"},
+    {"wrong dtype", f_dtype, "/inputs/v_cache", "'e4m3'"},
+    {"index out of range", f_range, "kv_indices[0]", "= -1 "},
+    {"indptr not monotone", f_monotone, "kv_indptr[2]", "= 1 is not greater"},
+    {"last_page_len", f_last, "kv_last_page_len[3]", "= 9 is outside"},
+    {"NaN in q", f_nan, "/inputs/q[11]", "= nan "},
 };
 static const int num_bad_files = (int)(sizeof bad_files / sizeof bad_files[0]);
 

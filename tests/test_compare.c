@@ -207,7 +207,7 @@ START_TEST(one_head_not_diluted)
     float *x = malloc((size_t)n * sizeof *x);
     ck_assert(r && x);
     for (int64_t i = 0; i < n; i++) r[i] = sin(0.37 * (double)i) + 0.1;
-    double e2 = 0, r2 = 0, h2 = 0;
+    double e2 = 0, r2 = 0, h2 = 0, he2 = 0; /* the squared errors and norms, whole and of row 777, here in double */
     for (int64_t i = 0; i < n; i++) {
         x[i] = (float)r[i];
         double xi = x[i];
@@ -217,13 +217,18 @@ START_TEST(one_head_not_diluted)
         }
         e2 += (xi - r[i]) * (xi - r[i]);
         r2 += r[i] * r[i];
-        if (i / D == 777) h2 += r[i] * r[i];
+        if (i / D == 777) {
+            h2 += r[i] * r[i];
+            he2 += (xi - r[i]) * (xi - r[i]);
+        }
     }
     dl_metrics m;
     dl_compare_rows_f32(x, r, n, D, &m);
     ck_assert_int_eq(m.head_worst, 777);
     ck_assert_double_eq_tol(m.head_rel_l2, 1e-2, 1e-6);
-    ck_assert(m.rel_l2 < 1e-3);
+    ck_assert_double_eq_tol(m.head_rel_l2, sqrt(he2 / h2), 1e-12);
+    ck_assert_double_eq_tol(m.rel_l2, sqrt(e2 / r2), 1e-12);
+    ck_assert(m.rel_l2 < 1e-3); /* about 1e-2 / sqrt(2048): one head's error over every head's norm */
     free(r);
     free(x);
 }

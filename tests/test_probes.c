@@ -238,7 +238,11 @@ END_TEST
 /* decodelab sass --kernels 'e2_probe*' --forms --out: the form lines and rows, the class rows as before */
 START_TEST(test_sass_forms_cli)
 {
-    if (!DL_HAVE_CUDA) return;
+    if (!DL_HAVE_CUDA) {
+        printf("SKIP test_probes sass_forms_cli: built without CUDA (no probe kernels)\n");
+        fflush(stdout);
+        return;
+    }
     if (!dl_test_have_cuobjdump("test_probes", "sass_forms_cli")) return;
     char dir[] = "/tmp/dl_test_probes_sass.XXXXXX", csv[256], o[300], e[300];
     ck_assert_ptr_nonnull(mkdtemp(dir));
