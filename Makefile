@@ -194,7 +194,8 @@ all: $(BIN)
 
 help:
 	@echo "make            build $(BIN) (CPU library + CLI; gpu/ too when nvcc is found: CUDA=$(HAVE_CUDA))"
-	@echo "make test       build and run every Check suite and the nvcc host-side format checker"
+	@echo "make test       every Check suite, the nvcc host-side format checker, test-notebooks, test-slurm,"
+	@echo "                test-local-sweep, test-docs and test-gpu-script (optional tools missing: SKIP, printed)"
 	@echo "make demo       the main job: golden data for the seed's GQA case, verified and summarised"
 	@echo "make test-gpu   on a GPU machine: every variant on the nasty-case matrix (see tests/README.md)"
 	@echo "make test-slurm experiments/slurm_sweep.sh on a one-node Slurm it starts (SKIP without slurm-wlm/munge/root)"
@@ -206,7 +207,10 @@ help:
 	@echo "make test-gpu-sanitize  on a GPU machine: compute-sanitizer memcheck/racecheck/synccheck, every variant"
 	@echo "make static     $(BUILD)-static/decodelab with HDF5/OpenBLAS linked statically (for the lent H200)"
 	@echo "make sass|ptx   disassemble the GPU kernels into $(BUILD)/gpu/*.sass / *.ptx"
-	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token DIAG=0|1 STREAM_PRODUCERS=per-consumer|one STREAM_SHAPE=W,S STREAM_WG_S=2..4 STREAM_SETMAXNREG=0|1"
+	@echo "knobs: CUDA=auto|0|1 GPU_ARCH='$(GPU_ARCH)' OPT=$(OPT) SAN=asan|ubsan STATIC=0|1 PLANT=skip_last_token BUILD=$(BUILD)"
+	@echo "streaming-family build settings (README, 'Tuning the streaming family'): DIAG=0|1 STREAM_PRODUCERS=per-consumer|one"
+	@echo "       STREAM_SHAPE=W,S STREAM_WG_S=2..4 STREAM_PAGE_S=8|12 STREAM_SETMAXNREG=0|1 CHAIN_EARLY_COPIES=0|1"
+	@echo "       STREAM_CLUSTER=0|1 STREAM_CLAIM=0|1"
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -3362,7 +3362,7 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     int cluster_size;
     DL_TRY(knob("DL_STREAM_CLUSTER_SIZE", 0, DL_PLAN_MAX_CLUSTER, 0, &cluster_size));
     if (cluster_size & (cluster_size - 1) || cluster_size == 1)
-        return dl_fail("DL_STREAM_CLUSTER_SIZE: '%d' is not 0 (the largest of 16, 8, 4, 2 whose clusters all fit at once), "
+        return dl_fail("DL_STREAM_CLUSTER_SIZE: '%d' is not 0 (the largest of 8, 4, 2 whose clusters all fit at once), "
                        "2, 4, 8 or 16 (CTAs a task with DL_STREAM_MERGE=cluster)", cluster_size);
     if (cluster_size && !cluster_env)
         return dl_fail("DL_STREAM_CLUSTER_SIZE=%d without DL_STREAM_MERGE=cluster (it sizes the clusters of that merge)",

@@ -11,7 +11,8 @@
 #   claim     the same with DL_STREAM_CLAIM=2 over the streaming variants (issue 10 attempt #71: a split task's tiles
 #             claimed at run time and stolen by its other segments' warps; a make STREAM_CLAIM=1 binary)
 #   claimmatrix  the matrix step with DL_STREAM_CLAIM=2 (and DL_STREAM_CLAIM_MIN=1: thieves take a segment's last tile)
-# Expects .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment: OUT (required), DL_SEED
+# Runs DECODELAB (a binary's path) if set, else .carry/decodelab.gz (tests/gpu/unpack_carry.sh first). Environment:
+# OUT (required), DL_SEED
 # (default: random, printed by each step), MATRIX_S / SANITIZE_S (time limits, default 330 / 230 s), VERIFY_TMP (its
 # work folder, default /tmp/verify).
 # PARALLEL=1 runs the steps at the same time (the GPU is shared; these check, they do not time).
@@ -20,8 +21,13 @@
 set -uo pipefail
 : "${OUT:?set OUT}"
 T=${VERIFY_TMP:-/tmp/verify}; mkdir -p "$T" "$OUT"
-[ -f .carry/decodelab.gz ] || { echo "verify_job: .carry/decodelab.gz missing" >&2; exit 2; }
-gunzip -c .carry/decodelab.gz > "$T/dl" && chmod +x "$T/dl"
+if [ -n "${DECODELAB:-}" ]; then # a binary named (e.g. build-static/decodelab), else the carried one
+    [ -x "$DECODELAB" ] || { echo "verify_job: DECODELAB='$DECODELAB' is not an executable file" >&2; exit 2; }
+    cp "$DECODELAB" "$T/dl"
+else
+    [ -f .carry/decodelab.gz ] || { echo "verify_job: .carry/decodelab.gz missing (or set DECODELAB=BINARY)" >&2; exit 2; }
+    gunzip -c .carry/decodelab.gz > "$T/dl" && chmod +x "$T/dl"
+fi
 pack() { # step: its log and work folder, no golden files
     tar czf "$OUT/verify-$1.tgz.part" --exclude='*.h5' -C "$T" "$1.log" "$1" && mv "$OUT/verify-$1.tgz.part" "$OUT/verify-$1.tgz"
 }
