@@ -2,6 +2,7 @@
 #include "cli_util.h"
 #include "dl_cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -47,7 +48,7 @@ int dl_parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    if (isspace((unsigned char)s[0]) || errno || end == s || *end || v < lo || v > hi)
         return dl_fail("%s: '%s' is not an integer in %lld..%lld", flag, s, (long long)lo, (long long)hi);
     *out = v;
     return 0;
@@ -57,8 +58,8 @@ int dl_parse_u64(const char *flag, const char *s, uint64_t *out)
 {
     char *end;
     errno = 0;
-    if (s[0] == '-') return dl_fail("%s: '%s' is not an unsigned 64-bit integer", flag, s);
-    unsigned long long v = strtoull(s, &end, 0);
+    if (!isdigit((unsigned char)s[0])) return dl_fail("%s: '%s' is not an unsigned 64-bit integer", flag, s);
+    unsigned long long v = strtoull(s, &end, 10); /* decimal, as every other integer flag ("010" is ten) */
     if (errno || end == s || *end) return dl_fail("%s: '%s' is not an unsigned 64-bit integer", flag, s);
     *out = v;
     return 0;
@@ -69,7 +70,9 @@ int dl_parse_f64(const char *flag, const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) return dl_fail("%s: '%s' is not a finite number", flag, s);
+    if (isspace((unsigned char)s[0]) || end == s || *end || !isfinite(v) || (errno == ERANGE && fabs(v) > 1.0))
+        return dl_fail("%s: '%s' is not a finite number", flag, s);
+    if (errno == ERANGE) return dl_fail("%s: '%s' underflows a double (below about 2.2e-308)", flag, s);
     *out = v;
     return 0;
 }

@@ -101,7 +101,8 @@ static void usage(FILE *f)
             "  --kv-scale absmax|absmax-tensor|X   per-KV-head absmax, one absmax for all heads, or a given scale\n"
             "  --share-prefix N         prefix caching: the first N pages of every request are request 0's\n"
             "                           (the same physical pages: the page table shares them); N at most the\n"
-            "                           full pages of the shortest request (with MIN:MAX: of MIN) (default 0)\n"
+            "                           full pages of the shortest request (with MIN:MAX: of MIN); not with\n"
+            "                           --distribution sink, whose keys are shifted per request (default 0)\n"
             "values:\n"
             "  --distribution normal|uniform|outlier|channel-outlier|sink  (default normal)\n"
             "  --dist-mean X --dist-std X        normal (default 0, 1)\n"
@@ -125,7 +126,7 @@ static void usage(FILE *f)
             "                           the GPU kernels are forward only and SKIP a reverse file)\n"
             "output:\n"
             "  --out FILE               the golden file (required)\n"
-            "  --force                  overwrite FILE if it exists\n"
+            "  --force                  overwrite FILE if it exists (a regular file only)\n"
             "  --help                   this text\n\n"
             "example: decodelab golden --preset llama3-8b --batch 64 --seq-len 1024 --kv-dtype e4m3 --out g.h5\n"
             "exit status: 0 written, 2 bad input (one line naming the flag and value; no file written).\n",
@@ -321,6 +322,10 @@ static int parse_args(int argc, char **argv, golden_args *a)
         DL_TRY(apply(a, codes[i], vals[i], batch_given));
         if (codes[i] == O_SHARE) share_val = vals[i];
     }
+    if (share_val && a->cfg.share_prefix_pages > 0 && a->cfg.dist.kind == DL_DIST_SINK && a->cfg.dist.sink_tokens > 0)
+        return dl_fail("--share-prefix: '%s' with --distribution sink: the sink shift is made per request from its "
+                       "queries, and the sink keys would lie in the shared pages (use one or the other, or "
+                       "--sink-tokens 0)", share_val);
     if (share_val && a->cfg.share_prefix_pages > 0) {
         /* each shared page must be full in every request: at most the full pages of the shortest one */
         const dl_config *c = &a->cfg;
@@ -422,6 +427,10 @@ int dl_cmd_golden(int argc, char **argv)
     if (progress) fprintf(stderr, "building case %s ...\n", name);
     double t0 = dl_now();
     if (dl_case_build(cfg, &c)) return dl_cli_error("golden");
+    if (dl_golden_check_case(a.out, &c)) { /* inputs a reader refuses (overflowed values or scales): before the models */
+        rc = dl_cli_error("golden");
+        goto done;
+    }
     double t_build = dl_now() - t0;
     for (int m = 0; m < DL_MODEL_COUNT; m++) {
         if (!a.want[m]) continue;

@@ -30,6 +30,9 @@ typedef struct {
  * Refuses to overwrite an existing file unless force. */
 int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, int n,
                     const dl_model_params *p, int force);
+/* The inputs' checks dl_golden_read makes (finite q and used cache slots, NaN poison slots, scales finite and > 0),
+ * made before anything is written: 0, or dl_fail("PATH: refusing to write: ..."). dl_golden_write calls it too. */
+int dl_golden_check_case(const char *path, const dl_case *c);
 /* Read and validate a golden file. Caller frees with dl_golden_free. */
 int dl_golden_read(const char *path, dl_golden *g);
 void dl_golden_free(dl_golden *g);

@@ -18,6 +18,7 @@
 #include <hdf5.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,21 +310,63 @@ static int fsync_path(const char *p, int dir)
     return 0;
 }
 
+static int check_values(const char *path, const dl_case *c, int allow_nonfinite);
+
+/* The temp file being written, unlinked by a SIGINT / SIGTERM / SIGHUP that ends the process meanwhile (a SIGKILL
+ * leaves it: its name, FILE.tmp.PID, says what it is). */
+static char g_tmp_path[4096];
+static void unlink_tmp_and_die(int sig)
+{
+    if (g_tmp_path[0]) unlink(g_tmp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int dl_golden_check_case(const char *path, const dl_case *c)
+{
+    if (!check_values("", c, 0)) return 0;
+    char e[1024];
+    snprintf(e, sizeof e, "%s", dl_last_error() + 2); /* check_values' message after its empty path's ": " */
+    return dl_fail("%s: refusing to write: %s", path, e);
+}
+
 int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, int n, const dl_model_params *p,
                     int force)
 {
     char tmp[4096];
     struct stat st;
     h5_quiet();
-    if (!force && stat(path, &st) == 0)
-        return dl_fail("%s: file exists (use --force to overwrite)", path);
+    const int exists = stat(path, &st) == 0;
+    if (exists && !force) return dl_fail("%s: file exists (use --force to overwrite)", path);
+    if (exists && !S_ISREG(st.st_mode)) /* --force replaces a golden file, never a device, FIFO or folder */
+        return dl_fail("%s: exists and is not a regular file (refusing to replace it)", path);
     if (dl_config_validate(&c->cfg)) {
         char e[1024];
         snprintf(e, sizeof e, "%s", dl_last_error());
         return dl_fail("%s: refusing to write: %s", path, e);
     }
+    /* what the reader refuses is not written: non-finite or zero inputs and scales, non-finite model outputs
+     * (e.g. --sm-scale 1e308, --dist-std 1e200, --kv-scale 1e-300) */
+    if (dl_golden_check_case(path, c)) return -1;
+    for (int i = 0; i < n; i++) {
+        const dl_output *out = &outs[i];
+        const int64_t no = out->batch_size * out->num_qo_heads * out->head_dim, nl = out->batch_size * out->num_qo_heads;
+        for (int64_t k = 0; k < no && out->o; k++)
+            if (!isfinite(out->o[k]))
+                return dl_fail("%s: refusing to write: %s/o[%lld] = %g is not finite (the model overflowed: "
+                               "see the case's scales and values)", path, dl_model_group(out->model), (long long)k,
+                               out->o[k]);
+        for (int64_t k = 0; k < nl && out->lse; k++)
+            if (!isfinite(out->lse[k]))
+                return dl_fail("%s: refusing to write: %s/lse[%lld] = %g is not finite (the model overflowed: "
+                               "see the case's scales and values)", path, dl_model_group(out->model), (long long)k,
+                               out->lse[k]);
+    }
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return dl_fail("%s: path too long", path);
+    snprintf(g_tmp_path, sizeof g_tmp_path, "%s", tmp);
+    void (*old_int)(int) = signal(SIGINT, unlink_tmp_and_die), (*old_term)(int) = signal(SIGTERM, unlink_tmp_and_die),
+         (*old_hup)(int) = signal(SIGHUP, unlink_tmp_and_die);
 
     hid_t fcpl = -1;
     wctx w = {path, -1};
@@ -353,6 +396,10 @@ fail:
         if (w.file >= 0) H5Fclose(w.file);
         unlink(tmp);
     }
+    signal(SIGINT, old_int);
+    signal(SIGTERM, old_term);
+    signal(SIGHUP, old_hup);
+    g_tmp_path[0] = '\0';
     return rc;
 }
 

@@ -161,7 +161,8 @@ int dl_config_validate(const dl_config *c)
         return dl_fail("config: outlier_prob = %g is outside 0..1", c->dist.outlier_prob);
     if (!(c->dist.outlier_var >= 0.0) || !isfinite(c->dist.outlier_var))
         return dl_fail("config: outlier_var = %g must be finite and >= 0", c->dist.outlier_var);
-    if (c->dist.num_outlier_channels < 0 || c->dist.num_outlier_channels > c->head_dim)
+    if (c->dist.kind == DL_DIST_CHANNEL_OUTLIER &&
+        (c->dist.num_outlier_channels < 0 || c->dist.num_outlier_channels > c->head_dim))
         return dl_fail("config: num_outlier_channels = %lld is outside 0..head_dim (%lld)",
                        (long long)c->dist.num_outlier_channels, (long long)c->head_dim);
     if (!isfinite(c->dist.channel_scale) || c->dist.channel_scale <= 0.0)
@@ -193,6 +194,13 @@ int dl_config_validate(const dl_config *c)
     if (c->share_prefix_pages < 0 || c->share_prefix_pages > DL_MAX_SEQ_LEN)
         return dl_fail("config: share_prefix_pages = %lld is outside 0..%d", (long long)c->share_prefix_pages,
                        DL_MAX_SEQ_LEN);
+    if (c->share_prefix_pages > 0 && c->dist.kind == DL_DIST_SINK && c->dist.sink_tokens > 0)
+        /* the sink shift is made per request from its own queries (dl_paged.c, add_sink_shift), and a shared
+         * page's keys are every request's: no one shift serves them all */
+        return dl_fail("config: share_prefix_pages = %lld with distribution sink (sink_tokens = %lld): the sink keys "
+                       "would lie in the shared pages, whose one shift cannot serve every request's queries; use "
+                       "one or the other (or sink_tokens = 0)", (long long)c->share_prefix_pages,
+                       (long long)c->dist.sink_tokens);
     if (c->share_prefix_pages > 0) {
         /* every shared page must be a full page of every request: at most the full pages of the
          * shortest request (a range draws no length below seq_len_min) */

@@ -215,6 +215,14 @@ static const bad_flag bad_flags[] = {
     {{"--share-prefix", "1", "--seq-len", "1:40", "--batch", "3"}, "--share-prefix",
      "'1' is more than the full pages of the shortest request (--seq-len minimum 1 tokens"},
     {{"--kv-order", "backward"}, "--kv-order", "backward"},
+    {{"--seed", "0x10"}, "--seed", "'0x10'"},  /* decimal only, as every integer flag */
+    {{"--batch", " 2"}, "--batch", "' 2'"},     /* no leading blank */
+    {{"--sm-scale", "1e-320"}, "--sm-scale", "'1e-320' underflows"},
+    /* values whose case a reader would refuse are refused before anything is written */
+    {{"--sm-scale", "1e308", "--models", "exact"}, "/golden/exact/o[", "is not finite"},
+    {{"--dist-std", "1e200"}, "/inputs/", "= inf is not finite"},
+    {{"--kv-scale", "1e-300"}, "/inputs/k_scale[0]", "= 0 must be finite and > 0"},
+    {{"--share-prefix", "1", "--distribution", "sink", "--seq-len", "40"}, "--share-prefix", "'1' with --distribution sink"},
     {{"--sink-delta", "inf"}, "--sink-delta", "inf"},
     {{"--sink-delta", "1e4"}, "--sink-delta", "1e4"},
     {{"--sink-tokens", "-1"}, "--sink-tokens", "-1"},
@@ -261,6 +269,15 @@ START_TEST(golden_missing_out_and_existing_file)
     ck_assert(dl_test_same_bytes(good, keep));
     ck_assert_int_eq(DL_RUN("golden", "--seed", "5", "--out", good, "--force"), 0);
     ck_assert(!dl_test_same_bytes(good, keep));
+    /* --force replaces a file, never a FIFO (or device, or folder) of that name */
+    char fifo[300];
+    dl_test_path(fifo, sizeof fifo, "fifo.h5");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(DL_RUN("golden", "--out", fifo, "--force"), 2);
+    ck_assert_msg(strstr(dl_test_err, "not a regular file") && strstr(dl_test_err, fifo), "%s", dl_test_err);
+    struct stat st;
+    ck_assert(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    ck_assert_int_eq(unlink(fifo), 0);
 }
 END_TEST
 

@@ -804,6 +804,16 @@ START_TEST(test_sink_shift)
     char name[256];
     dl_config_name(&cs, name, sizeof name);
     ck_assert_msg(strstr(name, "dist=sink(3,7.25)") != NULL, "%s", name);
+    /* a shared prefix would hold the sink keys, which each request shifts for its own queries: refused */
+    dl_config csp = cs; /* requests long enough to share a full page */
+    csp.seq_len_min = 2 * csp.page_size;
+    if (csp.seq_len_max < csp.seq_len_min) csp.seq_len_max = csp.seq_len_min;
+    ck_assert_int_eq(dl_config_validate(&csp), 0);
+    csp.share_prefix_pages = 1;
+    ck_assert_int_ne(dl_config_validate(&csp), 0);
+    ck_assert_msg(strstr(dl_last_error(), "share_prefix_pages = 1 with distribution sink") != NULL, "%s", dl_last_error());
+    csp.dist.sink_tokens = 0; /* no sink keys: nothing to share */
+    ck_assert_msg(dl_config_validate(&csp) == 0, "%s", dl_last_error());
     cs.dist.sink_delta = NAN;
     ck_assert_int_ne(dl_config_validate(&cs), 0);
     ck_assert_msg(strstr(dl_last_error(), "sink_delta") != NULL, "%s", dl_last_error());

@@ -82,8 +82,8 @@ static void teardown(void)
 /* A case that takes a while to compute and writes a file of ~100 MB. */
 #define BIG_ARGS "--preset", "llama3-8b", "--batch", "8", "--seq-len", "2048", "--models", "fp32", "--force"
 
-/* when = 0: kill as soon as the temporary file appears (mid-write); else after `when` ms (computing). */
-static void kill_golden(const char *target, double when)
+/* when = 0: kill (with sig) as soon as the temporary file appears (mid-write); else after `when` ms (computing). */
+static void kill_golden_sig(const char *target, double when, int sig)
 {
     char name[300];
     snprintf(name, sizeof name, "%s", strrchr(target, '/') + 1);
@@ -104,9 +104,10 @@ static void kill_golden(const char *target, double when)
     int st = 0;
     pid_t r = waitpid(pid, &st, WNOHANG);
     ck_assert_msg(r == 0, "golden finished before it could be killed; make BIG_ARGS bigger");
-    kill(pid, SIGKILL);
-    ck_assert_int_eq(dl_test_wait(pid), 128 + SIGKILL);
+    kill(pid, sig);
+    ck_assert_int_eq(dl_test_wait(pid), 128 + sig);
 }
+static void kill_golden(const char *target, double when) { kill_golden_sig(target, when, SIGKILL); }
 
 START_TEST(sigkill_golden_leaves_old_file)
 {
@@ -126,6 +127,25 @@ START_TEST(sigkill_golden_leaves_old_file)
     kill_golden(target, 0);
     ck_assert(dl_test_same_bytes(target, saved));
     ck_assert_int_eq(DL_RUN("check", target), 0);
+}
+END_TEST
+
+/* SIGTERM or SIGINT mid-write: the process dies by the signal, the old file (or none) is left, and so is no
+ * temporary file (a SIGKILL cannot be caught: its FILE.tmp.PID stays, named for what it is). */
+START_TEST(sigterm_golden_leaves_no_temp)
+{
+    char target[300], saved[300], prefix[320];
+    dl_test_path(target, sizeof target, "target.h5");
+    dl_test_path(saved, sizeof saved, "saved_copy.h5");
+    snprintf(prefix, sizeof prefix, "target.h5.tmp.");
+    kill_golden_sig(target, 0, SIGTERM);
+    ck_assert_int_ne(access(target, F_OK), 0);
+    ck_assert_msg(!exists_prefix(dl_test_dir, prefix), "a temporary file was left after SIGTERM");
+    ck_assert_int_eq(gm_copy(small, target), 0);
+    ck_assert_int_eq(gm_copy(small, saved), 0);
+    kill_golden_sig(target, 0, SIGINT);
+    ck_assert(dl_test_same_bytes(target, saved));
+    ck_assert_msg(!exists_prefix(dl_test_dir, prefix), "a temporary file was left after SIGINT");
 }
 END_TEST
 
@@ -517,7 +537,7 @@ START_TEST(env_knob_refuses_bad_values)
 END_TEST
 
 DL_TEST_SUITE("robust", 300, setup, teardown,
-              sigkill_golden_leaves_old_file, sigkill_results_append_loop, resume_skips_recorded_variants,
+              sigkill_golden_leaves_old_file, sigterm_golden_leaves_no_temp, sigkill_results_append_loop, resume_skips_recorded_variants,
               refuse_data_not_in_file, refuse_external_storage, nonfinite_inputs_need_allow_flag,
               results_rows_bounded_by_file, fuzz_regressions_replay, deterministic_1_vs_3_threads,
               env_knob_refuses_bad_values)
