@@ -129,6 +129,7 @@ static hid_t ds_open(const rd *r, const char *name, int rank, const hsize_t *wan
                 }
                 if (sv) H5free_memory(sv);
             } else if (H5Tget_size(ft) < sizeof dts) {
+                H5Tset_cset(mt, H5Tget_cset(ft)); /* a UTF-8 string does not convert to ASCII */
                 H5Tset_size(mt, H5Tget_size(ft) + 1);
                 if (H5Aread(a, mt, dts) >= 0) good = 1;
             }
@@ -335,6 +336,7 @@ int dl_candidate_read(const char *path, const dl_golden *g, dl_candidate *c)
     quiet();
     struct stat st;
     if (stat(path, &st) != 0) return dl_fail("%s: cannot open candidate file (%s)", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path); /* a FIFO would block the read */
     if (H5Fis_hdf5(path) <= 0) return dl_fail("%s: not an HDF5 file", path);
     rd r = {path, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)};
     if (r.file < 0) return dl_fail("%s: cannot open as HDF5", path);
@@ -357,7 +359,9 @@ static int w_ds(const dl_h5 *h, const char *name, hid_t ft, hid_t mt, int rank, 
 {
     hid_t s = H5Screate_simple(rank, dims, NULL);
     hid_t d = H5Dcreate2(h->file, name, ft, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = (d >= 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0) ? 0 : -1;
+    int rc = (d >= 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0)
+                 ? 0
+                 : dl_fail("%s: %s dataset /%s failed", h->path, d < 0 ? "creating" : "writing", name);
     if (!rc) rc = dl_h5_put_str(h, d, name, "dtype", dtype);
     if (d >= 0) H5Dclose(d);
     H5Sclose(s);
@@ -424,12 +428,27 @@ int dl_candidate_write(const char *path, const dl_candidate *c, int force)
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) return dl_fail("%s: cannot create", tmp);
     const dl_h5 h = {path, f};
-    int rc = write_body(&h, c);
-    if (H5Fclose(f) < 0) rc = -1;
+    int rc = write_body(&h, c); /* each failure records its own message */
+    if (H5Fclose(f) < 0 && !rc) rc = dl_fail("%s: closing %s failed", path, tmp);
+    /* durable like the golden and results files: the file, then (after the rename) its directory */
+    int fd = rc ? -1 : open(tmp, O_RDONLY);
+    if (!rc && (fd < 0 || fsync(fd) != 0)) rc = dl_fail("%s: fsync %s failed: %s", path, tmp, strerror(errno));
+    if (fd >= 0) close(fd);
     if (!rc && rename(tmp, path) != 0) rc = dl_fail("%s: cannot rename into place (%s)", path, strerror(errno));
-    else if (rc && !dl_last_error()[0]) dl_fail("%s: HDF5 write failed", path);
-    if (rc) unlink(tmp);
-    return rc ? -1 : 0;
+    if (rc) {
+        unlink(tmp);
+        return -1;
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else slash[slash == dir] = 0; /* "/x" -> "/" */
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY)) >= 0) { /* best effort: the rename is durable once it is */
+        fsync(fd);
+        close(fd);
+    }
+    return 0;
 }
 
 /* ================================================================ scoring */

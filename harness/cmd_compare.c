@@ -38,6 +38,8 @@ static void compare_help(FILE *f)
             "                      fp8wg, fp8accwg; none = exact only)\n"
             "  --out RESULTS.h5    append one row per candidate (variant ext:<producer>:<backend>) to RESULTS.h5\n"
             "                      and its twin RESULTS.csv, atomically, in the results schema of decodelab run\n"
+            "                      (checked first: an existing RESULTS.h5 or RESULTS.csv must be a results table's;\n"
+            "                      a RESULTS.csv whose .h5 was lost keeps its rows)\n"
             "  --golden-hash       print the golden file's input hash (fnv1a64:...) and exit, for producers\n\n"
             "exit status: 0 every candidate PASS, 1 one FAILed, 2 bad input (one line naming the file,\n"
             "the field and the value; nothing written).\n");
@@ -124,6 +126,8 @@ int dl_cmd_compare(int argc, char **argv)
     int prc = parse_compare(argc, argv, &o);
     if (prc == 1) return 0;
     if (prc) return dl_cli_error("compare");
+    /* the output checked before any scoring: a table that cannot take the rows fails now */
+    if (o.out && !o.hash_only && dl_results_check_out(o.out)) return dl_cli_error("compare");
     dl_golden g;
     memset(&g, 0, sizeof g);
     if (dl_golden_read(o.golden, &g)) return dl_cli_error("compare");

@@ -87,6 +87,9 @@ static void run_help(FILE *f)
             "  --peak-runs N           runs of the peak-read calibration kernel (default 20)\n"
             "  --out RESULTS.h5        append one row per variant to RESULTS.h5 and its twin RESULTS.csv\n"
             "                          (atomically; schema: data/SCHEMA.md (results table)). Without it nothing is written.\n"
+            "                          Checked before anything runs: its directory must exist, an existing RESULTS.h5\n"
+            "                          or RESULTS.csv must be a results table's (a RESULTS.csv whose .h5 was lost keeps\n"
+            "                          its rows)\n"
             "  --save-outputs DIR      write each checked variant's o and lse (its first checked launch) to\n"
             "                          DIR/<variant>.splits<N>.h5, a candidate file (data/SCHEMA.md), so that other\n"
             "                          models can judge them later without a GPU: decodelab compare GOLDEN FILE\n"
@@ -243,6 +246,8 @@ int dl_cmd_run(int argc, char **argv)
     if (prc == 1) return 0;
     if (prc) return dl_cli_error("run");
     if (dl_plan_check_env()) return dl_cli_error("run"); /* a bad knob stops the run before any file is read or written */
+    /* the output checked before any work (no kernel runs for a table that cannot take the rows) */
+    if (o.out && dl_results_check_out(o.out)) return dl_cli_error("run");
     const dl_variant **sel = calloc((size_t)dl_num_variants + 1, sizeof *sel);
     int nsel = 0;
     if (!sel) return dl_cli_error("run");

@@ -62,8 +62,10 @@ void dl_candidate_free(dl_candidate *c);
  * that are set (optional strings when non-empty, numbers when known), o in
  * c->o_dtype (from the float32 c->o, rounded to nearest even for f16/bf16),
  * lse as float32 in the base c->lse_base (c->lse holds natural logs; base 2
- * stores lse / ln 2) when c->lse is not NULL. For tests and C producers; the
- * Python baselines write the same layout with h5py. */
+ * stores lse / ln 2) when c->lse is not NULL. Atomic: written to
+ * "<path>.tmp.<pid>", fsync'ed, renamed, the directory fsync'ed; a failure
+ * records what failed (dl_fail) and leaves path as it was. For tests and C
+ * producers; the Python baselines write the same layout with h5py. */
 int dl_candidate_write(const char *path, const dl_candidate *c, int force);
 
 /* Score candidate c against golden g into row r (initialised by the caller

@@ -3,11 +3,11 @@
  * its CSV twin. Schema: data/SCHEMA.md (results table) (one 1-D dataset per column
  * under the group /results; the column table in results.c is the source).
  *
- * Atomic append: take an exclusive flock on "<path>.lock", read every row of
+ * Atomic append: take an exclusive flock on its directory, read every row of
  * the existing file (if any), write old rows + new rows to "<path>.tmp.<pid>"
  * and "<csv>.tmp.<pid>", fsync both, rename over the originals, fsync the
  * directory. Any failure before the renames leaves the old files untouched
- * and removes the temporaries. */
+ * and removes the temporaries. A .h5 lost with its CSV twin kept: the twin's rows are read back. */
 #ifndef DL_RESULTS_H
 #define DL_RESULTS_H
 
@@ -123,8 +123,18 @@ void dl_results_format_cell(const dl_result_row *r, int i, char *buf, size_t n);
 /* CSV twin path: "<stem>.csv" if path ends in ".h5", else "<path>.csv". */
 void dl_results_csv_path(const char *h5_path, char *buf, size_t n);
 
-/* Append rows[0..n) to the table at h5_path (created if absent), atomically. */
+/* Append rows[0..n) to the table at h5_path (created if absent), atomically. When the .h5 is absent but
+ * its CSV twin exists (the .h5 lost), the twin's rows are kept (old + new rows in both files); a twin that
+ * is not a results CSV is refused. The targets are checked as dl_results_check_out does, under the lock,
+ * before anything is written: a failure leaves both files as they were. */
 int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n);
+
+/* Whether h5_path can take dl_results_append, checked before long work (run, compare, experiment): its
+ * directory exists and is writable; h5_path is absent or a regular file that reads as a results table;
+ * its CSV twin is absent or a regular file whose header is a results table's (any version), or, when
+ * the .h5 is absent, a twin that reads whole (dl_results_read_csv). 0, or -1 with one line naming the
+ * path and why. Takes no lock; writes nothing. */
+int dl_results_check_out(const char *h5_path);
 
 /* Read every row of h5_path. *rows is allocated (caller frees with free()). */
 int dl_results_read(const char *h5_path, dl_result_row **rows, int64_t *n);

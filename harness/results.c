@@ -391,7 +391,7 @@ static int read_h5(const char *path, dl_result_row **out, int64_t *nout)
     *out = NULL;
     *nout = 0;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) return dl_fail("results: %s exists but is not a readable HDF5 file", path);
+    if (f < 0) return dl_fail("results: %s: not a readable HDF5 file", path);
     char fmt[64] = "";
     int64_t ver = -1, n = -1;
     int rc = 0;
@@ -550,6 +550,91 @@ int dl_lock_dir_of(const char *who, const char *path)
     return dfd;
 }
 
+/* reason without a leading "results: <path>: " (the caller names path itself) */
+static const char *reason_of(const char *msg, const char *path)
+{
+    size_t k = strlen(path);
+    if (!strncmp(msg, "results: ", 9)) msg += 9;
+    if (!strncmp(msg, path, k) && msg[k] == ':' && msg[k + 1] == ' ') msg += k + 2;
+    return msg;
+}
+
+/* The header of the CSV at csv names a results table's first columns (of any version: an older twin is
+ * rewritten from its .h5): 0, or -1 with why recorded. */
+static int csv_header_is_results(const char *csv, const char *h5)
+{
+    FILE *f = fopen(csv, "r");
+    if (!f) return dl_fail("results: cannot open %s (the CSV twin of %s): %s", csv, h5, strerror(errno));
+    static char buf[1 << 16];
+    char *fields[256];
+    const int nf = dl_csv_read_record(f, fields, 256, buf, sizeof buf);
+    fclose(f);
+    if (nf < 2 || strcmp(fields[0], cols[0].name) || strcmp(fields[1], cols[1].name))
+        return dl_fail("results: %s is not a results table's CSV twin (its header does not start with %s,%s): nothing "
+                       "written; move it away or choose another output",
+                       csv, cols[0].name, cols[1].name);
+    return 0;
+}
+
+/* The targets of an append to h5_path, checked (see dl_results_check_out), and the rows they hold: those of the
+ * .h5, or, when only its CSV twin exists, of the twin. 0, or -1 with the error recorded (*old NULL). */
+static int check_targets(const char *h5_path, const char *csv, dl_result_row **old, int64_t *nold)
+{
+    *old = NULL;
+    *nold = 0;
+    struct stat st, cst;
+    int have_h5 = 0, have_csv = 0;
+    if (stat(h5_path, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) return dl_fail("results: %s is not a regular file: nothing written", h5_path);
+        have_h5 = 1;
+    } else if (errno != ENOENT) {
+        return dl_fail("results: cannot stat %s: %s", h5_path, strerror(errno));
+    }
+    if (stat(csv, &cst) == 0) { /* a directory or FIFO would fail the rename after the .h5 is committed */
+        if (!S_ISREG(cst.st_mode))
+            return dl_fail("results: %s (the CSV twin of %s) is not a regular file: nothing written", csv, h5_path);
+        have_csv = 1;
+    } else if (errno != ENOENT) {
+        return dl_fail("results: cannot stat %s (the CSV twin of %s): %s", csv, h5_path, strerror(errno));
+    }
+    if (have_h5) {
+        if (dl_results_read(h5_path, old, nold)) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", reason_of(dl_last_error(), h5_path));
+            return dl_fail("results: %s exists and is not a results table (%s): nothing written", h5_path, why);
+        }
+        if (have_csv && csv_header_is_results(csv, h5_path)) {
+            free(*old);
+            *old = NULL;
+            *nold = 0;
+            return -1;
+        }
+    } else if (have_csv && dl_results_read_csv(csv, old, nold)) { /* the .h5 lost: the twin's rows are kept */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", reason_of(dl_last_error(), csv));
+        return dl_fail("results: %s is not a results table's CSV twin (%s) and %s does not exist: nothing written; "
+                       "move it away or choose another output",
+                       csv, why, h5_path);
+    }
+    return 0;
+}
+
+int dl_results_check_out(const char *h5_path)
+{
+    char csv[4100], dir[4100];
+    if (strlen(h5_path) > 4000) return dl_fail("results: path too long: %.80s...", h5_path);
+    DL_TRY(dl_check_dir_of("results", h5_path));
+    dir_of(h5_path, dir, sizeof dir);
+    if (access(dir, W_OK) != 0)
+        return dl_fail("results: directory %s of %s is not writable: %s", dir, h5_path, strerror(errno));
+    dl_results_csv_path(h5_path, csv, sizeof csv);
+    dl_result_row *old = NULL;
+    int64_t nold = 0;
+    DL_TRY(check_targets(h5_path, csv, &old, &nold));
+    free(old);
+    return 0;
+}
+
 int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n)
 {
     if (n < 0) return dl_fail("results: negative row count %lld", (long long)n);
@@ -565,10 +650,8 @@ int dl_results_append(const char *h5_path, const dl_result_row *rows, int64_t n)
 
     dl_result_row *old = NULL, *all = NULL;
     int64_t nold = 0;
-    int rc = 0;
-    struct stat st;
-    if (stat(h5_path, &st) == 0) rc = dl_results_read(h5_path, &old, &nold);
-    else if (errno != ENOENT) rc = dl_fail("results: cannot stat %s: %s", h5_path, strerror(errno));
+    /* both targets checked under the lock, before anything is written */
+    int rc = check_targets(h5_path, csv, &old, &nold);
     if (!rc) {
         all = malloc((size_t)(nold + n > 0 ? nold + n : 1) * sizeof *all);
         if (!all) rc = dl_fail("results: out of memory appending %lld rows to %s", (long long)n, h5_path);

@@ -3,7 +3,8 @@
  * file's own model outputs, so every expected error is known in closed form
  * (zero, one rounding, a 5 % scaling, a log-base mix-up); strict refusals
  * (format, version, hash, shape, dtype, LSE base, timing) exit 2 with one
- * line naming the field; the appended results row reads back. */
+ * line naming the field; the appended results row reads back; --out is checked before any scoring,
+ * a FIFO is refused unread, a fixed-length UTF-8 dtype reads, a failed write names what failed. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,15 @@ static void make_cand(dl_candidate *c, dl_model m, double eps, dl_dtype o_dtype,
     for (int64_t i = 0; i < n_l(); i++) c->lse[i] = (float)G.out[m].lse[i];
 }
 
+/* Remove the results table res and its CSV twin (a twin left alone would keep its rows: the .h5 lost). */
+static void unlink_res(void)
+{
+    char csv[320];
+    dl_results_csv_path(res, csv, sizeof csv);
+    unlink(res);
+    unlink(csv);
+}
+
 static void write_cand(const dl_candidate *c, const char *path)
 {
     ck_assert_msg(dl_candidate_write(path, c, 1) == 0, "write %s: %s", path, dl_last_error());
@@ -64,7 +74,7 @@ static void write_cand(const dl_candidate *c, const char *path)
 static int compare_to_row(const dl_candidate *c, const char *extra_model, dl_result_row *row)
 {
     write_cand(c, cand);
-    unlink(res);
+    unlink_res();
     int rc = extra_model ? DL_RUN("compare", gold, cand, "--model", extra_model, "--out", res)
                          : DL_RUN("compare", gold, cand, "--out", res);
     if (rc > 1) return rc;
@@ -269,7 +279,7 @@ START_TEST(timing_columns_from_attributes)
     ck_assert(fabs(r.gbps - want / 100e-6 / 1e9) <= 1e-12 * r.gbps);
     ck_assert(fabs(r.frac_peak - r.gbps / 4000) <= 1e-15);
     /* two candidates in one call: two rows, one append */
-    unlink(res);
+    unlink_res();
     char cand2[320];
     dl_test_path(cand2, sizeof cand2, "cand2.h5");
     snprintf(c.backend, sizeof c.backend, "second");
@@ -288,7 +298,7 @@ END_TEST
 /* Each damaged candidate: exit 2, one line on stderr holding `want`, no results file. */
 static void refused(const char *want)
 {
-    unlink(res);
+    unlink_res();
     int rc = DL_RUN("compare", gold, cand, "--out", res);
     ck_assert_msg(rc == 2, "expected exit 2 (%s), got %d: %s", want, rc, dl_test_err);
     ck_assert_msg(dl_test_lines(dl_test_err) == 1, "one line expected: %s", dl_test_err);
@@ -361,11 +371,131 @@ START_TEST(refusals)
     refused("not an HDF5 file");
     snprintf(c.golden_hash, sizeof c.golden_hash, "%s", hash);
     write_cand(&c, cand);
-    unlink(res);
+    unlink_res();
     ck_assert_int_eq(DL_RUN("compare", gold, cand, "--model", "fp16"), 2);
     ck_assert_ptr_nonnull(strstr(dl_test_err, "--model: 'fp16'"));
     ck_assert_int_eq(DL_RUN("compare", gold), 2);
     ck_assert_ptr_nonnull(strstr(dl_test_err, "missing CANDIDATE.h5"));
+    dl_candidate_free(&c);
+}
+END_TEST
+
+/* --out is checked before anything is scored or printed: a file that is not a results table (a golden file), a
+ * missing directory, a CSV twin that is a directory (the .h5 must not be written alone) or a user's notes beside
+ * a new table: exit 2, one line naming the path, nothing on stdout, every file as it was. A twin whose .h5 was
+ * lost keeps its rows. */
+START_TEST(out_checked_first)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
+    write_cand(&c, cand);
+    dl_candidate_free(&c);
+    char notres[320], missing[320], r4[320], r4csv[320], notes_h5[320], notes[320], file[320];
+    dl_test_path(notres, sizeof notres, "notres.h5");
+    dl_test_path(missing, sizeof missing, "missingdir/r.h5");
+    dl_test_path(r4, sizeof r4, "r4.h5");
+    dl_test_path(r4csv, sizeof r4csv, "r4.csv");
+    dl_test_path(notes_h5, sizeof notes_h5, "notes.h5");
+    dl_test_path(notes, sizeof notes, "notes.csv");
+    ck_assert_int_eq(gm_copy(gold, notres), 0);
+    ck_assert_int_eq(mkdir(r4csv, 0755), 0);
+    FILE *f = fopen(notes, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("my notes\n", f);
+    fclose(f);
+    const char *outs[] = {notres, missing, r4, notes_h5};
+    const char *named[] = {notres, missing, r4csv, notes};
+    const char *why[] = {"is not a results table", "No such file", "not a regular file", "not a results table's CSV twin"};
+    for (int i = 0; i < 4; i++) {
+        int rc = DL_RUN("compare", gold, cand, "--out", outs[i]);
+        ck_assert_msg(rc == 2, "%s: exit %d: %s", outs[i], rc, dl_test_err);
+        ck_assert_msg(dl_test_out[0] == 0, "%s: scored before the check:\n%s", outs[i], dl_test_out);
+        ck_assert_msg(dl_test_lines(dl_test_err) == 1 && strstr(dl_test_err, named[i]) && strstr(dl_test_err, why[i]),
+                      "%s: %s", outs[i], dl_test_err);
+    }
+    ck_assert(dl_test_same_bytes(gold, notres));
+    ck_assert_int_eq(access(r4, F_OK), -1);
+    ck_assert_int_eq(access(notes_h5, F_OK), -1);
+    dl_test_slurp(notes, file, sizeof file);
+    ck_assert_str_eq(file, "my notes\n");
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
+    /* the .h5 lost, its twin kept: the next append holds the twin's 2 rows and the new one, in both files */
+    unlink_res();
+    ck_assert_int_eq(DL_RUN("compare", gold, cand, cand, "--out", res), 0);
+    ck_assert_int_eq(unlink(res), 0);
+    ck_assert_msg(DL_RUN("compare", gold, cand, "--out", res) == 0, "%s", dl_test_err);
+    dl_result_row *rows = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res, &rows, &n), 0);
+    ck_assert_int_eq(n, 3);
+    free(rows);
+    char csv[320];
+    dl_results_csv_path(res, csv, sizeof csv);
+    ck_assert_int_eq(dl_results_read_csv(csv, &rows, &n), 0);
+    ck_assert_int_eq(n, 3);
+    free(rows);
+}
+END_TEST
+
+/* A FIFO (or anything not a regular file) as a candidate or as --out is refused at once, not read (which
+ * would block forever): exit 2 naming it. Run under timeout(1): a hang is exit 124. */
+START_TEST(fifo_refused)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
+    write_cand(&c, cand);
+    dl_candidate_free(&c);
+    char fifo[320], fifo_out[320], cmd[2000];
+    dl_test_path(fifo, sizeof fifo, "fifo.h5");
+    dl_test_path(fifo_out, sizeof fifo_out, "fifo_out.h5");
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    ck_assert_int_eq(mkfifo(fifo_out, 0644), 0);
+    const char *args[][2] = {{fifo, ""}, {cand, fifo_out}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "timeout 20 '%s' compare '%s' '%s' %s%s > '%s' 2> '%s'", dl_test_bin(), gold,
+                 args[i][0], args[i][1][0] ? "--out " : "", args[i][1], dl_test_out_path, dl_test_err_path);
+        int st = system(cmd);
+        dl_test_slurp(dl_test_err_path, dl_test_err, sizeof dl_test_err);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "case %d: exit %d (124: blocked): %s", i,
+                      WEXITSTATUS(st), dl_test_err);
+        ck_assert_msg(strstr(dl_test_err, i ? fifo_out : fifo) && strstr(dl_test_err, "not a regular file"), "%s",
+                      dl_test_err);
+    }
+}
+END_TEST
+
+/* The dtype attribute of /o and /lse as a fixed-length UTF-8 string (what some writers make) reads like the
+ * variable-length one: the candidate is accepted and PASSes. */
+START_TEST(fixed_utf8_dtype_accepted)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
+    write_cand(&c, cand);
+    dl_candidate_free(&c);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 3);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    ck_assert_int_eq(gm_set_attr(cand, "/o", "dtype", t, t, "f32"), 0);
+    ck_assert_int_eq(gm_set_attr(cand, "/lse", "dtype", t, t, "f32"), 0);
+    H5Tclose(t);
+    int rc = DL_RUN("compare", gold, cand);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, dl_test_err);
+    ck_assert_ptr_nonnull(strstr(dl_test_out, "PASS"));
+}
+END_TEST
+
+/* dl_candidate_write's failure names what failed (here the dataset /o: a shape HDF5 cannot make), never an
+ * earlier, unrelated error; nothing is left behind. */
+START_TEST(candidate_write_names_failure)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
+    c.batch_size = -1; /* dims [2^64-1, ...]: H5Screate_simple refuses */
+    dl_fail("an earlier error, already reported");
+    ck_assert_int_ne(dl_candidate_write(cand, &c, 1), 0);
+    ck_assert_msg(strstr(dl_last_error(), cand) && strstr(dl_last_error(), "dataset /o"), "%s", dl_last_error());
+    ck_assert_int_eq(access(cand, F_OK), -1);
+    ck_assert(!dl_test_has_tmp(dl_test_dir));
     dl_candidate_free(&c);
 }
 END_TEST
@@ -404,7 +534,7 @@ START_TEST(python_baseline_writes_what_compare_reads)
              root, gold, dl_test_dir, dl_test_out_path);
     ck_assert_msg(system(cmd) == 0, "fake-o failed: %s", (dl_test_slurp(dl_test_out_path, dl_test_out, sizeof dl_test_out), dl_test_out));
     dl_test_path(fake, sizeof fake, "g.fake-bf16.cand.h5");
-    unlink(res);
+    unlink_res();
     ck_assert_msg(DL_RUN("compare", gold, fake, "--out", res) == 0, "%s%s", dl_test_out, dl_test_err);
     dl_result_row *rows = NULL;
     int64_t n = 0;
@@ -536,4 +666,5 @@ END_TEST
 DL_TEST_SUITE("compare_cli", 120, setup, teardown,
               help_and_hash, exact_copy_passes_vs_exact, bf16_model_as_bf16_passes_at_bf16_level, perturbed_fails,
               log2_lse_converted, timing_columns_from_attributes, refusals, python_baseline_writes_what_compare_reads,
-              python_summary_of_results, python_targets_of_results)
+              python_summary_of_results, python_targets_of_results, out_checked_first, fifo_refused,
+              fixed_utf8_dtype_accepted, candidate_write_names_failure)

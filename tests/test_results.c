@@ -3,12 +3,16 @@
  * quoting), the atomic append (a failed append leaves both files as they were, no
  * temporary file left), and older tables: format versions 1 and 2 still read (the
  * columns added later read as unknown) and are rewritten as the current version on
- * append; the committed H200 run (version 1) reads. */
+ * append; the committed H200 run (version 1) reads; a table whose .h5 was lost keeps its CSV twin's rows, and
+ * targets that cannot take an append (a foreign CSV, a directory or FIFO, a missing directory) are refused
+ * before anything is written. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../harness/dl_results.h"
 #include "dl_test.h"
@@ -310,6 +314,109 @@ START_TEST(test_results_atomic)
 }
 END_TEST
 
+/* The .h5 of a table lost, its CSV twin kept (e.g. left out of a copy): an append keeps the twin's rows, both
+ * files then hold the old rows and the new, in order. */
+START_TEST(test_results_lost_h5_keeps_csv)
+{
+    char h5[512], csv[600];
+    table_paths("res.h5", h5, csv);
+    dl_result_row in[3];
+    for (int k = 0; k < 3; k++) sample_row(&in[k], k);
+    ck_assert_int_eq(dl_results_append(h5, in, 2), 0);
+    ck_assert_int_eq(unlink(h5), 0);
+    ck_assert_msg(dl_results_check_out(h5) == 0, "%s", dl_last_error());
+    ck_assert_msg(dl_results_append(h5, &in[2], 1) == 0, "%s", dl_last_error());
+    dl_result_row *a = read_rows(h5, 3), *b = NULL;
+    int64_t n = 0;
+    ck_assert_msg(dl_results_read_csv(csv, &b, &n) == 0, "%s", dl_last_error());
+    ck_assert_int_eq(n, 3);
+    char x[9000], y[9000];
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < dl_results_num_columns(); i++) {
+            dl_results_format_cell(&in[r], i, x, sizeof x);
+            dl_results_format_cell(&a[r], i, y, sizeof y);
+            ck_assert_msg(!strcmp(x, y), ".h5 row %d column %s: '%s', wrote '%s'", r, dl_results_column_name(i), y, x);
+            dl_results_format_cell(&b[r], i, y, sizeof y);
+            ck_assert_msg(!strcmp(x, y), "CSV row %d column %s: '%s', wrote '%s'", r, dl_results_column_name(i), y, x);
+        }
+    free(a);
+    free(b);
+    ck_assert_int_eq(count_tmp_files(), 0);
+}
+END_TEST
+
+/* dl_results_append and dl_results_check_out refuse, before writing anything, a target that cannot take the rows:
+ * a CSV that is not a results table's twin (beside a lost .h5: a user's notes; beside a table: another format), a
+ * twin or a table that is not a regular file (a directory would fail the twin's rename after the .h5 was
+ * committed; a FIFO would block), a .h5 that is not a results table, a directory that does not exist. Each error
+ * names the path and why; the files stay as they were. */
+START_TEST(test_results_targets_refused)
+{
+    char h5[512], csv[600], other[512], other_csv[600];
+    table_paths("notes.h5", h5, csv);
+    dl_result_row r;
+    sample_row(&r, 1);
+    FILE *f = fopen(csv, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("my notes, not a table\n", f);
+    fclose(f);
+    for (int check = 0; check < 2; check++) {
+        ck_assert_int_ne(check ? dl_results_check_out(h5) : dl_results_append(h5, &r, 1), 0);
+        ck_assert_msg(strstr(dl_last_error(), csv) && strstr(dl_last_error(), "not a results table's CSV twin"), "%s",
+                      dl_last_error());
+        ck_assert_int_eq(access(h5, F_OK), -1);
+        char *text = slurp(csv, NULL);
+        ck_assert_str_eq(text, "my notes, not a table\n");
+        free(text);
+    }
+    /* beside an existing table: its twin replaced by another format's CSV (a census) */
+    table_paths("res.h5", other, other_csv);
+    ck_assert_int_eq(dl_results_append(other, &r, 1), 0);
+    f = fopen(other_csv, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("source,variant,kernel\n", f);
+    fclose(f);
+    ck_assert_int_ne(dl_results_append(other, &r, 1), 0);
+    ck_assert_msg(strstr(dl_last_error(), other_csv) && strstr(dl_last_error(), "not a results table's CSV twin"), "%s",
+                  dl_last_error());
+    ck_assert_int_ne(dl_results_check_out(other), 0);
+    dl_result_row *rows = read_rows(other, 1);
+    free(rows);
+    /* the twin a directory, then a FIFO: the .h5 untouched (absent stays absent) */
+    unlink(other_csv);
+    ck_assert_int_eq(mkdir(other_csv, 0755), 0);
+    ck_assert_int_ne(dl_results_append(other, &r, 1), 0);
+    ck_assert_msg(strstr(dl_last_error(), other_csv) && strstr(dl_last_error(), "not a regular file"), "%s",
+                  dl_last_error());
+    ck_assert_int_ne(dl_results_check_out(other), 0);
+    rows = read_rows(other, 1);
+    free(rows);
+    rmdir(other_csv);
+    unlink(csv);
+    ck_assert_int_eq(mkfifo(csv, 0644), 0);
+    ck_assert_int_ne(dl_results_append(h5, &r, 1), 0);
+    ck_assert_msg(strstr(dl_last_error(), csv) && strstr(dl_last_error(), "not a regular file"), "%s", dl_last_error());
+    ck_assert_int_eq(access(h5, F_OK), -1);
+    unlink(csv);
+    /* the .h5 a FIFO; a .h5 that is not a results table (a golden-like file); a missing directory */
+    ck_assert_int_eq(mkfifo(h5, 0644), 0);
+    ck_assert_int_ne(dl_results_append(h5, &r, 1), 0);
+    ck_assert_msg(strstr(dl_last_error(), h5) && strstr(dl_last_error(), "not a regular file"), "%s", dl_last_error());
+    ck_assert_int_ne(dl_results_check_out(h5), 0);
+    unlink(h5);
+    ck_assert_int_eq(gm_set_attr_str(other, "/", "format", "decodelab-golden"), 0);
+    ck_assert_int_ne(dl_results_check_out(other), 0);
+    ck_assert_msg(strstr(dl_last_error(), other) && strstr(dl_last_error(), "is not a results table") &&
+                      strstr(dl_last_error(), "'decodelab-golden'"),
+                  "%s", dl_last_error());
+    char missing[600];
+    dl_test_path(missing, sizeof missing, "nodir/r.h5");
+    ck_assert_int_ne(dl_results_check_out(missing), 0);
+    ck_assert_msg(strstr(dl_last_error(), missing) && strstr(dl_last_error(), "No such file"), "%s", dl_last_error());
+    ck_assert_int_eq(count_tmp_files(), 0);
+}
+END_TEST
+
 /* A version-1 table (written before the flush and read-reference columns):
  * its rows read with the new columns filled (flush from the timing mode, the
  * references NaN), an append upgrades it to version 2; a version-2 table
@@ -487,4 +594,4 @@ END_TEST
 
 DL_TEST_SUITE("results", 120, setup, teardown,
               test_results_append_roundtrip, test_results_csv_read, test_results_atomic, test_results_version1, test_results_version2, test_results_version4,
-              test_results_v1_readable)
+              test_results_v1_readable, test_results_lost_h5_keeps_csv, test_results_targets_refused)

@@ -2,11 +2,12 @@
  * harness/run.c): bytes-moved accounting and the result row's configuration columns,
  * the inputs hash, the read reference's expected byte count and checksum (NHD and HND,
  * page table order and contiguous), and `run` on a machine without a GPU (every
- * variant listed, nothing written, a missing file is exit 2). No GPU is needed. */
+ * variant listed, nothing written, a missing file is exit 2; --out checked before any work). No GPU is needed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +215,48 @@ START_TEST(test_run_without_gpu)
 }
 END_TEST
 
+/* run --out is checked before anything else is read or run (on a GPU machine, before any kernel): a file that is
+ * not a results table (a golden file), a missing directory, a CSV twin that is a directory: exit 2 with one line
+ * naming the path, nothing on stdout, the files as they were. A golden file that is a FIFO is refused unread
+ * (timeout(1) turns a hang into 124). No GPU is needed: the checks come first. */
+START_TEST(test_run_out_checked_first)
+{
+    golden_in_test_dir("runout", "--seq-len 1,16,17 --num-qo-heads 4 --num-kv-heads 1");
+    char g[512], notres[512], missing[512], r4[512], r4csv[512], fifo[512], out[512], err[512], cmd[4096];
+    dl_test_path(g, sizeof g, "g.h5");
+    dl_test_path(notres, sizeof notres, "notres.h5");
+    dl_test_path(missing, sizeof missing, "missingdir/x.h5");
+    dl_test_path(r4, sizeof r4, "r4.h5");
+    dl_test_path(r4csv, sizeof r4csv, "r4.csv");
+    dl_test_path(fifo, sizeof fifo, "fifo.h5");
+    dl_test_path(out, sizeof out, "out.txt");
+    dl_test_path(err, sizeof err, "err.txt");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", g, notres);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(mkdir(r4csv, 0755), 0);
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    const char *golden[] = {g, g, g, fifo};
+    const char *dest[] = {notres, missing, r4, NULL};
+    const char *named[] = {notres, missing, r4csv, fifo};
+    const char *why[] = {"is not a results table", "No such file", "not a regular file", "not a regular file"};
+    static char text[65536], etext[65536];
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "timeout 20 '%s' run '%s' %s%s > '%s' 2> '%s'", dl_test_bin(), golden[i],
+                 dest[i] ? "--out " : "", dest[i] ? dest[i] : "", out, err);
+        int st = system(cmd);
+        dl_test_slurp(out, text, sizeof text);
+        dl_test_slurp(err, etext, sizeof etext);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "case %d: exit %d: %s%s", i, WEXITSTATUS(st), text, etext);
+        ck_assert_msg(text[0] == 0, "case %d: worked before the check:\n%s", i, text);
+        ck_assert_msg(dl_test_lines(etext) == 1 && strstr(etext, named[i]) && strstr(etext, why[i]), "case %d: %s", i,
+                      etext);
+    }
+    ck_assert(dl_test_same_bytes(g, notres));
+    ck_assert_int_ne(access(r4, F_OK), 0);
+    dl_test_rmdir();
+}
+END_TEST
+
 /* run --save-outputs: a variant's outputs written as a candidate file that `decodelab compare` reads and
  * judges by the variant's model (here the fp8wg model's own output stands in for the kernel's: it must
  * PASS; the same output with one head scaled by 1.01 must FAIL); a missing folder is refused. */
@@ -338,4 +381,5 @@ START_TEST(test_judge_both_launches)
 END_TEST
 
 DL_TEST_SUITE("run", 120, NULL, NULL, test_bytes_moved, test_inputs_hash, test_read_sum, test_run_without_gpu,
+              test_run_out_checked_first,
               test_save_outputs_round_trip, test_judge_both_launches)
