@@ -4,7 +4,8 @@
  * Steps, in order, each skipped when its record already exists (so an
  * interrupted run continues with --resume and nothing completed is redone):
  *   golden  per sweep point: `decodelab golden` into the cache, named by the
- *           content hash of its flags (an existing file is reused);
+ *           content hash of its flags (an existing file is reused; a missing one is
+ *           made with --force, so that a run sharing the cache may fill it meanwhile);
  *   ref     per point: every CPU model of the golden file scored against exact,
  *           appended as results rows named ref-<model> (record: those rows);
  *   census  once: the SASS census of the binary into census.csv (record: its rows);
@@ -12,7 +13,8 @@
  *           (record: the row of that golden file and variant);
  *   ncu     per point and variant (GPU only, measure.ncu): `decodelab ncu`.
  * Then every hypothesis is judged on the rows (HOLDS / REJECTED / INCONCLUSIVE)
- * and OUT/report.md and OUT/verdicts.csv are written.
+ * and OUT/report.md and OUT/verdicts.csv are written. OUT/run.cfg records the
+ * experiment and sweep a run directory holds; --resume continues only those.
  *
  * Sharded sweeps (issue 13): --shard K/N runs only the points i with i mod N = K
  * (K from 0, as SLURM_ARRAY_TASK_ID; the census belongs to shard 0), records
@@ -57,7 +59,8 @@ static void xp_help(FILE *f)
             "reason). Writes DIR/results.h5 (+ .csv), DIR/census.csv, DIR/report.md, DIR/verdicts.csv.\n\n"
             "  --out DIR       output directory (default results/<name>)\n"
             "  --cache DIR     golden file cache (default build/golden-cache)\n"
-            "  --resume        continue an interrupted run: steps with a record in DIR are skipped\n"
+            "  --resume        continue an interrupted run: steps with a record in DIR are skipped (DIR must\n"
+            "                  hold this experiment with this sweep and cache: DIR/run.cfg)\n"
             "  --reduced       use the file's `reduced` sweep overrides (default when there is no GPU)\n"
             "  --full          use the full sweep even without a GPU\n"
             "  --binary PATH   the decodelab to run steps with (default: this one)\n"
@@ -313,6 +316,9 @@ static int step_golden(xp_run *r, const dl_xp_point *p)
     int n = 0;
     args[n++] = r->bin;
     for (int i = 0; i < p->argc; i++) args[n++] = p->argv[i];
+    /* a miss that another run on the same cache fills meanwhile is no failure: golden writes a temporary
+     * file and renames it over, and the content of a cache file is fixed by its name */
+    args[n++] = "--force";
     args[n] = NULL;
     int st;
     DL_TRY(run_child(r, args, &st));
@@ -600,11 +606,12 @@ static int judge_and_report(xp_run *r, const dl_xp_point *pts, int npts, int red
 
 /* ---------------------------------------------------------------- shard manifest */
 
-/* DIR/shard.cfg (libconfig): which shard of which sweep a directory holds, and how it ended. */
+/* DIR/shard.cfg (libconfig): which shard of which sweep a directory holds, and how it ended; DIR/run.cfg
+ * (run = 1, as shard 0/1): the same record of a one-piece run. */
 typedef struct {
     char path[1300];
     char experiment[128], cache[1100], no_gpu[512], census_note[512], ncu_note[512];
-    int k, n, reduced, gpu, complete;
+    int run, k, n, reduced, gpu, complete;
     int npoints;
     char (*hashes)[24];
 } xp_manifest;
@@ -650,7 +657,7 @@ static int manifest_write(const xp_manifest *m, const char *file)
     config_t c;
     config_init(&c);
     config_setting_t *root = config_root_setting(&c);
-    int rc = cfg_str(root, "format", "decodelab-shard") || cfg_int(root, "version", 1) ||
+    int rc = cfg_str(root, "format", m->run ? "decodelab-run" : "decodelab-shard") || cfg_int(root, "version", 1) ||
              cfg_str(root, "experiment", m->experiment) || cfg_str(root, "file", file) || cfg_int(root, "shard", m->k) ||
              cfg_int(root, "shards", m->n) || cfg_bool(root, "reduced", m->reduced) ||
              cfg_str(root, "cache", m->cache) || cfg_bool(root, "gpu", m->gpu) || cfg_str(root, "no_gpu", m->no_gpu) ||
@@ -666,23 +673,26 @@ static int manifest_write(const xp_manifest *m, const char *file)
     return rc;
 }
 
-static int manifest_read(const char *path, xp_manifest *m)
+static int manifest_read(const char *path, xp_manifest *m, int run)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->path, sizeof m->path, "%s", path);
+    m->run = run;
+    const char *format = run ? "decodelab-run" : "decodelab-shard";
     config_t c;
     config_init(&c);
     int rc = 0;
     if (config_read_file(&c, path) != CONFIG_TRUE) {
-        rc = config_error_type(&c) == CONFIG_ERR_FILE_IO
-                 ? dl_fail("%s: cannot read it: not a shard directory (one made by --shard K/N)", path)
-                 : dl_fail("%s:%d: %s", path, config_error_line(&c), config_error_text(&c));
+        if (config_error_type(&c) != CONFIG_ERR_FILE_IO)
+            rc = dl_fail("%s:%d: %s", path, config_error_line(&c), config_error_text(&c));
+        else if (run) rc = dl_fail("%s: cannot read it: %s", path, strerror(errno));
+        else rc = dl_fail("%s: cannot read it: not a shard directory (one made by --shard K/N)", path);
         config_destroy(&c);
         return rc;
     }
     const char *str;
-    if (!config_lookup_string(&c, "format", &str) || strcmp(str, "decodelab-shard"))
-        rc = dl_fail("%s: format is not decodelab-shard", path);
+    if (!config_lookup_string(&c, "format", &str) || strcmp(str, format))
+        rc = dl_fail("%s: format is not %s", path, format);
 #define GETS(key, dst)                                                                   \
     if (!rc) {                                                                           \
         if (!config_lookup_string(&c, key, &str)) rc = dl_fail("%s: %s missing", path, key); \
@@ -725,45 +735,94 @@ static int manifest_read(const char *path, xp_manifest *m)
 }
 
 /* Does manifest m describe shard k/n of x's sweep points pts (those i with i mod n = k), made from the same
- * sweep (reduced, cache)? 0 yes; else dl_fail naming what differs. */
+ * sweep (reduced, cache)? 0 yes; else dl_fail naming what differs. A run record is shard 0/1. */
 static int manifest_matches(const xp_manifest *m, const dl_experiment *x, const dl_xp_point *pts, int npts,
                             int reduced, const char *cache)
 {
+    char who[64];
+    if (m->run) snprintf(who, sizeof who, "the run");
+    else snprintf(who, sizeof who, "shard %d/%d", m->k, m->n);
     if (strcmp(m->experiment, x->name))
-        return dl_fail("%s: a shard of experiment '%s', not of '%s'", m->path, m->experiment, x->name);
+        return dl_fail("%s: a %s of experiment '%s', not of '%s'", m->path, m->run ? "run" : "shard", m->experiment,
+                       x->name);
     if (m->reduced != reduced)
-        return dl_fail("%s: shard %d/%d ran the %s sweep, this run is %s", m->path, m->k, m->n,
-                       m->reduced ? "reduced" : "full", reduced ? "reduced" : "full");
+        return dl_fail("%s: %s ran the %s sweep, this run is %s", m->path, who, m->reduced ? "reduced" : "full",
+                       reduced ? "reduced" : "full");
     if (strcmp(m->cache, cache))
-        return dl_fail("%s: shard %d/%d used the golden cache '%s', this run '%s' (rows are matched to points by "
-                       "golden path)", m->path, m->k, m->n, m->cache, cache);
+        return dl_fail("%s: %s used the golden cache '%s', this run '%s' (rows are matched to points by "
+                       "golden path)", m->path, who, m->cache, cache);
     int j = 0;
     for (int i = m->k; i < npts; i += m->n, j++)
         if (j >= m->npoints || strcmp(m->hashes[j], pts[i].hash))
-            return dl_fail("%s: shard %d/%d holds other sweep points than %s gives it (point %d, %s, hash %s): "
-                           "was it run with another experiment file?", m->path, m->k, m->n, x->path, i + 1,
+            return dl_fail("%s: %s holds other sweep points than %s gives it (point %d, %s, hash %s): "
+                           "was it run with another experiment file?", m->path, who, x->path, i + 1,
                            pts[i].label, pts[i].hash);
     if (j != m->npoints)
-        return dl_fail("%s: shard %d/%d holds %d points, %s gives it %d: was it run with another experiment file?",
-                       m->path, m->k, m->n, m->npoints, x->path, j);
+        return dl_fail("%s: %s holds %d points, %s gives it %d: was it run with another experiment file?",
+                       m->path, who, m->npoints, x->path, j);
     return 0;
 }
 
-static void manifest_fill(xp_manifest *m, const xp_run *r, const xp_opts *o, const dl_xp_point *pts, int npts,
+/* Fill the record of shard k/n, or with run set of the one-piece run (0/1); m->hashes holds its points. */
+static void manifest_fill(xp_manifest *m, const xp_run *r, int run, int k, int n, const dl_xp_point *pts, int npts,
                           int reduced, const char *cache)
 {
-    snprintf(m->path, sizeof m->path, "%s/shard.cfg", r->dir);
+    snprintf(m->path, sizeof m->path, "%s/%s", r->dir, run ? "run.cfg" : "shard.cfg");
+    m->run = run;
     snprintf(m->experiment, sizeof m->experiment, "%s", r->x->name);
     snprintf(m->cache, sizeof m->cache, "%s", cache);
     snprintf(m->no_gpu, sizeof m->no_gpu, "%s", r->no_gpu);
     snprintf(m->census_note, sizeof m->census_note, "%s", r->census_note);
     snprintf(m->ncu_note, sizeof m->ncu_note, "%s", r->ncu_note);
-    m->k = o->shard_k;
-    m->n = o->shard_n;
+    m->k = k;
+    m->n = n;
     m->reduced = reduced;
     m->gpu = r->gpu;
     m->npoints = 0;
-    for (int i = o->shard_k; i < npts; i += o->shard_n) snprintf(m->hashes[m->npoints++], sizeof m->hashes[0], "%s", pts[i].hash);
+    for (int i = k; i < npts; i += n) snprintf(m->hashes[m->npoints++], sizeof m->hashes[0], "%s", pts[i].hash);
+}
+
+/* A run directory from before run.cfg: taken over only if its verdicts.csv (if any) names this experiment
+ * and every row is of a point of this sweep. */
+static int legacy_matches(const xp_run *r, const dl_xp_point *pts, int npts)
+{
+    char path[1300], line[512] = "";
+    snprintf(path, sizeof path, "%s/verdicts.csv", r->dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(line, sizeof line, f) || !fgets(line, sizeof line, f)) line[0] = 0; /* the row after the header */
+        fclose(f);
+        line[strcspn(line, ",\n")] = 0;
+        if (line[0] && strcmp(line, r->x->name))
+            return dl_fail("%s: a run of experiment '%s', not of '%s' (the directory has no run.cfg, the record of "
+                           "newer runs): --out another directory", path, line, r->x->name);
+    }
+    for (int64_t i = 0; i < r->nrows + r->ncrows; i++) {
+        const char *g = i < r->nrows ? r->rows[i].golden_path : r->crows[i - r->nrows].golden_path;
+        const char *v = i < r->nrows ? r->rows[i].variant : r->crows[i - r->nrows].variant;
+        int p = 0;
+        while (g[0] && p < npts && strcmp(pts[p].golden, g)) p++;
+        if (p == npts)
+            return dl_fail("%s holds a row of %s on %s, which is no point of this sweep (the directory has no run.cfg, "
+                           "the record of newer runs: another experiment or sweep?): --out another directory", r->dir,
+                           v, g);
+    }
+    return 0;
+}
+
+/* May a one-piece run go on in r->dir? Its DIR/run.cfg (the record a run writes when it starts, as a shard
+ * writes shard.cfg) must name this experiment, sweep, cache and reduction; a directory without one must
+ * pass legacy_matches. 0 yes; else dl_fail naming what differs, before anything is written. */
+static int run_record_matches(const xp_run *r, const dl_xp_point *pts, int npts, int reduced, const char *cache)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/run.cfg", r->dir);
+    if (dl_file_size(path) < 0) return legacy_matches(r, pts, npts);
+    xp_manifest m;
+    DL_TRY(manifest_read(path, &m, 1));
+    int bad = manifest_matches(&m, r->x, pts, npts, reduced, cache);
+    manifest_free(&m);
+    return bad;
 }
 
 /* ---------------------------------------------------------------- merge */
@@ -814,7 +873,7 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
     /* 1. the manifests: one split into N, every shard once, finished, of this experiment */
     for (int d = 0; d < nd && !rc; d++) {
         snprintf(path, sizeof path, "%s/shard.cfg", o->merge[d]);
-        rc = manifest_read(path, &man[d]);
+        rc = manifest_read(path, &man[d], 0);
     }
     const int N = rc ? 0 : man[0].n;
     for (int d = 1; d < nd && !rc; d++)
@@ -1117,11 +1176,12 @@ int dl_cmd_experiment(int argc, char **argv)
         goto out;
     }
     /* a shard directory holds one shard of one sweep: resume only that; a one-piece run never writes into it */
-    char mpath[1300];
+    char mpath[1300], rpath[1300];
     snprintf(mpath, sizeof mpath, "%s/shard.cfg", r.dir);
+    snprintf(rpath, sizeof rpath, "%s/run.cfg", r.dir);
     if (dl_file_size(mpath) >= 0) {
         xp_manifest old;
-        if (manifest_read(mpath, &old)) {
+        if (manifest_read(mpath, &old, 0)) {
             rc = dl_cli_error("experiment");
             goto out;
         }
@@ -1136,29 +1196,30 @@ int dl_cmd_experiment(int argc, char **argv)
             rc = dl_cli_error("experiment");
             goto out;
         }
-    } else if (sharded && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
+    } else if (sharded && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0 || dl_file_size(rpath) >= 0)) {
         dl_fail("%s holds results of a one-piece run, not of shard %d/%d: --out another directory", r.dir, o.shard_k,
                 o.shard_n);
         rc = dl_cli_error("experiment");
         goto out;
     }
-    if (mkdirs(r.dir) || mkdirs(cache) || reload(&r)) {
+    if (mkdirs(r.dir) || mkdirs(cache) || reload(&r) ||
+        (!sharded && run_record_matches(&r, pts, npts, reduced, cache))) {
         rc = dl_cli_error("experiment");
         goto out;
     }
-    if (sharded) {
-        man.hashes = calloc((size_t)(npts / o.shard_n + 1), sizeof *man.hashes);
-        if (!man.hashes) {
-            dl_fail("out of memory");
-            rc = dl_cli_error("experiment");
-            goto out;
-        }
-        manifest_fill(&man, &r, &o, pts, npts, reduced, cache);
-        man.complete = 0;
-        if (manifest_write(&man, x.path)) {
-            rc = dl_cli_error("experiment");
-            goto out;
-        }
+    /* the directory's record: shard.cfg of a shard, run.cfg of a one-piece run */
+    const int shard_k = sharded ? o.shard_k : 0, shard_n = sharded ? o.shard_n : 1;
+    man.hashes = calloc((size_t)(npts / shard_n + 1), sizeof *man.hashes);
+    if (!man.hashes) {
+        dl_fail("out of memory");
+        rc = dl_cli_error("experiment");
+        goto out;
+    }
+    manifest_fill(&man, &r, !sharded, shard_k, shard_n, pts, npts, reduced, cache);
+    man.complete = 0;
+    if (manifest_write(&man, x.path)) {
+        rc = dl_cli_error("experiment");
+        goto out;
     }
     /* the points this process runs: all, or those of its shard (i mod N = K); the census is shard 0's */
 #define OWNED(p_) (!sharded || (p_) % o.shard_n == o.shard_k)
@@ -1282,14 +1343,14 @@ int dl_cmd_experiment(int argc, char **argv)
 #undef STEP_END
 #undef OWNED
 
-    if (sharded) {
-        /* the shard's record: finished, with the notes its report would carry; no report (half a sweep) */
-        manifest_fill(&man, &r, &o, pts, npts, reduced, cache);
-        man.complete = 1;
-        if (manifest_write(&man, x.path)) {
-            rc = dl_cli_error("experiment");
-            goto out;
-        }
+    /* the record: finished, with the notes the report carries */
+    manifest_fill(&man, &r, !sharded, shard_k, shard_n, pts, npts, reduced, cache);
+    man.complete = 1;
+    if (manifest_write(&man, x.path)) {
+        rc = dl_cli_error("experiment");
+        goto out;
+    }
+    if (sharded) { /* no report (half a sweep) */
         printf("shard %d/%d of %s done: %d points, %lld rows in %s/results.csv\n", o.shard_k, o.shard_n, x.name, nown,
                (long long)r.nrows, r.dir);
         printf("when all %d shards are done: decodelab experiment %s --merge <the %d shard directories>\n", o.shard_n,

@@ -24,7 +24,7 @@ extern "C" {
 #define DL_XP_MAX_HYP 12
 #define DL_XP_MAX_VARIANTS 24
 #define DL_XP_MAX_POINTS 4096
-#define DL_XP_VAL 64
+#define DL_XP_VAL 64 /* a value holds at most 63 characters; a longer one is refused */
 
 /* A sweep field: a `decodelab golden` flag name with underscores (kv_dtype = --kv-dtype) and its values. */
 typedef struct {

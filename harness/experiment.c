@@ -1,13 +1,18 @@
 /* experiment.c - load, validate and expand experiment files, and judge their
  * hypotheses (see dl_experiment.h; file format: experiments/README.md). The
- * files are read by libconfig; nothing here parses text by hand. */
+ * files are read by libconfig; the only text read by hand is a scan for integer
+ * literals libconfig cannot hold (bad_literal) and an @include's file name. */
+#include <ctype.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <libconfig.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
@@ -33,17 +38,37 @@ static int xfail(const dl_experiment *x, const config_setting_t *s, const char *
     return dl_fail("%s:%d: %s: %s", x->path, line, key, why);
 }
 
-/* A scalar setting as text (strings as is, numbers %.15g, booleans true/false). */
+/* A scalar setting as text (strings as is, integers in full, floats in the fewest digits that read back
+ * as the same double, booleans true/false): -1 if not a scalar. */
 static int scalar_text(const config_setting_t *s, char *buf, size_t n)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_STRING: snprintf(buf, n, "%s", config_setting_get_string(s)); return 0;
     case CONFIG_TYPE_INT:
     case CONFIG_TYPE_INT64: snprintf(buf, n, "%lld", (long long)config_setting_get_int64(s)); return 0;
-    case CONFIG_TYPE_FLOAT: snprintf(buf, n, "%.15g", config_setting_get_float(s)); return 0;
+    case CONFIG_TYPE_FLOAT: {
+        /* passed on to `decodelab golden`: the value written, not a neighbour (%.15g loses digits) */
+        double v = config_setting_get_float(s);
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, n, "%.*g", digits, v);
+            if (strtod(buf, NULL) == v) break;
+        }
+        return 0;
+    }
     case CONFIG_TYPE_BOOL: snprintf(buf, n, "%s", config_setting_get_bool(s) ? "true" : "false"); return 0;
     default: return -1;
     }
+}
+
+/* One value of a sweep field or term: a scalar, a string of at most DL_XP_VAL - 1 characters, not empty. */
+static int value_of(const dl_experiment *x, const config_setting_t *e, const char *key, char *val,
+                    const char *not_scalar)
+{
+    if (scalar_text(e, val, DL_XP_VAL)) return xfail(x, e, key, NULL, "%s", not_scalar);
+    if (config_setting_type(e) == CONFIG_TYPE_STRING && strlen(config_setting_get_string(e)) >= DL_XP_VAL)
+        return xfail(x, e, key, config_setting_get_string(e), "longer than %d characters", DL_XP_VAL - 1);
+    if (!val[0]) return xfail(x, e, key, "", "an empty string is not a value");
+    return 0;
 }
 
 /* A scalar or a list/array of scalars into vals. */
@@ -58,16 +83,16 @@ static int values_of(const dl_experiment *x, const config_setting_t *s, const ch
         if (len > max) return xfail(x, s, key, NULL, "%d values, at most %d", len, max);
         for (int i = 0; i < len; i++) {
             const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-            if (scalar_text(e, vals[i], DL_XP_VAL)) return xfail(x, e, key, NULL, "element %d is not a scalar", i);
-            if (!vals[i][0]) return xfail(x, e, key, "", "an empty string is not a value");
+            char what[48];
+            snprintf(what, sizeof what, "element %d is not a scalar", i);
+            DL_TRY(value_of(x, e, key, vals[i], what));
             for (int j = 0; j < i; j++)
                 if (!strcmp(vals[i], vals[j])) return xfail(x, e, key, vals[i], "listed twice");
         }
         *n = len;
         return 0;
     }
-    if (scalar_text(s, vals[0], DL_XP_VAL)) return xfail(x, s, key, NULL, "must be a value or a list of values");
-    if (!vals[0][0]) return xfail(x, s, key, "", "an empty string is not a value");
+    DL_TRY(value_of(x, s, key, vals[0], "must be a value or a list of values"));
     *n = 1;
     return 0;
 }
@@ -75,6 +100,14 @@ static int values_of(const dl_experiment *x, const config_setting_t *s, const ch
 static const config_setting_t *member(const config_setting_t *g, const char *name)
 {
     return config_setting_get_member((config_setting_t *)g, name);
+}
+
+/* g must be a group (what: its expected form): else refused naming the key and, for a scalar, its value. */
+static int need_group(const dl_experiment *x, const config_setting_t *g, const char *key, const char *what)
+{
+    if (config_setting_type(g) == CONFIG_TYPE_GROUP) return 0;
+    char v[256];
+    return xfail(x, g, key, scalar_text(g, v, sizeof v) ? NULL : v, "must be a group %s", what);
 }
 
 /* Only these keys may appear in group g. */
@@ -156,7 +189,7 @@ static const char *const reserved_fields[] = {"out", "force", "help", "models", 
 
 static int load_fields(const dl_experiment *x, const config_setting_t *g, const char *where, dl_xp_field *f, int *n)
 {
-    if (config_setting_type(g) != CONFIG_TYPE_GROUP) return xfail(x, g, where, NULL, "must be a group { field = values; ... }");
+    DL_TRY(need_group(x, g, where, "{ field = values; ... }"));
     int len = config_setting_length(g);
     if (len > DL_XP_MAX_FIELDS) return xfail(x, g, where, NULL, "%d fields, at most %d", len, DL_XP_MAX_FIELDS);
     *n = 0;
@@ -190,7 +223,7 @@ static int is_swept(const dl_experiment *x, const char *name)
 static int load_terms(const dl_experiment *x, const config_setting_t *g, const char *where, dl_xp_term *t, int *n,
                       int census)
 {
-    if (config_setting_type(g) != CONFIG_TYPE_GROUP) return xfail(x, g, where, NULL, "must be a group");
+    DL_TRY(need_group(x, g, where, "{ field = values; ... }"));
     int len = config_setting_length(g);
     *n = 0;
     for (int i = 0; i < len; i++) {
@@ -235,6 +268,7 @@ static int load_sel(const dl_experiment *x, const config_setting_t *g, const cha
     (void)any;
     memset(s, 0, sizeof *s);
     s->present = 1;
+    DL_TRY(need_group(x, g, where, "{ variant = \"...\"; ... }"));
     DL_TRY(get_string(x, g, "variant", where, s->variant, sizeof s->variant, 1));
     char key[200];
     DL_TRY(get_string(x, g, "metric", where, s->metric, sizeof s->metric, 0));
@@ -275,7 +309,7 @@ static int load_hyp(const dl_experiment *x, const config_setting_t *g, int idx, 
 {
     char where[32];
     snprintf(where, sizeof where, "hypotheses[%d]", idx);
-    if (config_setting_type(g) != CONFIG_TYPE_GROUP) return xfail(x, g, where, NULL, "must be a group { claim = ...; }");
+    DL_TRY(need_group(x, g, where, "{ claim = ...; }"));
     static const char *const keys[] = {"claim", "kind", "metric", "source", "num", "den", "where", "lo", "hi", "noise_k", NULL};
     DL_TRY(only_keys(x, g, where, keys));
     memset(h, 0, sizeof *h);
@@ -347,23 +381,216 @@ static int load_hyp(const dl_experiment *x, const config_setting_t *g, int idx, 
     return 0;
 }
 
+/* ---------------------------------------------------------------- reading the file */
+
+/* Does this libconfig cut an integer written without the L suffix to 32 bits? 1.5 reads 4294967301 as 5,
+ * with no error; later versions read it as a 64-bit integer. */
+static int libconfig_cuts_ints(void)
+{
+    static int cuts = -1;
+    if (cuts < 0) {
+        config_t c;
+        config_init(&c);
+        cuts = config_read_string(&c, "a = 4294967301;") == CONFIG_TRUE &&
+               config_setting_type(config_lookup(&c, "a")) == CONFIG_TYPE_INT;
+        config_destroy(&c);
+    }
+    return cuts;
+}
+
+/* The whole of a file, NUL-terminated (malloc'd), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) free(buf);
+            buf = b;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    return buf;
+}
+
+typedef struct {
+    int line;
+    char text[80];   /* as written */
+    long long v;     /* its value (saturated beyond 64 bits) */
+    int over;        /* beyond 64 bits (else beyond 32 bits without L) */
+} bad_literal;
+
+/* The first integer literal of file (outside strings and comments) that libconfig cannot hold: beyond 64
+ * bits, or beyond 32 bits without the L suffix where libconfig cuts those. 1 found, 0 none. */
+static int find_bad_literal(const char *file, bad_literal *b)
+{
+    char *text = slurp(file);
+    if (!text) return 0;
+    int found = 0, line = 1;
+    const char *p = text;
+    while (*p && !found) {
+        const unsigned char c = (unsigned char)*p;
+        if (c == '\n') {
+            line++;
+            p++;
+        } else if (c == '"') { /* a string, escapes included */
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1]) p++;
+                line += *p == '\n';
+            }
+            if (*p) p++;
+        } else if (c == '#' || (c == '/' && p[1] == '/')) {
+            while (*p && *p != '\n') p++;
+        } else if (c == '/' && p[1] == '*') {
+            for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++) line += *p == '\n';
+            if (*p) p += 2;
+        } else if (isalpha(c) || c == '*' || c == '_' || c == '@') { /* a name (digits and '-' in it too) */
+            while (*p && (isalnum((unsigned char)*p) || strchr("-_*@", *p))) p++;
+        } else if (isdigit(c) || ((c == '-' || c == '+') && isdigit((unsigned char)p[1])) || c == '.') {
+            const char *s = p;
+            const int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+            p += hex ? 2 : 1;
+            while (hex ? isxdigit((unsigned char)*p) : isdigit((unsigned char)*p)) p++;
+            if (!hex && (*p == '.' || *p == 'e' || *p == 'E' || c == '.')) { /* a float */
+                while (*p && (isdigit((unsigned char)*p) || strchr(".eE+-", *p))) p++;
+                continue;
+            }
+            const int is64 = *p == 'L';
+            while (*p == 'L') p++;
+            errno = 0;
+            unsigned long long u = hex ? strtoull(s + 2, NULL, 16) : 0;
+            long long v = hex ? (long long)u : strtoll(s, NULL, 10);
+            const int over = errno == ERANGE || (hex && u > LLONG_MAX);
+            if (over || (!is64 && libconfig_cuts_ints() && (v < INT_MIN || v > INT_MAX))) {
+                b->line = line;
+                snprintf(b->text, sizeof b->text, "%.*s", (int)(p - s), s);
+                b->v = v;
+                b->over = over;
+                found = 1;
+            }
+        } else {
+            p++;
+        }
+    }
+    free(text);
+    return found;
+}
+
+/* The key of the integer setting a bad literal at file:line is: the last one at or before that line whose
+ * value keeps the literal's low 32 bits (what a cut leaves), else the last one at or before it. */
+static void literal_key(const config_setting_t *g, const char *gkey, const char *file, const bad_literal *b,
+                        char *key, size_t n, int *best_line, int *best_match)
+{
+    for (int i = 0; i < config_setting_length(g); i++) {
+        const config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
+        char k[256];
+        const char *nm = config_setting_name(e);
+        if (nm) snprintf(k, sizeof k, "%s%s%s", gkey, *gkey ? "." : "", nm);
+        else if (config_setting_is_group(e)) snprintf(k, sizeof k, "%s[%d]", gkey, i);
+        else snprintf(k, sizeof k, "%s", gkey);
+        if (config_setting_is_aggregate(e)) {
+            literal_key(e, k, file, b, key, n, best_line, best_match);
+            continue;
+        }
+        const int t = config_setting_type(e), line = config_setting_source_line(e);
+        const char *src = config_setting_source_file(e);
+        if ((t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) || !src || strcmp(src, file) || line > b->line) continue;
+        const int match = (unsigned)config_setting_get_int64(e) == (unsigned)b->v;
+        if (match > *best_match || (match == *best_match && line >= *best_line)) {
+            snprintf(key, n, "%s", k);
+            *best_line = line;
+            *best_match = match;
+        }
+    }
+}
+
+/* Refuse a file (or an included one) holding an integer libconfig could not hold: its value would be
+ * another number than the one written, with no error. */
+static int check_int_literals(const config_t *cfg, const char *path)
+{
+    const char *files[16] = {path};
+    int nfiles = 1;
+    /* the included files: the source files of the root's settings (an @include is top level or in a group) */
+    const config_setting_t *stack[64] = {config_root_setting(cfg)};
+    for (int top = 1; top > 0;) {
+        const config_setting_t *g = stack[--top];
+        for (int i = 0; i < config_setting_length(g); i++) {
+            const config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
+            const char *src = config_setting_source_file(e);
+            int seen = !src;
+            for (int f = 0; f < nfiles && !seen; f++) seen = !strcmp(files[f], src);
+            if (!seen && nfiles < 16) files[nfiles++] = src;
+            if (config_setting_is_aggregate(e) && top < 64) stack[top++] = e;
+        }
+    }
+    for (int f = 0; f < nfiles; f++) {
+        bad_literal b;
+        if (!find_bad_literal(files[f], &b)) continue;
+        char key[256] = "?";
+        int line = 0, match = -1;
+        literal_key(config_root_setting(cfg), "", files[f], &b, key, sizeof key, &line, &match);
+        if (b.over) return dl_fail("%s:%d: %s: '%s': beyond the 64-bit integer range", files[f], b.line, key, b.text);
+        return dl_fail("%s:%d: %s: '%s': this libconfig cuts an integer beyond 32 bits silently: write %sL",
+                       files[f], b.line, key, b.text, b.text);
+    }
+    return 0;
+}
+
+/* libconfig's error, one line: the experiment file's own trouble with the reason, an @include with the
+ * file it names, or a syntax error with its line. */
+static int read_error(const config_t *cfg, const char *path)
+{
+    const char *file = config_error_file(cfg) ? config_error_file(cfg) : path;
+    const int line = config_error_line(cfg);
+    const char *text = config_error_text(cfg) ? config_error_text(cfg) : "?";
+    if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
+        return dl_fail("%s: cannot read the experiment file: %s", path, errno ? strerror(errno) : "read error");
+    if (strstr(text, "include")) {
+        /* libconfig does not say which: the quoted name of that line's @include */
+        char name[1024] = "?";
+        char *t = slurp(file);
+        const char *p = t;
+        for (int l = 1; p && *p && l < line; p++) l += *p == '\n';
+        const char *q = p ? strchr(p, '"') : NULL;
+        const char *eol = p ? strchr(p, '\n') : NULL;
+        if (q && (!eol || q < eol)) snprintf(name, sizeof name, "%.*s", (int)strcspn(q + 1, "\"\n"), q + 1);
+        free(t);
+        struct stat st;
+        if (stat(name, &st) != 0)
+            return dl_fail("%s:%d: @include: '%s': %s (the path is taken from the working directory)", file, line, name,
+                           strerror(errno));
+        return dl_fail("%s:%d: @include: '%s': %s", file, line, name,
+                       S_ISREG(st.st_mode) ? text : "not a regular file");
+    }
+    return dl_fail("%s:%d: syntax error: %s", file, line, text);
+}
+
 int dl_xp_load(const char *path, dl_experiment *x)
 {
     memset(x, 0, sizeof *x);
     snprintf(x->path, sizeof x->path, "%s", path);
+    /* a FIFO or a device would block or never end, a folder reads as a vague I/O error */
+    struct stat st;
+    if (stat(path, &st) != 0) return dl_fail("%s: cannot read the experiment file: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return dl_fail("%s: cannot read the experiment file: %s", path, strerror(EISDIR));
+    if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path);
     config_t cfg;
     config_init(&cfg);
-    if (config_read_file(&cfg, path) != CONFIG_TRUE) {
-        int rc;
-        if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO) rc = dl_fail("%s: cannot read the experiment file", path);
-        else rc = dl_fail("%s:%d: syntax error: %s", path, config_error_line(&cfg), config_error_text(&cfg));
+    errno = 0;
+    int rc = config_read_file(&cfg, path) == CONFIG_TRUE ? check_int_literals(&cfg, path) : read_error(&cfg, path);
+    if (rc) {
         config_destroy(&cfg);
         return rc;
     }
     const config_setting_t *root = config_root_setting(&cfg);
     static const char *const keys[] = {"name", "question", "sweep", "reduced", "variants", "models", "measure",
                                        "hypotheses", NULL};
-    int rc = only_keys(x, root, "", keys);
+    rc = only_keys(x, root, "", keys);
     if (!rc) rc = get_string(x, root, "name", "", x->name, sizeof x->name, 1);
     for (const char *p = x->name; !rc && *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
@@ -407,7 +634,7 @@ int dl_xp_load(const char *path, dl_experiment *x)
     s = rc ? NULL : member(root, "measure");
     if (!rc && s) {
         static const char *const mk[] = {"time", "census", "ncu", "hot_l2", "max_time_s", NULL};
-        if (config_setting_type(s) != CONFIG_TYPE_GROUP) rc = xfail(x, s, "measure", NULL, "must be a group");
+        rc = need_group(x, s, "measure", "{ time = true; ... }");
         if (!rc) rc = only_keys(x, s, "measure", mk);
         if (!rc) rc = get_bool(x, s, "time", "measure", &x->time);
         if (!rc) rc = get_bool(x, s, "census", "measure", &x->census);

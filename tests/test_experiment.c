@@ -3,6 +3,7 @@
  * value), the verdict logic on synthetic rows (HOLDS / REJECTED / INCONCLUSIVE, noise,
  * missing and skipped rows, census rules), resuming an interrupted run without redoing
  * steps, and a tiny CPU-only E5-like experiment end to end through build/decodelab. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -661,8 +662,9 @@ START_TEST(test_merge_refusals)
     ck_assert_int_eq(system(p), 0);
     ck_assert_int_eq(dl_results_append(h1, &r1[1], 1), 0);
     expect_exit2(args, "twice", r1[1].variant);
-    /* a row missing: shard 1 without its last row */
-    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x' && rm '%s/s1x/results.h5'", dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
+    /* a row missing: shard 1 without its last row (its CSV twin gone too: append keeps a lost .h5's twin rows) */
+    snprintf(p, sizeof p, "rm -rf '%s/s1x' && cp -r '%s/s1' '%s/s1x' && rm '%s/s1x/results.h5' '%s/s1x/results.csv'",
+             dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(system(p), 0);
     ck_assert_int_eq(dl_results_append(h1, r1, n1 - 2), 0); /* the last point loses both its rows */
     expect_exit2(args, "rows missing", "no ref-<model> rows (shard 1/3");
@@ -694,7 +696,266 @@ START_TEST(test_merge_refusals)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- values as written */
+
+/* A sweep value longer than a value holds is refused, naming it whole (it was cut to 63 characters and ran
+ * --seq-len ...,1025,2: another case, unflagged). */
+START_TEST(test_long_value_refused)
+{
+    const char *list = "1,7,33,64,100,128,255,256,257,511,512,513,1000,1023,1024,1025,2048";
+    char t[4096];
+    snprintf(t, sizeof t, "name = \"t1\"; question = \"q\";\nsweep = { batch = 17; seq_len = \"%s\"; };\n"
+             "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+             list);
+    expect_bad(t, "sweep.seq_len", list, 1);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "longer than 63 characters"));
+    snprintf(t, sizeof t, "name = \"t1\"; question = \"q\";\nsweep = { batch = 17; seq_len = [\"%s\", \"1:9\"]; };\n"
+             "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+             list);
+    expect_bad(t, "sweep.seq_len", list, 1); /* as a list element too */
+}
+END_TEST
+
+/* Load text as an experiment: 0 and its one point in *pt, or the error (one line naming bad.cfg). */
+static int load_one_point(const char *text, dl_xp_point **pts)
+{
+    static dl_experiment x;
+    const char *p = write_cfg("bad.cfg", text);
+    int n = 0, rc = dl_xp_load(p, &x);
+    if (!rc) rc = dl_xp_points(&x, 0, dl_test_dir, pts, &n);
+    if (!rc) ck_assert_int_eq(n, 1);
+    else ck_assert_msg(strstr(dl_last_error(), "bad.cfg") && !strchr(dl_last_error(), '\n'), "%s", dl_last_error());
+    return rc;
+}
+
+/* An integer beyond 32 bits is its own value or refused with its line, never another number (libconfig 1.5
+ * cut seed = [4294967301] to 5, batch = 4294967298 to 2, and named '1215752191' for 99999999999). */
+START_TEST(test_big_integers)
+{
+    const char *head = "name = \"t1\"; question = \"q\";\n";
+    const char *hyp = "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; %s } );\n";
+    char t[4096], h[512];
+    dl_xp_point *pts = NULL;
+    snprintf(h, sizeof h, hyp, "hi = 1;");
+    /* out of golden's range: the error names the value written */
+    const char *batches[] = {"4294967298", "99999999999", "4294967298L"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(t, sizeof t, "%ssweep = {\n batch = %s; };\n%s", head, batches[i], h);
+        expect_bad(t, "batch", i == 1 ? "'99999999999" : "'4294967298", 1);
+        ck_assert_ptr_null(strstr(dl_last_error(), "1215752191"));
+        ck_assert_ptr_null(strstr(dl_last_error(), "'2'"));
+    }
+    /* a seed beyond 32 bits runs as written, or (a libconfig that cuts it) is refused at its line */
+    const char *seeds[] = {"[4294967301]", "4294967301", "[4294967301L]", "0x100000005"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(t, sizeof t, "%ssweep = {\n seed = %s; };\n%s", head, seeds[i], h);
+        if (load_one_point(t, &pts) == 0) {
+            ck_assert_str_eq(dl_xp_point_value(&pts[0], "seed"), "4294967301");
+            dl_xp_points_free(pts, 1);
+        } else {
+            const char *e = dl_last_error();
+            ck_assert_msg(strstr(e, "bad.cfg:3: sweep.seed: ") && strstr(e, seeds[i][0] == '[' ? "'4294967301" : seeds[i]), "%s", e);
+        }
+    }
+    /* beyond 64 bits: refused at its line */
+    snprintf(t, sizeof t, "%ssweep = {\n seed = [99999999999999999999L]; };\n%s", head, h);
+    ck_assert_int_ne(load_one_point(t, &pts), 0);
+    ck_assert_msg(strstr(dl_last_error(), "bad.cfg:3"), "%s", dl_last_error());
+    /* a rule's bound too */
+    snprintf(h, sizeof h, hyp, "hi = 4294967297;");
+    snprintf(t, sizeof t, "%ssweep = { seed = 1; };\n%s", head, h);
+    static dl_experiment x;
+    if (dl_xp_load(write_cfg("bad.cfg", t), &x) == 0) ck_assert(x.hyp[0].hi == 4294967297.0);
+    else ck_assert_msg(strstr(dl_last_error(), "bad.cfg:3: hypotheses[0].hi: '4294967297'"), "%s", dl_last_error());
+    /* big numbers in strings and comments are not integers */
+    snprintf(h, sizeof h, hyp, "hi = 1;");
+    snprintf(t, sizeof t, "name = \"t1\"; question = \"4294967298?\"; # 4294967298\n/* 4294967298 */ sweep = { seed = 1; };\n%s", h);
+    ck_assert_msg(load_one_point(t, &pts) == 0, "%s", dl_last_error());
+    dl_xp_points_free(pts, 1);
+}
+END_TEST
+
+/* A float sweep value reaches `decodelab golden` as the double written (%.15g gave 0.123456789012346), and a
+ * short one stays short (its cache name unchanged). */
+START_TEST(test_float_round_trip)
+{
+    const char *vals[] = {"0.12345678901234567", "0.1", "1e-300"};
+    const char *want[] = {NULL, "0.1", "1e-300"};
+    for (int i = 0; i < 3; i++) {
+        char t[1024];
+        snprintf(t, sizeof t, "name = \"t1\"; question = \"q\"; sweep = { sm_scale = %s; };\n"
+                 "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n",
+                 vals[i]);
+        dl_xp_point *pts = NULL;
+        ck_assert_msg(load_one_point(t, &pts) == 0, "%s", dl_last_error());
+        const char *v = dl_xp_point_value(&pts[0], "sm_scale");
+        ck_assert_msg(strtod(v, NULL) == strtod(vals[i], NULL), "%s passed on as %s", vals[i], v);
+        if (want[i]) ck_assert_str_eq(v, want[i]);
+        int found = 0;
+        for (int k = 0; k + 1 < pts[0].argc; k++) found |= !strcmp(pts[0].argv[k], "--sm-scale") && !strcmp(pts[0].argv[k + 1], v);
+        ck_assert(found);
+        dl_xp_points_free(pts, 1);
+    }
+}
+END_TEST
+
+/* The experiment file must be a regular file that reads: a FIFO blocked forever; a folder, a missing or an
+ * unreadable file said only "cannot read the experiment file". */
+START_TEST(test_file_not_regular)
+{
+    static dl_experiment x;
+    char path[512];
+    dl_test_path(path, sizeof path, "fifo.cfg");
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    alarm(20); /* a read that blocks fails the test */
+    ck_assert_int_ne(dl_xp_load(path, &x), 0);
+    alarm(0);
+    ck_assert_msg(strstr(dl_last_error(), path) && strstr(dl_last_error(), "not a regular file"), "%s", dl_last_error());
+    ck_assert_int_ne(dl_xp_load(dl_test_dir, &x), 0);
+    ck_assert_msg(strstr(dl_last_error(), strerror(EISDIR)), "%s", dl_last_error());
+    dl_test_path(path, sizeof path, "none.cfg");
+    ck_assert_int_ne(dl_xp_load(path, &x), 0);
+    ck_assert_msg(strstr(dl_last_error(), path) && strstr(dl_last_error(), strerror(ENOENT)), "%s", dl_last_error());
+    if (geteuid() != 0) { /* root reads it anyway */
+        const char *p = write_cfg("locked.cfg", "name = \"t1\";\n");
+        ck_assert_int_eq(chmod(p, 0), 0);
+        ck_assert_int_ne(dl_xp_load(p, &x), 0);
+        ck_assert_msg(strstr(dl_last_error(), strerror(EACCES)), "%s", dl_last_error());
+    }
+    char args[1024], out[4096];
+    snprintf(args, sizeof args, "experiment '%s'", dl_test_dir);
+    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, strerror(EISDIR)) && dl_test_lines(out) == 1, "%s", out);
+}
+END_TEST
+
+/* A key of the wrong type names the key, the value and what is expected (num = "ref-orig" said
+ * "num.variant: missing"); an @include that does not open names its file. */
+START_TEST(test_wrong_type_and_include)
+{
+    char t[4096];
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"time_median_s\"; "
+             "num = \"fp32-cast-simt\"; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].num", "'fp32-cast-simt'", 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), "must be a group"));
+    ck_assert_ptr_null(strstr(dl_last_error(), "missing"));
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\"; "
+             "num = { variant = \"fp32-cast-simt\"; }; den = [\"fp32-fast-simt\"]; lo = 1; } );\n");
+    expect_bad(t, "hypotheses[0].den", "must be a group", 0);
+    snprintf(t, sizeof t, "%s%s", BASE_SWEEP, "measure = 3;\nhypotheses = ( { claim = \"c\"; kind = \"value\"; "
+             "metric = \"time_median_s\"; num = { variant = \"fp32-cast-simt\"; }; lo = 1; } );\n");
+    expect_bad(t, "measure", "'3'", 0);
+    expect_bad("name = \"t1\";\n@include \"no_such_xp_include.cfg\"\n", "bad.cfg:2: @include", "'no_such_xp_include.cfg'", 0);
+    ck_assert_ptr_nonnull(strstr(dl_last_error(), strerror(ENOENT)));
+}
+END_TEST
+
+/* ---------------------------------------------------------------- run directories and the cache */
+
+static const char *one_point =
+    "name = \"one\";\nquestion = \"q?\";\n"
+    "sweep = { num_qo_heads = 4; num_kv_heads = 2; head_dim = 64; batch = 2; seq_len = 40; seed = 7; };\n"
+    "models = \"exact,orig\";\n"
+    "hypotheses = ( { claim = \"c\"; kind = \"value\"; metric = \"exact_o_rel_l2\"; num = { variant = \"ref-orig\"; }; hi = 1; } );\n";
+
+/* --resume continues a one-piece run only of the same experiment and sweep (DIR/run.cfg), as a shard
+ * directory does: another experiment's run was taken over, its report overwritten and rows mixed. */
+START_TEST(test_resume_other_experiment_refused)
+{
+    static char two[1024], seed8[1024];
+    char cfg1[256], cfg2[256], cfg3[256], out[8192], args[2048], report[512], saved[8192], now[8192], rows[512];
+    snprintf(cfg1, sizeof cfg1, "%s", write_cfg("one.cfg", one_point));
+    snprintf(two, sizeof two, "%s", one_point);
+    memcpy(strstr(two, "\"one\""), "\"two\"", 5);
+    snprintf(cfg2, sizeof cfg2, "%s", write_cfg("two.cfg", two)); /* write_cfg's buffer is reused */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c'", cfg1, dl_test_dir, dl_test_dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    dl_test_path(report, sizeof report, "o/report.md");
+    dl_test_path(rows, sizeof rows, "o/results.csv");
+    dl_test_slurp(report, saved, sizeof saved);
+    /* another experiment: refused, nothing written */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg2, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "o/run.cfg: a run of experiment 'one', not of 'two'", NULL);
+    dl_test_slurp(report, now, sizeof now);
+    ck_assert_str_eq(now, saved);
+    ck_assert_int_eq(count_lines_with(rows, "ref-orig"), 1);
+    /* the same experiment with another sweep, or another cache */
+    snprintf(seed8, sizeof seed8, "%s", one_point);
+    memcpy(strstr(seed8, "seed = 7"), "seed = 8", 8);
+    snprintf(cfg3, sizeof cfg3, "%s", write_cfg("seed8.cfg", seed8));
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg3, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "other sweep points", NULL);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c2' --resume", cfg1, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "golden cache", NULL);
+    ck_assert_int_eq(count_lines_with(rows, "ref-orig"), 1);
+    /* its own experiment resumes */
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg1, dl_test_dir, dl_test_dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    /* a directory from before run.cfg: its verdicts.csv and rows say whose it is */
+    char p[1024];
+    snprintf(p, sizeof p, "rm '%s/o/run.cfg'", dl_test_dir);
+    ck_assert_int_eq(system(p), 0);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg2, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "verdicts.csv: a run of experiment 'one', not of 'two'", NULL);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg3, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "no point of this sweep", NULL);
+    snprintf(args, sizeof args, "experiment '%s' --out '%s/o' --cache '%s/c' --resume", cfg1, dl_test_dir, dl_test_dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    dl_test_path(p, sizeof p, "o/run.cfg");
+    ck_assert_int_eq(count_lines_with(p, "experiment = \"one\""), 1);
+}
+END_TEST
+
+/* Two experiments on one golden cache at once: a miss that the other run fills meanwhile is no failure
+ * (it was: "'<cache>/<hash>.h5' exists (use --force...)"). A --binary wrapper makes the race certain: the
+ * first golden waits until the second run has missed too; the second starts once the first's file exists. */
+START_TEST(test_shared_cache_race)
+{
+    const char *cfg = write_cfg("one.cfg", one_point);
+    char stub[512], o1[512], o2[512], cache[512], log1[512], log2[512];
+    snprintf(stub, sizeof stub, "%s/race.sh", dl_test_dir);
+    FILE *f = fopen(stub, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "if [ \"$1\" = golden ]; then\n"
+            "  for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n"
+            "  i=0\n"
+            "  if mkdir '%s/first' 2>/dev/null; then\n"
+            "    while [ ! -d '%s/second' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n"
+            "  else\n"
+            "    mkdir '%s/second'\n"
+            "    while [ ! -e \"$out\" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n"
+            "  fi\n"
+            "fi\n"
+            "exec '%s' \"$@\"\n",
+            dl_test_dir, dl_test_dir, dl_test_dir, dl_test_bin());
+    fclose(f);
+    ck_assert_int_eq(chmod(stub, 0755), 0);
+    dl_test_path(o1, sizeof o1, "o1");
+    dl_test_path(o2, sizeof o2, "o2");
+    dl_test_path(cache, sizeof cache, "cache");
+    dl_test_path(log1, sizeof log1, "run1.txt");
+    dl_test_path(log2, sizeof log2, "run2.txt");
+    const char *a1[] = {"experiment", cfg, "--out", o1, "--cache", cache, "--binary", stub, NULL};
+    const char *a2[] = {"experiment", cfg, "--out", o2, "--cache", cache, "--binary", stub, NULL};
+    pid_t p1 = dl_test_spawn(NULL, a1, log1, log1), p2 = dl_test_spawn(NULL, a2, log2, log2);
+    int s1 = dl_test_wait(p1), s2 = dl_test_wait(p2);
+    static char t1[16384], t2[16384];
+    dl_test_slurp(log1, t1, sizeof t1);
+    dl_test_slurp(log2, t2, sizeof t2);
+    ck_assert_msg(s1 == 0 && s2 == 0, "status %d: %s\nstatus %d: %s", s1, t1, s2, t2);
+    char second[512];
+    dl_test_path(second, sizeof second, "second");
+    ck_assert_int_eq(access(second, F_OK), 0); /* both generated: the race was run */
+    ck_assert_ptr_nonnull(strstr(t1, "HOLDS"));
+    ck_assert_ptr_nonnull(strstr(t2, "HOLDS"));
+}
+END_TEST
+
 DL_TEST_SUITE("experiment", 120, setup, teardown,
               test_parse, test_validation, test_verdicts, test_census_verdict, test_selector_metric,
               test_end_to_end_and_resume, test_step_failure_named, test_shard_flag_validation, test_shard_merge_equals_one_piece,
-              test_merge_refusals)
+              test_merge_refusals, test_long_value_refused, test_big_integers, test_float_round_trip,
+              test_file_not_regular, test_wrong_type_and_include, test_resume_other_experiment_refused,
+              test_shared_cache_race)
