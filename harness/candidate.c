@@ -337,6 +337,7 @@ int dl_candidate_read(const char *path, const dl_golden *g, dl_candidate *c)
     struct stat st;
     if (stat(path, &st) != 0) return dl_fail("%s: cannot open candidate file (%s)", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path); /* a FIFO would block the read */
+    if (access(path, R_OK) != 0) return dl_fail("%s: cannot read: %s", path, strerror(errno));
     if (H5Fis_hdf5(path) <= 0) return dl_fail("%s: not an HDF5 file", path);
     rd r = {path, H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)};
     if (r.file < 0) return dl_fail("%s: cannot open as HDF5", path);

@@ -144,8 +144,9 @@ static int parse_seq_len(const char *s, dl_config *c, int batch_given)
         if (k >= sizeof buf) return dl_fail("%s: '%s' is not N, MIN:MAX or a,b,c", flag, s);
         memcpy(buf, s, k);
         buf[k] = 0;
-        DL_TRY(dl_parse_i64(flag, buf, 1, DL_MAX_SEQ_LEN, &c->seq_len_min));
-        DL_TRY(dl_parse_i64(flag, colon + 1, 1, DL_MAX_SEQ_LEN, &c->seq_len_max));
+        if (dl_parse_i64(flag, buf, 1, DL_MAX_SEQ_LEN, &c->seq_len_min) ||
+            dl_parse_i64(flag, colon + 1, 1, DL_MAX_SEQ_LEN, &c->seq_len_max)) /* the whole value named */
+            return dl_fail("%s: '%s' is not MIN:MAX (whole numbers in 1..%d)", flag, s, DL_MAX_SEQ_LEN);
         if (c->seq_len_max < c->seq_len_min) return dl_fail("%s: '%s' has MAX < MIN", flag, s);
         c->num_explicit_lens = 0;
         return 0;
@@ -255,7 +256,8 @@ static int apply(golden_args *a, int code, const char *v, int batch_given)
     case O_PSCALE: {
         double s;
         DL_TRY(dl_parse_f64("--p-scale", v, &s));
-        if (!(s > 0.0) || s > 1e30) return dl_fail("--p-scale: '%s' must be > 0", v);
+        if (!((float)s > 0.0f) || s > 1e30) /* stored as a float: 1e-300 would be 0 */
+            return dl_fail("--p-scale: '%s' must be > 0 as a float (1.2e-38 .. 1e30)", v);
         a->params.p_scale = (float)s;
         return 0;
     }

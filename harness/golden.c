@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -364,6 +365,10 @@ int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, i
     }
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return dl_fail("%s: path too long", path);
+    const char *base = strrchr(tmp, '/');
+    if (strlen(base ? base + 1 : tmp) > NAME_MAX) /* said plainly, before HDF5's message quotes the whole name */
+        return dl_fail("%s: file name too long (%zu characters; with its temporary suffix at most %d)", path,
+                       strlen(base ? base + 1 : tmp), NAME_MAX);
     snprintf(g_tmp_path, sizeof g_tmp_path, "%s", tmp);
     void (*old_int)(int) = signal(SIGINT, unlink_tmp_and_die), (*old_term)(int) = signal(SIGTERM, unlink_tmp_and_die),
          (*old_hup)(int) = signal(SIGHUP, unlink_tmp_and_die);
@@ -972,6 +977,7 @@ int dl_golden_read(const char *path, dl_golden *g)
     h5_quiet();
     if (stat(path, &st) != 0) return dl_fail("%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path);
+    if (access(path, R_OK) != 0) return dl_fail("%s: cannot read: %s", path, strerror(errno));
     if (H5Fis_hdf5(path) <= 0) {
         H5Eclear2(H5E_DEFAULT);
         return dl_fail("%s: not an HDF5 file", path);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char dl_err_buf[1024];
+static _Thread_local char dl_err_buf[4096]; /* room for two long paths and the system's reason */
 
 int dl_fail(const char *fmt, ...)
 {
