@@ -69,6 +69,15 @@ static void write_cand(const dl_candidate *c, const char *path)
     ck_assert_msg(dl_candidate_write(path, c, 1) == 0, "write %s: %s", path, dl_last_error());
 }
 
+/* cand: the exact model's output, unchanged, as a float32 candidate */
+static void write_exact_cand(void)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
+    write_cand(&c, cand);
+    dl_candidate_free(&c);
+}
+
 /* c written as cand, then the single row of a fresh results file after `compare gold cand --out res`
  * (with --model extra_model when it is not NULL). */
 static int compare_to_row(const dl_candidate *c, const char *extra_model, dl_result_row *row)
@@ -386,10 +395,7 @@ END_TEST
  * lost keeps its rows. */
 START_TEST(out_checked_first)
 {
-    dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
-    write_cand(&c, cand);
-    dl_candidate_free(&c);
+    write_exact_cand(); /* the exact model's own output as cand */
     char notres[320], missing[320], r4[320], r4csv[320], notes_h5[320], notes[320], file[320];
     dl_test_path(notres, sizeof notres, "notres.h5");
     dl_test_path(missing, sizeof missing, "missingdir/r.h5");
@@ -441,10 +447,7 @@ END_TEST
  * would block forever): exit 2 naming it. Run under timeout(1): a hang is exit 124. */
 START_TEST(fifo_refused)
 {
-    dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
-    write_cand(&c, cand);
-    dl_candidate_free(&c);
+    write_exact_cand(); /* the exact model's own output as cand */
     char fifo[320], fifo_out[320], cmd[2000];
     dl_test_path(fifo, sizeof fifo, "fifo.h5");
     dl_test_path(fifo_out, sizeof fifo_out, "fifo_out.h5");
@@ -468,10 +471,7 @@ END_TEST
  * variable-length one: the candidate is accepted and PASSes. */
 START_TEST(fixed_utf8_dtype_accepted)
 {
-    dl_candidate c;
-    make_cand(&c, DL_MODEL_EXACT, 0.0, DL_F32, 0, NULL, NULL);
-    write_cand(&c, cand);
-    dl_candidate_free(&c);
+    write_exact_cand(); /* the exact model's own output as cand */
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, 3);
     H5Tset_cset(t, H5T_CSET_UTF8);

@@ -111,6 +111,19 @@ static dl_result_row *read_rows(const char *h5, int64_t n_want)
     return out;
 }
 
+/* rows a[0..n) and b[0..n) equal cell by cell as the table formats them (what: which copy, for the message) */
+static void same_cells(const dl_result_row *a, const dl_result_row *b, int n, const char *what)
+{
+    char x[9000], y[9000];
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < dl_results_num_columns(); i++) {
+            dl_results_format_cell(&a[r], i, x, sizeof x);
+            dl_results_format_cell(&b[r], i, y, sizeof y);
+            ck_assert_msg(!strcmp(x, y), "%s row %d column %s: '%s' against '%s'", what, r, dl_results_column_name(i), y, x);
+        }
+}
+
+
 /* Parse one CSV record starting at *p (RFC 4180 quoting) into fields. */
 static int csv_record(const char **p, char fields[][9000], int max)
 {
@@ -229,13 +242,7 @@ START_TEST(test_results_csv_read)
     int64_t n = 0;
     ck_assert_msg(dl_results_read_csv(csv, &b, &n) == 0, "%s", dl_last_error());
     ck_assert_int_eq(n, 3);
-    char x[9000], y[9000];
-    for (int r = 0; r < 3; r++)
-        for (int i = 0; i < dl_results_num_columns(); i++) {
-            dl_results_format_cell(&a[r], i, x, sizeof x);
-            dl_results_format_cell(&b[r], i, y, sizeof y);
-            ck_assert_msg(!strcmp(x, y), "row %d column %s: .h5 '%s', CSV '%s'", r, dl_results_column_name(i), x, y);
-        }
+    same_cells(a, b, 3, "CSV against .h5:");
     ck_assert(b[2].model_o.nmse == 0x1.fffffffffffffp-1);
     ck_assert(b[2].p_cast_nmse == 0x1p-1074);
     ck_assert_uint_eq(b[1].seed, UINT64_C(0xFFFFFFFFFFFFFFF1));
@@ -330,15 +337,8 @@ START_TEST(test_results_lost_h5_keeps_csv)
     int64_t n = 0;
     ck_assert_msg(dl_results_read_csv(csv, &b, &n) == 0, "%s", dl_last_error());
     ck_assert_int_eq(n, 3);
-    char x[9000], y[9000];
-    for (int r = 0; r < 3; r++)
-        for (int i = 0; i < dl_results_num_columns(); i++) {
-            dl_results_format_cell(&in[r], i, x, sizeof x);
-            dl_results_format_cell(&a[r], i, y, sizeof y);
-            ck_assert_msg(!strcmp(x, y), ".h5 row %d column %s: '%s', wrote '%s'", r, dl_results_column_name(i), y, x);
-            dl_results_format_cell(&b[r], i, y, sizeof y);
-            ck_assert_msg(!strcmp(x, y), "CSV row %d column %s: '%s', wrote '%s'", r, dl_results_column_name(i), y, x);
-        }
+    same_cells(in, a, 3, ".h5 against what was written:");
+    same_cells(in, b, 3, "CSV against what was written:");
     free(a);
     free(b);
     ck_assert_int_eq(count_tmp_files(), 0);

@@ -311,6 +311,16 @@ START_TEST(test_save_outputs_round_trip)
 }
 END_TEST
 
+/* dl_run_judge_launches on a fresh row of the file's configuration, the bf16 model judging (test_judge_both_launches) */
+static dl_verdict judge_pair(dl_result_row *r, const char *g_path, const dl_golden *g, float *o[2], float *lse[2],
+                             size_t no, size_t nl)
+{
+    dl_result_row_init(r);
+    dl_run_fill_config(r, g_path, &g->c, 0);
+    return dl_run_judge_launches(r, o, lse, no, nl, &g->out[DL_MODEL_BF16], DL_MODEL_BF16, &g->out[DL_MODEL_EXACT],
+                                 g->c.cfg.kv_dtype);
+}
+
 /* dl_run_judge_launches, the judgement of `run`'s two check launches: the bf16 model's own output stands in for
  * both launches. Equal launches: deterministic, PASS. A second launch with one head off by 1 % (what a kernel that
  * trips on state its first launch left behind would write) FAILs the row, whose reason and error columns are the
@@ -323,7 +333,7 @@ START_TEST(test_judge_both_launches)
     dl_test_path(g_path, sizeof g_path, "g.h5");
     dl_golden g;
     ck_assert_int_eq(dl_golden_read(g_path, &g), 0);
-    const dl_output *m = &g.out[DL_MODEL_BF16], *ex = &g.out[DL_MODEL_EXACT];
+    const dl_output *m = &g.out[DL_MODEL_BF16];
     const size_t no = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads * g.c.cfg.head_dim);
     const size_t nl = (size_t)(g.c.cfg.batch_size * g.c.cfg.num_qo_heads);
     float *o[2] = {malloc(no * sizeof(float)), malloc(no * sizeof(float))};
@@ -334,9 +344,7 @@ START_TEST(test_judge_both_launches)
         for (size_t i = 0; i < nl; i++) lse[k][i] = (float)m->lse[i];
     }
     dl_result_row r;
-    dl_result_row_init(&r);
-    dl_run_fill_config(&r, g_path, &g.c, 0);
-    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_PASS);
+    ck_assert_int_eq(judge_pair(&r, g_path, &g, o, lse, no, nl), DL_PASS);
     ck_assert_int_eq(r.deterministic, 1);
     ck_assert_str_eq(r.verdict, "PASS");
     ck_assert_str_eq(r.reason, "");
@@ -344,9 +352,7 @@ START_TEST(test_judge_both_launches)
 
     const size_t h = (size_t)g.c.cfg.head_dim * 9; /* request 1, head 1: a 70-token request's rows */
     for (size_t i = h; i < h + (size_t)g.c.cfg.head_dim; i++) o[1][i] *= 1.01f;
-    dl_result_row_init(&r);
-    dl_run_fill_config(&r, g_path, &g.c, 0);
-    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_FAIL);
+    ck_assert_int_eq(judge_pair(&r, g_path, &g, o, lse, no, nl), DL_FAIL);
     ck_assert_int_eq(r.deterministic, 0);
     ck_assert_str_eq(r.verdict, "FAIL");
     ck_assert_str_eq(r.verdict_model, "FAIL");
@@ -357,17 +363,13 @@ START_TEST(test_judge_both_launches)
     float *t = o[0]; /* the bad launch first: FAIL, the first's errors kept */
     o[0] = o[1];
     o[1] = t;
-    dl_result_row_init(&r);
-    dl_run_fill_config(&r, g_path, &g.c, 0);
-    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_FAIL);
+    ck_assert_int_eq(judge_pair(&r, g_path, &g, o, lse, no, nl), DL_FAIL);
     ck_assert_str_eq(r.verdict, "FAIL");
     ck_assert_msg(strstr(r.reason, "differ bitwise (the second passes") != NULL, "reason: %s", r.reason);
 
     for (size_t i = 0; i < no; i++) o[0][i] = o[1][i]; /* both good again, then one element one ulp apart */
     o[1][h] = nextafterf(o[1][h], INFINITY);
-    dl_result_row_init(&r);
-    dl_run_fill_config(&r, g_path, &g.c, 0);
-    ck_assert_int_eq(dl_run_judge_launches(&r, o, lse, no, nl, m, DL_MODEL_BF16, ex, g.c.cfg.kv_dtype), DL_PASS);
+    ck_assert_int_eq(judge_pair(&r, g_path, &g, o, lse, no, nl), DL_PASS);
     ck_assert_int_eq(r.deterministic, 0);
     ck_assert_str_eq(r.verdict, "PASS");
     ck_assert_msg(strstr(r.reason, "differ bitwise (the second passes") != NULL, "reason: %s", r.reason);
