@@ -967,6 +967,8 @@ static int read_all(const rctx *r, dl_golden *g)
     }
     if (g->have[DL_MODEL_ORIG] && !c->k_orig)
         return dl_fail("%s: /golden/orig is present but /inputs/k_orig and v_orig are missing", path);
+    if (g->have[DL_MODEL_ORIG] && !c->q_orig) /* the orig model is computed from all three originals */
+        return dl_fail("%s: /golden/orig is present but /inputs/q_orig is missing", path);
     return 0;
 }
 

@@ -437,6 +437,7 @@ static int m_sink_delta(const char *p)
     return gm_set_attr(p, "/config", "sink_delta", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 static int m_no_golden(const char *p) { return gm_delete(p, "/golden"); }
+static int m_no_q_orig(const char *p) { return gm_delete(p, "/inputs/q_orig"); } /* /golden/orig kept */
 /* the good file's requests have 1, 4 and 9 tokens (page 4): request 0 has no full page to share */
 static int m_share_claimed(const char *p) { return gm_set_attr_i64(p, "/config", "share_prefix_pages", 1); }
 static int m_share_negative(const char *p) { return gm_set_attr_i64(p, "/config", "share_prefix_pages", -1); }
@@ -533,6 +534,7 @@ static const refusal refusals[] = {
     {"P-cast counts", m_p_zeros, "p_zeros", "1099511627776"},
     {"sink_delta not finite", m_sink_delta, "sink_delta", "inf"},
     {"no /golden", m_no_golden, "/golden", "missing"},
+    {"orig model without q_orig", m_no_q_orig, "/inputs/q_orig", "is missing"},
     {"poison slot holds a value", m_poison_filled, "/inputs/k_cache", "poison"},
     {"NaN in a used slot", m_used_slot_nan, "/inputs/v_cache", "= nan "},
     {"NaN in k_orig", m_k_orig_nan, "/inputs/k_orig", "= nan "},
