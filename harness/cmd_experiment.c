@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +174,25 @@ static int parse(int argc, char **argv, xp_opts *o)
     if (o->nmerge && (o->shard_n || o->resume || o->reduced || o->full || o->cache || o->binary || o->stop_after >= 0))
         return dl_fail("--merge: takes only --out (the shards fix the sweep, the cache and the binary)");
     return 0;
+}
+
+/* One process at a time in an output directory: an exclusive, non-blocking flock on DIR/.lock, held until the
+ * process ends (close-on-exec: the steps' own processes neither hold nor need it; they lock the directory itself
+ * for each append). A second run into DIR is refused, not interleaved with the first. *fd: the lock's descriptor. */
+static int lock_out_dir(const char *dir, int *fd)
+{
+    char p[1300];
+    snprintf(p, sizeof p, "%s/.lock", dir);
+    *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (*fd < 0) return dl_fail("cannot open %s: %s", p, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return 0;
+    const int e = errno;
+    close(*fd);
+    *fd = -1;
+    if (e == EWOULDBLOCK)
+        return dl_fail("%s is in use by another decodelab experiment (it holds %s): wait for it to end, or --out "
+                       "another directory", dir, p);
+    return dl_fail("cannot lock %s: %s", p, strerror(e));
 }
 
 static int mkdirs(const char *path)
@@ -1169,7 +1189,7 @@ int dl_cmd_experiment(int argc, char **argv)
     xp_manifest man;
     memset(&man, 0, sizeof man);
     if (dl_xp_points(&x, reduced, cache, &pts, &npts)) return dl_cli_error("experiment");
-    int rc = 0;
+    int rc = 0, lock_fd = -1;
     if (!o.resume && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
         dl_fail("%s already holds results of a run: --resume to continue it, or --out another directory", r.dir);
         rc = dl_cli_error("experiment");
@@ -1202,7 +1222,7 @@ int dl_cmd_experiment(int argc, char **argv)
         rc = dl_cli_error("experiment");
         goto out;
     }
-    if (mkdirs(r.dir) || mkdirs(cache) || reload(&r) ||
+    if (mkdirs(r.dir) || lock_out_dir(r.dir, &lock_fd) || mkdirs(cache) || reload(&r) ||
         (!sharded && run_record_matches(&r, pts, npts, reduced, cache))) {
         rc = dl_cli_error("experiment");
         goto out;
@@ -1364,6 +1384,7 @@ stopped:
     fprintf(stderr, "stopped after %ld steps (--stop-after); continue with --resume\n", ran);
     rc = 3;
 out:
+    if (lock_fd >= 0) close(lock_fd);
     manifest_free(&man);
     dl_xp_points_free(pts, npts);
     free(r.rows);

@@ -953,9 +953,48 @@ START_TEST(test_shared_cache_race)
 }
 END_TEST
 
+/* Two runs into one --out at once: the second is refused at once (exit 2, naming the directory and the lock),
+ * not interleaved with the first, which then finishes. A --binary wrapper holds the first run's golden step
+ * until the second has been refused. */
+START_TEST(test_second_run_into_out_refused)
+{
+    const char *cfg = write_cfg("one.cfg", one_point);
+    char stub[512], o[512], cache[512], log1[512], go[512];
+    snprintf(stub, sizeof stub, "%s/hold.sh", dl_test_dir);
+    dl_test_path(go, sizeof go, "go");
+    FILE *f = fopen(stub, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "i=0; if [ \"$1\" = golden ]; then while [ ! -e '%s' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; fi\n"
+            "exec '%s' \"$@\"\n",
+            go, dl_test_bin());
+    fclose(f);
+    ck_assert_int_eq(chmod(stub, 0755), 0);
+    dl_test_path(o, sizeof o, "o");
+    dl_test_path(cache, sizeof cache, "cache");
+    dl_test_path(log1, sizeof log1, "run1.txt");
+    const char *a1[] = {"experiment", cfg, "--out", o, "--cache", cache, "--binary", stub, NULL};
+    pid_t p1 = dl_test_spawn(NULL, a1, log1, log1);
+    char lock[600];
+    snprintf(lock, sizeof lock, "%s/.lock", o);
+    for (int i = 0; i < 300 && access(lock, F_OK) != 0; i++) usleep(100000); /* the first run holds o */
+    char args[2048];
+    snprintf(args, sizeof args, "experiment '%s' --out '%s' --cache '%s' --resume", cfg, o, cache);
+    expect_exit2(args, "is in use by another decodelab experiment", NULL);
+    FILE *g = fopen(go, "w");
+    ck_assert_ptr_nonnull(g);
+    fclose(g);
+    static char t1[16384];
+    const int s1 = dl_test_wait(p1);
+    dl_test_slurp(log1, t1, sizeof t1);
+    ck_assert_msg(s1 == 0 && strstr(t1, "HOLDS"), "status %d: %s", s1, t1);
+}
+END_TEST
+
 DL_TEST_SUITE("experiment", 120, setup, teardown,
               test_parse, test_validation, test_verdicts, test_census_verdict, test_selector_metric,
               test_end_to_end_and_resume, test_step_failure_named, test_shard_flag_validation, test_shard_merge_equals_one_piece,
               test_merge_refusals, test_long_value_refused, test_big_integers, test_float_round_trip,
               test_file_not_regular, test_wrong_type_and_include, test_resume_other_experiment_refused,
-              test_shared_cache_race)
+              test_shared_cache_race, test_second_run_into_out_refused)

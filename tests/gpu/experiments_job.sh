@@ -31,5 +31,5 @@ for e in $EXPS; do
 for r in csv.DictReader(open(sys.argv[1])):
     print("  %-4s %-12s observed %s .. %s, claim [%s, %s], n %s" % (r["hypothesis"], r["verdict"], r["value_min"], r["value_max"], r["lo"], r["hi"], r["n_obs"]))' /tmp/exp/$name/verdicts.csv
 done
-tar czf "$OUT/experiments.tgz" -C /tmp exp
+tar czf "$OUT/experiments.tgz" --exclude=.lock -C /tmp exp
 exit $bad
