@@ -3680,6 +3680,9 @@ static int make_plan(const dl_gpu_args *a, const int32_t *h_seq_len, const shape
     }
     cudaError_t e = cudaMalloc(&out->dev, len * sizeof(int32_t));
     if (e == cudaSuccess) e = cudaMemcpy(out->dev, all, len * sizeof(int32_t), cudaMemcpyHostToDevice);
+    /* a pageable copy may return before its DMA lands, and the bench stream (non-blocking) does not wait for the
+     * legacy stream: the plan must be whole before the first launch reads it (as dl_dev_upload does) */
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     free(all);
     if (e != cudaSuccess) {
         dl_gpu_plan_free(out);

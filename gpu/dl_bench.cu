@@ -139,6 +139,14 @@ extern "C" void dl_dev_free(void *p)
     if (p) cudaFree(p);
 }
 
+extern "C" int dl_dev_context_ok(void)
+{
+    (void)cudaGetLastError(); /* a non-sticky error of the failed call is not the context's */
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return dl_fail("the CUDA context is lost: %s", cudaGetErrorString(e));
+    return 0;
+}
+
 extern "C" int dl_dev_upload(void *dst, const void *src, size_t bytes, const char *what)
 {
     /* A pageable cudaMemcpy may return before the DMA lands, and the bench

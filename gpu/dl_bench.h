@@ -51,6 +51,9 @@ int dl_dev_download(void *dst, const void *src, size_t bytes, const char *what);
 int dl_dev_poison(void *p, size_t bytes, void *stream);
 /* After a launch: cudaGetLastError, then synchronize the stream; names what. */
 int dl_dev_check_launch(const char *what, void *stream);
+/* Whether the CUDA context still works after a failed variant (a fault such as an illegal address is sticky: every
+ * later call fails with it): 0, or dl_fail naming the error. */
+int dl_dev_context_ok(void);
 
 /* A timing context: one stream, two events, the flush buffer. */
 typedef struct dl_bench dl_bench;

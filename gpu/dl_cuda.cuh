@@ -10,13 +10,17 @@
 #include "dl_gpu.h"
 
 /* Check a CUDA runtime call; on error record "CALL failed: error (file:line)"
- * with dl_fail() and return -1 from the enclosing int function. */
+ * with dl_fail() and return -1 from the enclosing int function. The runtime's
+ * last-error state is cleared first, so that a later variant's
+ * DL_CUDA_CHECK_LAUNCH does not report this error as its own. */
 #define DL_CUDA_CHECK(call)                                                                   \
     do {                                                                                      \
         cudaError_t dl_cuda_err_ = (call);                                                    \
-        if (dl_cuda_err_ != cudaSuccess)                                                      \
+        if (dl_cuda_err_ != cudaSuccess) {                                                    \
+            (void)cudaGetLastError();                                                         \
             return dl_fail("%s failed: %s (%s:%d)", #call, cudaGetErrorString(dl_cuda_err_), \
                            __FILE__, __LINE__);                                               \
+        }                                                                                     \
     } while (0)
 
 /* After every <<<>>> launch: the launch error (bad config, missing image...). */

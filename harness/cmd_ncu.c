@@ -201,6 +201,8 @@ int dl_cmd_ncu(int argc, char **argv)
         dl_fail("missing GOLDEN.h5 (see decodelab ncu --help)");
         return dl_cli_error("ncu");
     }
+    if (out && dl_check_dir_of("census", out)) /* its directory, before the profiling runs (minutes) */
+        return dl_cli_error("ncu");
     const dl_variant **sel = calloc((size_t)dl_num_variants + 1, sizeof *sel);
     int nsel = 0;
     if (!sel || dl_run_select(globs, sel, &nsel)) {

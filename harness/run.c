@@ -104,12 +104,14 @@ typedef struct {
     void *q, *k, *v, *ks, *vs, *indptr, *indices, *last, *o, *lse, *ws;
     size_t ws_bytes;
     void *lk[DL_CHAIN_MAX], *lv[DL_CHAIN_MAX]; /* --chain: layer l's copies of k and v (lk[0] = k, lv[0] = v) */
+    void *lo, *llse; /* --chain: the last layer's own o and lse in the chain check (what an earlier layer wrote
+                      * there cannot stand in for an element the last one did not write) */
     int layers;
 } dev_bufs;
 
 static void dev_free_all(dev_bufs *d)
 {
-    void *p[] = {d->q, d->k, d->v, d->ks, d->vs, d->indptr, d->indices, d->last, d->o, d->lse, d->ws};
+    void *p[] = {d->q, d->k, d->v, d->ks, d->vs, d->indptr, d->indices, d->last, d->o, d->lse, d->ws, d->lo, d->llse};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) dl_dev_free(p[i]);
     for (int l = 1; l < d->layers; l++) {
         dl_dev_free(d->lk[l]);
@@ -126,6 +128,9 @@ static int upload_layers(const dl_case *c, dev_bufs *d, int layers)
     d->lk[0] = d->k;
     d->lv[0] = d->v;
     d->layers = 1;
+    const size_t ob = (size_t)(c->cfg.batch_size * c->cfg.num_qo_heads * c->cfg.head_dim) * sizeof(float);
+    DL_TRY(dl_dev_malloc(&d->lo, ob, "--chain: the last layer's o"));
+    DL_TRY(dl_dev_malloc(&d->llse, ob / (size_t)c->cfg.head_dim, "--chain: the last layer's lse"));
     for (int l = 1; l < layers; l++) {
         char what[64];
         snprintf(what, sizeof what, "--chain: layer %d of %d's k_cache", l, layers);
@@ -189,12 +194,14 @@ static void layer_args(dl_gpu_args *al, const dl_gpu_args *a, const dev_bufs *d,
     }
 }
 
-/* One checked launch: poison, launch, wait, download. */
+/* One checked launch: poison, launch, wait, download. The split-KV workspace is poisoned too: a partial a launch
+ * did not write would otherwise hold the last launch's (nearly right) values, and the merge would pass them on. */
 static int checked_launch(const dl_variant *v, const dl_gpu_args *a, const dev_bufs *d, float *o, float *lse,
                           size_t no, size_t nl)
 {
     DL_TRY(dl_dev_poison(d->o, no * sizeof(float), a->stream));
     DL_TRY(dl_dev_poison(d->lse, nl * sizeof(float), a->stream));
+    if (d->ws) DL_TRY(dl_dev_poison(d->ws, d->ws_bytes, a->stream));
     DL_TRY(v->launch(a));
     DL_TRY(dl_dev_check_launch(v->name, a->stream));
     DL_TRY(dl_dev_download(o, d->o, no * sizeof(float), "o"));
@@ -366,12 +373,18 @@ static int chain_check(const dl_variant *v, const dl_gpu_args *al, int chain, co
                        int *ok)
 {
     *ok = 0;
+    dl_gpu_args last = al[chain - 1]; /* the last layer writes its own poisoned o and lse */
+    last.o = d->lo;
+    last.lse = d->llse;
     DL_TRY(dl_dev_poison(d->o, no * sizeof(float), al[0].stream));
     DL_TRY(dl_dev_poison(d->lse, nl * sizeof(float), al[0].stream));
-    for (int l = 0; l < chain; l++) DL_TRY(v->launch(&al[l]));
+    DL_TRY(dl_dev_poison(d->lo, no * sizeof(float), al[0].stream));
+    DL_TRY(dl_dev_poison(d->llse, nl * sizeof(float), al[0].stream));
+    if (d->ws) DL_TRY(dl_dev_poison(d->ws, d->ws_bytes, al[0].stream));
+    for (int l = 0; l < chain; l++) DL_TRY(v->launch(l == chain - 1 ? &last : &al[l]));
     DL_TRY(dl_dev_check_launch(v->name, al[0].stream));
-    DL_TRY(dl_dev_download(ho[1], d->o, no * sizeof(float), "o"));
-    DL_TRY(dl_dev_download(hl[1], d->lse, nl * sizeof(float), "lse"));
+    DL_TRY(dl_dev_download(ho[1], d->lo, no * sizeof(float), "o"));
+    DL_TRY(dl_dev_download(hl[1], d->llse, nl * sizeof(float), "lse"));
     if (r->deterministic) {
         *ok = !memcmp(ho[0], ho[1], no * sizeof(float)) && !memcmp(hl[0], hl[1], nl * sizeof(float));
         return 0;
@@ -620,6 +633,7 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
                        bytes.kv / ref.ref_s / 1e9);
         }
     }
+    char lost[400] = ""; /* why the CUDA context became unusable, after which variant */
     for (int i = 0; !rc && i < nsel; i++) {
         const dl_variant *v = sel[i];
         dl_result_row *r = &rows[i];
@@ -659,11 +673,18 @@ int dl_run_case(const dl_run_opts *o, const dl_golden *g, const dl_variant **sel
                      dl_model_name(v->model));
             continue;
         }
+        if (lost[0]) { /* a variant before this one left the context unusable: this one did not run */
+            snprintf(r->verdict, sizeof r->verdict, "SKIP");
+            snprintf(r->reason, sizeof r->reason, "not run: %s", lost);
+            continue;
+        }
         r->sm_clock_mhz_before = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
         dl_clear_error();
         if (run_variant(o, g, v, bench, &d, &info, &peak, &ref, r, ho, hl)) {
             snprintf(r->verdict, sizeof r->verdict, "FAIL");
             snprintf(r->reason, sizeof r->reason, "error: %s", dl_last_error());
+            if (dl_dev_context_ok()) /* sticky: every later call would fail with this variant's fault */
+                snprintf(lost, sizeof lost, "%s after %s (its row FAILs with the error)", dl_last_error(), v->name);
         }
         r->sm_clock_mhz_after = dl_bench_sm_clock_mhz(r->clock_source, sizeof r->clock_source);
     }

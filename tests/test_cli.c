@@ -261,6 +261,16 @@ START_TEST(golden_bad_flags)
 }
 END_TEST
 
+/* ncu checks --out's folder before profiling (minutes on a GPU): exit 2 naming it, with or without a device */
+START_TEST(ncu_out_checked_first)
+{
+    char missing[300];
+    dl_test_path(missing, sizeof missing, "nodir/census.csv");
+    ck_assert_int_eq(DL_RUN("ncu", good, "--out", missing), 2);
+    ck_assert_msg(strstr(dl_test_err, "nodir") != NULL && dl_test_lines(dl_test_err) == 1, "%s", dl_test_err);
+}
+END_TEST
+
 START_TEST(golden_missing_out_and_existing_file)
 {
     ck_assert_int_eq(DL_RUN("golden", "--batch", "1"), 2);
@@ -533,7 +543,7 @@ Suite *make_suite(void)
 {
     const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, golden_models_auto,
                             check_fails_on_changed_model, golden_write_fails_cleanly,
-                            check_p_cast_counts, golden_missing_out_and_existing_file, check_usage_errors,
+                            check_p_cast_counts, golden_missing_out_and_existing_file, ncu_out_checked_first, check_usage_errors,
                             run_flush_accepted_and_documented, run_chain_accepted_and_documented,
                             deterministic_across_threads, golden_share_prefix,
                             canonical_set_verifies};
