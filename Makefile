@@ -355,8 +355,16 @@ demo: $(BIN)
 static:
 	$(MAKE) STATIC=1 BUILD=$(BUILD)-static $(BUILD)-static/decodelab
 
+# the tools where `decodelab sass` looks for them: PATH, $(CUDA_HOME)/bin, $$DL_CUOBJDUMP, then PyPI's nvidia/cu*/bin
+SITE_TOOL = python3 -c 'import glob, site, sys; d = site.getsitepackages() + [site.getusersitepackages()]; \
+	f = [x for p in d for x in sorted(glob.glob(p + "/nvidia/cu*/bin/" + sys.argv[1]))]; print(f[0] if f else "")'
 sass: $(CU_OBJ)
-	@for o in $(CU_OBJ); do cuobjdump -sass $$o > $${o%.o}.sass && echo "wrote $${o%.o}.sass"; done
+	@t=$$(command -v cuobjdump || ls $(CUDA_HOME)/bin/cuobjdump $${DL_CUOBJDUMP:-/nonexistent} 2>/dev/null | head -1); \
+	[ -n "$$t" ] || t=$$($(SITE_TOOL) cuobjdump 2>/dev/null); \
+	[ -n "$$t" ] || { echo "make sass: cuobjdump not found (PATH, $(CUDA_HOME)/bin, DL_CUOBJDUMP; or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)" >&2; exit 2; }; \
+	n=$$(command -v nvdisasm || $(SITE_TOOL) nvdisasm 2>/dev/null); [ -z "$$n" ] || PATH="$$(dirname $$n):$$PATH"; \
+	for o in $(CU_OBJ); do "$$t" -sass $$o > $${o%.o}.sass.tmp && mv $${o%.o}.sass.tmp $${o%.o}.sass && echo "wrote $${o%.o}.sass" \
+	  || { rm -f $${o%.o}.sass.tmp; echo "make sass: $$t -sass $$o failed" >&2; exit 2; }; done
 ptx:
 	@mkdir -p $(BUILD)/gpu
 	@for f in $(GPU_CU_SRC); do b=$$(basename $$f .cu); $(NVCC) $(NVCCFLAGS) -ptx $$f -o $(BUILD)/gpu/$$b.ptx && echo "wrote $(BUILD)/gpu/$$b.ptx"; done
