@@ -313,6 +313,14 @@ static int fsync_path(const char *p, int dir)
 
 static int check_values(const char *path, const dl_case *c, int allow_nonfinite);
 
+/* The index of the first non-finite x[i], i < n, or -1 (a model's o or lse, checked by the writer and the reader). */
+static int64_t first_nonfinite(const double *x, int64_t n)
+{
+    for (int64_t i = 0; x && i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return -1;
+}
+
 /* The temp file being written, unlinked by a SIGINT / SIGTERM / SIGHUP that ends the process meanwhile (a SIGKILL
  * leaves it: its name, FILE.tmp.PID, says what it is). */
 static char g_tmp_path[4096];
@@ -351,17 +359,12 @@ int dl_golden_write(const char *path, const dl_case *c, const dl_output *outs, i
     if (dl_golden_check_case(path, c)) return -1;
     for (int i = 0; i < n; i++) {
         const dl_output *out = &outs[i];
-        const int64_t no = out->batch_size * out->num_qo_heads * out->head_dim, nl = out->batch_size * out->num_qo_heads;
-        for (int64_t k = 0; k < no && out->o; k++)
-            if (!isfinite(out->o[k]))
-                return dl_fail("%s: refusing to write: %s/o[%lld] = %g is not finite (the model overflowed: "
-                               "see the case's scales and values)", path, dl_model_group(out->model), (long long)k,
-                               out->o[k]);
-        for (int64_t k = 0; k < nl && out->lse; k++)
-            if (!isfinite(out->lse[k]))
-                return dl_fail("%s: refusing to write: %s/lse[%lld] = %g is not finite (the model overflowed: "
-                               "see the case's scales and values)", path, dl_model_group(out->model), (long long)k,
-                               out->lse[k]);
+        const int64_t nl = out->batch_size * out->num_qo_heads, no = nl * out->head_dim;
+        const int64_t ko = first_nonfinite(out->o, no), kl = ko < 0 ? first_nonfinite(out->lse, nl) : -1;
+        if (ko >= 0 || kl >= 0)
+            return dl_fail("%s: refusing to write: %s/%s[%lld] = %g is not finite (the model overflowed: see the case's "
+                           "scales and values)", path, dl_model_group(out->model), ko >= 0 ? "o" : "lse",
+                           (long long)(ko >= 0 ? ko : kl), ko >= 0 ? out->o[ko] : out->lse[kl]);
     }
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return dl_fail("%s: path too long", path);
@@ -832,16 +835,13 @@ static int read_model(const rctx *r, dl_golden *g, dl_model m)
         for (int64_t i = 0; i < no; i++) out->o[i] = ((float *)o)[i];
         for (int64_t i = 0; i < nl; i++) out->lse[i] = ((float *)l)[i];
     }
-    for (int64_t i = 0; i < no && !g->allow_nonfinite; i++)
-        if (!isfinite(out->o[i])) {
-            dl_fail("%s: %s[%lld] = %g is not finite", path, on, (long long)i, out->o[i]);
-            goto fail;
-        }
-    for (int64_t i = 0; i < nl && !g->allow_nonfinite; i++)
-        if (!isfinite(out->lse[i])) {
-            dl_fail("%s: %s[%lld] = %g is not finite", path, ln, (long long)i, out->lse[i]);
-            goto fail;
-        }
+    const int64_t ko = g->allow_nonfinite ? -1 : first_nonfinite(out->o, no);
+    const int64_t kl = g->allow_nonfinite || ko >= 0 ? -1 : first_nonfinite(out->lse, nl);
+    if (ko >= 0 || kl >= 0) {
+        dl_fail("%s: %s[%lld] = %g is not finite", path, ko >= 0 ? on : ln, (long long)(ko >= 0 ? ko : kl),
+                ko >= 0 ? out->o[ko] : out->lse[kl]);
+        goto fail;
+    }
     /* optional: the P-rounding flip allowance (fp8, fp8acc in files written since 2026-12-01) */
     char fn[64];
     snprintf(fn, sizeof fn, "%s/o_flip", dl_model_group(m));
