@@ -559,9 +559,10 @@ int dl_census_parse_resources(FILE *f, dl_census *c)
     return 0;
 }
 
-/* Run tool with option opt on binary (env: NVDISASM_PATH when the tool's directory holds nvdisasm), its output
- * in *out (a rewound temporary file, the caller's to close). */
-static int run_tool(const char *tool, const char *opt, const char *binary, FILE **out)
+/* Run tool with option opt (and, when fun is not NULL, `-fun fun`: those functions alone) on binary (env:
+ * NVDISASM_PATH when the tool's directory holds nvdisasm), its output in *out (a rewound temporary file, the
+ * caller's to close). */
+static int run_tool(const char *tool, const char *opt, const char *fun, const char *binary, FILE **out)
 {
     /* cuobjdump -sass runs nvdisasm: a toolkit from PyPI keeps both in one directory that
      * need not be on PATH, so name that directory when nvdisasm is there. */
@@ -577,7 +578,7 @@ static int run_tool(const char *tool, const char *opt, const char *binary, FILE 
         if (err) fclose(err);
         return dl_fail("sass: cannot create temporary files: %s", strerror(errno));
     }
-    const char *argv[] = {tool, opt, binary, NULL};
+    const char *argv[] = {tool, opt, fun ? "-fun" : binary, fun, fun ? binary : NULL, NULL};
     int status = -1, rc = dl_proc_run(argv, -1, fileno(o), fileno(err), env[0] ? env : NULL, &status);
     if (!rc && status != 0) {
         char msg[512] = "";
@@ -585,7 +586,8 @@ static int run_tool(const char *tool, const char *opt, const char *binary, FILE 
         size_t k = fread(msg, 1, sizeof msg - 1, err);
         msg[k] = 0;
         msg[strcspn(msg, "\n")] = 0;
-        rc = dl_fail("sass: %s %s %s exited with status %d: %s", tool, opt, binary, status, msg[0] ? msg : "(no message)");
+        rc = dl_fail("sass: %s %s%s %s exited with status %d: %s", tool, opt, fun ? " -fun ..." : "", binary, status,
+                     msg[0] ? msg : "(no message)");
     }
     fclose(err);
     if (rc) {
@@ -597,24 +599,66 @@ static int run_tool(const char *tool, const char *opt, const char *binary, FILE 
     return 0;
 }
 
-int dl_census_disassemble(const char *binary, dl_census *c)
+/* The kernels a `cuobjdump -res-usage` listing (res) names, demangled, into *fun as the comma-separated mangled
+ * names of those keep() accepts (malloc'd; NULL when it accepts every one); *kept and *named get the counts. */
+static int kept_functions(FILE *res, dl_census_keep_fn keep, void *ctx, char **fun, int *kept, int *named)
+{
+    dl_census all;
+    memset(&all, 0, sizeof all);
+    char line[2048];
+    int rc = 0;
+    *fun = NULL;
+    *kept = *named = 0;
+    while (!rc && fgets(line, sizeof line, res)) {
+        const char *p = line + strspn(line, " \t");
+        if (strncmp(p, "Function ", 9)) continue;
+        char name[512];
+        snprintf(name, sizeof name, "%s", p + 9);
+        name[strcspn(name, ":\r\n")] = 0;
+        if (!new_kernel(&all, "", name)) rc = dl_fail("sass: out of memory");
+    }
+    if (!rc) rc = dl_census_demangle(&all);
+    size_t len = 0;
+    for (int i = 0; !rc && i < all.n; i++)
+        if (keep(all.k[i].name, ctx)) len += strlen(all.k[i].mangled) + 1, (*kept)++;
+    *named = all.n;
+    if (!rc && *kept < all.n) {
+        char *f = malloc(len + 1);
+        if (!f) rc = dl_fail("sass: out of memory");
+        size_t at = 0;
+        for (int i = 0; !rc && i < all.n; i++)
+            if (keep(all.k[i].name, ctx)) at += (size_t)sprintf(f + at, "%s%s", at ? "," : "", all.k[i].mangled);
+        if (!rc) f[at] = 0, *fun = f;
+    }
+    dl_census_free(&all);
+    return rc;
+}
+
+int dl_census_disassemble_only(const char *binary, dl_census_keep_fn keep, void *ctx, dl_census *c)
 {
     char tool[1024];
     if (access(binary, R_OK) != 0) return dl_fail("--binary '%s': %s", binary, strerror(errno));
     DL_TRY(dl_census_find_tool("cuobjdump", "DL_CUOBJDUMP", tool, sizeof tool));
-    FILE *out = NULL;
-    DL_TRY(run_tool(tool, "-sass", binary, &out));
-    int rc = dl_census_parse(out, c);
-    fclose(out);
+    FILE *res = NULL, *out = NULL;
+    DL_TRY(run_tool(tool, "-res-usage", NULL, binary, &res)); /* ~0.1 s: names every kernel */
+    char *fun = NULL;
+    int kept = 0, named = 0, rc = keep ? kept_functions(res, keep, ctx, &fun, &kept, &named) : 0;
+    /* the disassembly takes ~0.1 s a kernel: only the kept ones, when keep leaves some out */
+    if (!rc && (!keep || kept > 0)) rc = run_tool(tool, "-sass", fun, binary, &out);
+    if (!rc && out) rc = dl_census_parse(out, c);
+    if (out) fclose(out);
+    rewind(res);
+    if (!rc) rc = dl_census_parse_resources(res, c);
+    fclose(res);
+    free(fun);
     DL_TRY(rc);
-    DL_TRY(run_tool(tool, "-res-usage", binary, &out));
-    rc = dl_census_parse_resources(out, c);
-    fclose(out);
-    DL_TRY(rc);
+    c->in_binary = keep ? named : c->n;
     snprintf(c->tool, sizeof c->tool, "%s", tool);
     snprintf(c->binary, sizeof c->binary, "%s", binary);
     return dl_census_demangle(c);
 }
+
+int dl_census_disassemble(const char *binary, dl_census *c) { return dl_census_disassemble_only(binary, NULL, NULL, c); }
 
 const dl_census_kernel *dl_census_find(const dl_census *c, const char *name)
 {

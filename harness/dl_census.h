@@ -88,6 +88,7 @@ typedef struct {
 typedef struct {
     dl_census_kernel *k;
     int n, cap;
+    int in_binary;          /* kernels in the binary (n, unless dl_census_disassemble_only left some out) */
     char tool[1024];        /* the cuobjdump that made it ("" when parsed from text) */
     char binary[1024];
 } dl_census;
@@ -109,6 +110,10 @@ int dl_census_parse_resources(FILE *f, dl_census *c);
 int dl_census_demangle(dl_census *c);
 /* Find cuobjdump (env DL_CUOBJDUMP last), disassemble binary, parse, read its resource usage, demangle. */
 int dl_census_disassemble(const char *binary, dl_census *c);
+/* The same for the kernels whose demangled name keep(name, ctx) accepts, alone (keep NULL: every kernel): the
+ * disassembly costs ~0.1 s a kernel (~30 s for all of decodelab's), `cuobjdump -res-usage` names them at once. */
+typedef int (*dl_census_keep_fn)(const char *name, void *ctx);
+int dl_census_disassemble_only(const char *binary, dl_census_keep_fn keep, void *ctx, dl_census *c);
 
 /* Instances of the kernel's forms that match glob: fnmatch patterns separated by '|'
  * ("HFMA2.MMA*", "HMMA.*|HFMA2.MMA", exact "PRMT"). */
