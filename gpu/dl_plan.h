@@ -164,10 +164,15 @@ int dl_plan_hw_page_heads(int chained_pdl, int *heads);
  * a plan with room evenly: no gain on an H100, B1 L32768 and group 16 B4 L32768 e4m3, 2026-12-07; 0 not held).
  * Returns 0, or dl_fail() naming the variable and the value. */
 int dl_plan_chain_knobs(int *pdl, int *cap);
-/* The streaming knobs named by word or value (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE, DL_STREAM_HW_PAGE)
- * and the chain's (dl_plan_chain_knobs) checked from the environment before anything is launched (`decodelab run`).
+/* The streaming knobs checked from the environment before anything is read or launched (`decodelab run` and
+ * `experiment`): every DL_STREAM_* variable set must be one a build reads (else the nearest is named), the integers
+ * whole numbers in the widest range any case takes (a case's own bounds, as what fits an SM, are checked when its plan
+ * is made), the words (DL_STREAM_ORDER, DL_STREAM_STAGE, DL_STREAM_MERGE) and DL_STREAM_HW_PAGE values they take.
  * Returns 0, or dl_fail() naming the first bad one and its value. */
 int dl_plan_check_env(void);
+/* The knobs dl_plan_check_env knows: how many, and the i-th's name (NULL out of range). */
+int dl_plan_knob_count(void);
+const char *dl_plan_knob_name(int i);
 /* 1 where the `heads` slots of every CTA of plan p walk the same tiles of the same requests, slot c * heads + h
  * for the h-th KV head of an aligned group of `heads` (the heads order with warps = heads, no pool; heads = Hkv:
  * all of them, else a head group of that size, DL_PLAN_HEAD_GROUP), else 0: what the streaming kernels' page stage

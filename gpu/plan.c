@@ -2,6 +2,7 @@
 #include "dl_plan.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,9 +76,83 @@ int dl_plan_chain_knobs(int *pdl, int *cap)
     return dl_env_int("DL_STREAM_CHAIN_CAP", 0, 2, 1, NULL, cap);
 }
 
+/* Every DL_STREAM_* variable a build reads (README, "Tuning the streaming family"; test_plan holds this list to the
+ * sources), and for the integer ones the widest range any case takes: a case may take less (DL_STREAM_CTAS_PER_SM
+ * what fits an SM, DL_STREAM_HEAD_GROUP and DL_STREAM_BOXHEADS its KV heads), checked when its plan is made. lo > hi:
+ * a word, checked by its parser (DL_STREAM_TL_CTAS: a path prefix). */
+static const struct {
+    const char *name;
+    int lo, hi;
+} stream_knobs[] = {
+    {"DL_STREAM_APPORTION", 0, 1},        {"DL_STREAM_BOXHEADS", 1, 1 << 20},
+    {"DL_STREAM_CHAIN_CAP", 0, 2},        {"DL_STREAM_CLAIM", 0, 64},
+    {"DL_STREAM_CLAIM_MIN", 0, 64},       {"DL_STREAM_CLAIM_OWN", 1, 64},
+    {"DL_STREAM_CLUSTER_SIZE", 0, DL_PLAN_MAX_CLUSTER}, {"DL_STREAM_CTAS_PER_SM", 1, 32},
+    {"DL_STREAM_DEEP", 0, 1},             {"DL_STREAM_DRY", 0, 7},
+    {"DL_STREAM_FIRST_PAGES", 0, 1},      {"DL_STREAM_HEAD_GROUP", 0, DL_PLAN_HEAD_GROUP_MASK},
+    {"DL_STREAM_HW_PAGE", DL_STAGE_PAGE2, DL_STAGE_PAGE}, {"DL_STREAM_L2PROMO", 0, 256},
+    {"DL_STREAM_MAX_SEGS", 1, 1 << 20},   {"DL_STREAM_MERGE", 1, 0},
+    {"DL_STREAM_MERGE_FORM", 0, 1},       {"DL_STREAM_MERGE_LATE", 0, 1},
+    {"DL_STREAM_MERGE_SPLIT", 0, 4},      {"DL_STREAM_MIN_TILES", 1, 1 << 20},
+    {"DL_STREAM_ORDER", 1, 0},            {"DL_STREAM_PDL", 0, 1},
+    {"DL_STREAM_POOL", 0, 50},            {"DL_STREAM_POOL_CHUNK", 1, 1 << 20},
+    {"DL_STREAM_PROBE_L2PF", 0, 64},      {"DL_STREAM_PROBE_LDG", 0, 1},
+    {"DL_STREAM_PROBE_LDGSTS", 0, 1},     {"DL_STREAM_PROBE_LDG_SMEM", 0, 1},
+    {"DL_STREAM_PROBE_LDG_STS", 0, 2},    {"DL_STREAM_PROBE_RING", 0, 200},
+    {"DL_STREAM_PROBE_THREADS", 32, 256}, {"DL_STREAM_PROBE_WALK", 0, 1},
+    {"DL_STREAM_PROBE_WAVES", 1, 16},     {"DL_STREAM_SEG_COST", 0, DL_PLAN_MAX_SEG_COST / 4},
+    {"DL_STREAM_SMEM_PAD", 0, 224},       {"DL_STREAM_STAGE", 1, 0},
+    {"DL_STREAM_TL_CTAS", 1, 0},          {"DL_STREAM_UNIT", 16, 64},
+    {"DL_STREAM_WAVES", 0, 1},
+};
+enum { kNumStreamKnobs = (int)(sizeof stream_knobs / sizeof stream_knobs[0]) };
+
+int dl_plan_knob_count(void) { return kNumStreamKnobs; }
+
+const char *dl_plan_knob_name(int i) { return i >= 0 && i < kNumStreamKnobs ? stream_knobs[i].name : NULL; }
+
+/* Edits (insert, delete, replace) from a to b, both at most 63 characters (else a large number). */
+static int edits(const char *a, const char *b)
+{
+    const int m = (int)strlen(a), n = (int)strlen(b);
+    if (m > 63 || n > 63) return 1 << 20;
+    int d[64][64];
+    for (int i = 0; i <= m; i++) d[i][0] = i;
+    for (int j = 0; j <= n; j++) d[0][j] = j;
+    for (int i = 1; i <= m; i++)
+        for (int j = 1; j <= n; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            d[i][j] = best;
+        }
+    return d[m][n];
+}
+
+extern char **environ;
+
 int dl_plan_check_env(void)
 {
+    /* a name no build reads would be ignored without a word: refuse it, naming the nearest knob */
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "DL_STREAM_", 10)) continue;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+        int known = 0, near = 0, best = 1 << 20;
+        for (int i = 0; i < kNumStreamKnobs && !known; i++) {
+            known = !strcmp(name, stream_knobs[i].name);
+            const int d = edits(name, stream_knobs[i].name);
+            if (d < best) best = d, near = i;
+        }
+        if (!known)
+            return dl_fail("%s: no build reads this variable (%s?); the streaming family's knobs: README, \"Tuning the "
+                           "streaming family\"",
+                           name, stream_knobs[near].name);
+    }
     int v, w;
+    for (int i = 0; i < kNumStreamKnobs; i++) /* the integers' form and widest range */
+        if (stream_knobs[i].lo <= stream_knobs[i].hi)
+            DL_TRY(dl_env_int(stream_knobs[i].name, stream_knobs[i].lo, stream_knobs[i].hi, 0, NULL, &v));
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &v));
     DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &v));
     DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v));

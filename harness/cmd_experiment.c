@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../gpu/dl_plan.h"
 #include "../gpu/dl_registry.h"
 #include "cli_util.h"
 #include "dl_census.h"
@@ -1160,6 +1161,7 @@ int dl_cmd_experiment(int argc, char **argv)
     static dl_experiment x; /* large: keep it off the stack */
     if (dl_xp_load(o.file, &x)) return dl_cli_error("experiment");
     if (o.nmerge) return merge_main(&o, &x);
+    if (dl_plan_check_env()) return dl_cli_error("experiment"); /* a bad DL_STREAM_* knob: before any point runs */
     const int sharded = o.shard_n > 0;
 
     xp_run r;

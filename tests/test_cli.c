@@ -539,6 +539,33 @@ START_TEST(canonical_set_verifies)
 }
 END_TEST
 
+/* A DL_STREAM_* name no build reads (a typo) and a knob's value in a wrong form stop `run` and `experiment` with exit
+ * 2 and one line naming it, before any file is read or written (they were once ignored, or FAILed each row). */
+START_TEST(stream_knob_refused_first)
+{
+    char res[300], xp_out[300], cfg[1200];
+    dl_test_path(res, sizeof res, "knob.h5");
+    dl_test_path(xp_out, sizeof xp_out, "knob_xp");
+    snprintf(cfg, sizeof cfg, "%s/experiments/E3_gqa_fp8_dequant.cfg", dl_test_root());
+    const char *set[][3] = {{"DL_STREAM_MERG", "ticket", "(DL_STREAM_MERGE?)"}, {"DL_STREAM_UNIT", "1O", "'1O'"}};
+    for (int k = 0; k < 2; k++) {
+        setenv(set[k][0], set[k][1], 1);
+        int rc = DL_RUN("run", good, "--variants", "bf16-hw-stream", "--out", res);
+        ck_assert_msg(rc == 2 && dl_test_lines(dl_test_err) == 1 && strstr(dl_test_err, "decodelab run: ") &&
+                          strstr(dl_test_err, set[k][0]) && strstr(dl_test_err, set[k][2]),
+                      "%s: exit %d, stderr: %s", set[k][0], rc, dl_test_err);
+        ck_assert_str_eq(dl_test_out, "");
+        ck_assert_int_eq(access(res, F_OK), -1);
+        rc = DL_RUN("experiment", cfg, "--out", xp_out);
+        ck_assert_msg(rc == 2 && dl_test_lines(dl_test_err) == 1 && strstr(dl_test_err, "decodelab experiment: ") &&
+                          strstr(dl_test_err, set[k][0]) && strstr(dl_test_err, set[k][2]),
+                      "%s: exit %d, stderr: %s", set[k][0], rc, dl_test_err);
+        ck_assert_int_eq(access(xp_out, F_OK), -1);
+        unsetenv(set[k][0]);
+    }
+}
+END_TEST
+
 Suite *make_suite(void)
 {
     const TTest *tests[] = {help_each_subcommand, golden_summary_check_inspect, golden_models_auto,
@@ -546,7 +573,7 @@ Suite *make_suite(void)
                             check_p_cast_counts, golden_missing_out_and_existing_file, ncu_out_checked_first, check_usage_errors,
                             run_flush_accepted_and_documented, run_chain_accepted_and_documented,
                             deterministic_across_threads, golden_share_prefix,
-                            canonical_set_verifies};
+                            canonical_set_verifies, stream_knob_refused_first};
     TCase *tc;
     Suite *s = dl_test_suite("cli", 120, setup, teardown, tests, (int)(sizeof tests / sizeof tests[0]), &tc);
     tcase_add_loop_test(tc, golden_bad_flags, 0, num_bad_flags);

@@ -4,6 +4,7 @@
  * rows numbered task by task for split tasks only, the heads order's runs shared by the Hkv slots of a
  * group, the clusters' plan (each task in its own cluster's slots), the schedule view (what the CPU model follows)
  * equal to the device buffer, the tickets zero, and bad arguments refused. */
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,122 @@ START_TEST(test_stage_knobs)
     ck_assert_int_ne(dl_plan_check_env(), 0);
     ck_assert(strstr(dl_last_error(), "DL_STREAM_CHAIN_CAP") != NULL);
     for (int i = 0; i < nk; i++) unsetenv(knob[i]);
+}
+END_TEST
+
+/* dl_plan_check_env's knob table: every integer knob refused above its widest range and in a wrong form, by
+ * name and value; a name no build reads refused with the nearest named; the table holds exactly the DL_STREAM_*
+ * variables the sources read (knob, dl_env_int, getenv) and the README's knob table a row for each. */
+static int source_reads(const char *text, const char *name)
+{
+    const char *call[] = {"knob(\"", "dl_env_int(\"", "getenv(\""};
+    char pat[160];
+    for (int c = 0; c < 3; c++) {
+        snprintf(pat, sizeof pat, "%s%s\"", call[c], name);
+        if (strstr(text, pat)) return 1;
+    }
+    return 0;
+}
+
+START_TEST(test_knob_table)
+{
+    const int n = dl_plan_knob_count();
+    ck_assert_int_ge(n, 30);
+    for (int i = 0; i < n; i++) unsetenv(dl_plan_knob_name(i));
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+    ck_assert_ptr_null(dl_plan_knob_name(n));
+    const char *words[] = {"DL_STREAM_ORDER", "DL_STREAM_STAGE", "DL_STREAM_MERGE", "DL_STREAM_TL_CTAS"};
+    int integers = 0;
+    for (int i = 0; i < n; i++) {
+        const char *k = dl_plan_knob_name(i);
+        int word = 0;
+        for (int w = 0; w < 4; w++) word |= !strcmp(k, words[w]);
+        if (word) continue;
+        integers++;
+        setenv(k, "1O", 1); /* a typo: letter O */
+        ck_assert_int_ne(dl_plan_check_env(), 0);
+        ck_assert_msg(strstr(dl_last_error(), k) && strstr(dl_last_error(), "'1O'"), "%s: %s", k, dl_last_error());
+        setenv(k, "1048577", 1); /* above every knob's widest range (the largest: 1 << 20) */
+        ck_assert_int_ne(dl_plan_check_env(), 0);
+        ck_assert_msg(strstr(dl_last_error(), k) && strstr(dl_last_error(), "1048577"), "%s: %s", k, dl_last_error());
+        unsetenv(k);
+    }
+    ck_assert_int_eq(integers, n - 4);
+    setenv("DL_STREAM_PROBE_THREADS", "64", 1); /* inside its range: taken here (the plan checks the rest) */
+    setenv("DL_STREAM_UNIT", "32", 1);
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+    setenv("DL_STREAM_UNIT", "8", 1); /* below 16 */
+    ck_assert_int_ne(dl_plan_check_env(), 0);
+    ck_assert(strstr(dl_last_error(), "DL_STREAM_UNIT: '8'") != NULL);
+    unsetenv("DL_STREAM_UNIT");
+    unsetenv("DL_STREAM_PROBE_THREADS");
+    setenv("DL_STREAM_MERG", "ticket", 1); /* a name no build reads: refused, the nearest named */
+    ck_assert_int_ne(dl_plan_check_env(), 0);
+    ck_assert_msg(strstr(dl_last_error(), "DL_STREAM_MERG:") && strstr(dl_last_error(), "(DL_STREAM_MERGE?)"), "%s",
+                  dl_last_error());
+    unsetenv("DL_STREAM_MERG");
+    setenv("DL_STREAM_CTAS_PER_SMX", "1", 1);
+    ck_assert_int_ne(dl_plan_check_env(), 0);
+    ck_assert(strstr(dl_last_error(), "(DL_STREAM_CTAS_PER_SM?)") != NULL);
+    unsetenv("DL_STREAM_CTAS_PER_SMX");
+    ck_assert_int_eq(dl_plan_check_env(), 0);
+
+    /* the sources: every DL_STREAM_* they read is in the table, and every table name is read somewhere */
+    const char *pats[] = {"gpu/*.cu", "gpu/*.cuh", "gpu/*.c", "gpu/*.h", "harness/*.c", "harness/*.h", "ref/*.c"};
+    enum { cap = 1 << 20 };
+    size_t used = 0, size = 0;
+    char *all = NULL;
+    int nfiles = 0;
+    for (int g = 0; g < 7; g++) {
+        char pat[1100];
+        snprintf(pat, sizeof pat, "%s/%s", dl_test_root(), pats[g]);
+        glob_t gl;
+        ck_assert_int_eq(glob(pat, 0, NULL, &gl), 0);
+        for (size_t f = 0; f < gl.gl_pathc; f++) {
+            if (used + cap > size) {
+                size = size ? 2 * size : 8 * (size_t)cap;
+                all = realloc(all, size);
+                ck_assert_ptr_nonnull(all);
+            }
+            dl_test_slurp(gl.gl_pathv[f], all + used, cap);
+            used += strlen(all + used);
+            nfiles++;
+        }
+        globfree(&gl);
+    }
+    ck_assert_int_ge(nfiles, 20);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(source_reads(all, dl_plan_knob_name(i)), "%s: in the table, read by no source",
+                      dl_plan_knob_name(i));
+    const char *call[] = {"knob(\"DL_STREAM_", "dl_env_int(\"DL_STREAM_", "getenv(\"DL_STREAM_"};
+    int reads = 0;
+    for (int c = 0; c < 3; c++)
+        for (const char *p = all; (p = strstr(p, call[c])); p++) {
+            const char *q = strchr(p, '"') + 1;
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(q, "\""), q);
+            int known = 0;
+            for (int i = 0; i < n; i++) known |= !strcmp(name, dl_plan_knob_name(i));
+            ck_assert_msg(known, "%s: read by the sources, not in dl_plan_check_env's table (gpu/plan.c)", name);
+            reads++;
+        }
+    ck_assert_int_ge(reads, n);
+    free(all);
+
+    /* the README's knob table: a row for each */
+    char *readme = malloc(cap);
+    ck_assert_ptr_nonnull(readme);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/README.md", dl_test_root());
+    dl_test_slurp(path, readme, cap);
+    ck_assert_msg(readme[0], "cannot read %s", path);
+    for (int i = 0; i < n; i++) {
+        char row[160];
+        snprintf(row, sizeof row, "\n| `%s` |", dl_plan_knob_name(i));
+        ck_assert_msg(strstr(readme, row), "README.md: no row '| `%s` |' in the streaming family's knob table",
+                      dl_plan_knob_name(i));
+    }
+    free(readme);
 }
 END_TEST
 
@@ -1122,4 +1239,4 @@ DL_TEST_SUITE("plan", 60, NULL, NULL,
               test_seed_case_shape, test_ragged_and_tiny, test_long_single_request_splits, test_bad_arguments,
               test_stage_knobs, test_merge_mode, test_merge_split, test_ctas_per_sm, test_chain_pad, test_wave_ctas, test_pool, test_heads_order, test_ctas_share_tiles,
               test_seg_cost_heads_plan, test_apportioned_heads_plan, test_unit_cut, test_cluster_plan, test_head_groups,
-              test_cta_tokens)
+              test_cta_tokens, test_knob_table)
