@@ -570,6 +570,34 @@ static int read_error(const config_t *cfg, const char *path)
     return dl_fail("%s:%d: syntax error: %s", file, line, text);
 }
 
+/* Refuse an @include, in path or (depth first) in a file it includes, whose name is a folder, a FIFO or a device:
+ * libconfig 1.5's scanner exits the process on a folder ("input in flex scanner failed") and waits forever on a
+ * FIFO. Names are taken from the working directory, as libconfig takes them; one that does not open is libconfig's
+ * to name (read_error). */
+static int check_includes(const char *path, int depth)
+{
+    char *t = depth <= 10 ? slurp(path) : NULL; /* deeper, libconfig refuses the nesting itself */
+    int rc = 0, line = 1;
+    for (const char *p = t; !rc && p && *p; line++) {
+        const size_t len = strcspn(p, "\n");
+        const char *q = p + strspn(p, " \t");
+        const char *a = !strncmp(q, "@include", 8) ? memchr(q, '"', len - (size_t)(q - p)) : NULL;
+        if (a) {
+            char name[1024];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(a + 1, "\"\n"), a + 1);
+            struct stat st;
+            if (stat(name, &st) == 0 && !S_ISREG(st.st_mode))
+                rc = dl_fail("%s:%d: @include: '%s': not a regular file (%s)", path, line, name,
+                             S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+            else if (stat(name, &st) == 0)
+                rc = check_includes(name, depth + 1);
+        }
+        p += len + (p[len] == '\n');
+    }
+    free(t);
+    return rc;
+}
+
 int dl_xp_load(const char *path, dl_experiment *x)
 {
     memset(x, 0, sizeof *x);
@@ -579,6 +607,7 @@ int dl_xp_load(const char *path, dl_experiment *x)
     if (stat(path, &st) != 0) return dl_fail("%s: cannot read the experiment file: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return dl_fail("%s: cannot read the experiment file: %s", path, strerror(EISDIR));
     if (!S_ISREG(st.st_mode)) return dl_fail("%s: not a regular file", path);
+    DL_TRY(check_includes(path, 0));
     config_t cfg;
     config_init(&cfg);
     errno = 0;

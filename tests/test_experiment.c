@@ -830,7 +830,7 @@ START_TEST(test_file_not_regular)
 END_TEST
 
 /* A key of the wrong type names the key, the value and what is expected (num = "ref-orig" said
- * "num.variant: missing"); an @include that does not open names its file. */
+ * "num.variant: missing"); an @include that does not open, or names a folder or a FIFO, names its file. */
 START_TEST(test_wrong_type_and_include)
 {
     char t[4096];
@@ -847,6 +847,31 @@ START_TEST(test_wrong_type_and_include)
     expect_bad(t, "measure", "'3'", 0);
     expect_bad("name = \"t1\";\n@include \"no_such_xp_include.cfg\"\n", "bad.cfg:2: @include", "'no_such_xp_include.cfg'", 0);
     ck_assert_ptr_nonnull(strstr(dl_last_error(), strerror(ENOENT)));
+    /* a folder made libconfig's scanner exit the process ("input in flex scanner failed"), a FIFO blocked it: both
+     * refused by name, from the file itself and from a file it includes */
+    char folder[400], fifo[400], inc[400];
+    dl_test_path(folder, sizeof folder, "inc_folder");
+    dl_test_path(fifo, sizeof fifo, "inc_fifo");
+    ck_assert_int_eq(mkdir(folder, 0755), 0);
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    snprintf(t, sizeof t, "name = \"t1\";\n  @include \"%s\"\n", folder);
+    expect_bad(t, "bad.cfg:2: @include", "not a regular file (a folder)", 0);
+    snprintf(t, sizeof t, "name = \"t1\";\n@include \"%s\"\n", fifo);
+    expect_bad(t, "bad.cfg:2: @include", "not a regular file (a FIFO)", 0);
+    snprintf(t, sizeof t, "# a comment\n@include \"%s\"\n", fifo);
+    dl_test_path(inc, sizeof inc, "inner.cfg");
+    FILE *f = fopen(inc, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(t, f);
+    fclose(f);
+    snprintf(t, sizeof t, "name = \"t1\";\n@include \"%s\"\n", inc);
+    static dl_experiment x;
+    ck_assert_int_ne(dl_xp_load(write_cfg("bad.cfg", t), &x), 0);
+    ck_assert_msg(strstr(dl_last_error(), "inner.cfg:2: @include") && strstr(dl_last_error(), "a FIFO"), "%s",
+                  dl_last_error());
+    rmdir(folder);
+    unlink(fifo);
+    unlink(inc);
 }
 END_TEST
 
