@@ -479,6 +479,7 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
         return dl_fail("--model: '%s' is not a golden model other than orig (decodelab golden --help) or none", mname);
 
     dl_run_fill_config(r, golden_path, cs, dl_golden_inputs_hash(g));
+    dl_run_fill_params(r, &g->params);
     char vname[sizeof c->producer + sizeof c->backend + 8];
     snprintf(vname, sizeof vname, "ext:%s:%s", c->producer, c->backend); /* fits: checked when read */
     snprintf(r->variant, sizeof r->variant, "%.*s", (int)sizeof r->variant - 1, vname);
@@ -489,13 +490,16 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
     r->num_splits = c->num_splits;
     r->deterministic = c->deterministic;
     snprintf(r->reason, sizeof r->reason, "candidate %s", cand_path);
-    if (c->settings[0]) add_reason(r, "settings: %s%s", c->settings, "");
 
     int have_exact = g->have[DL_MODEL_EXACT];
     const dl_output *exact = have_exact ? &g->out[DL_MODEL_EXACT] : NULL;
     const double o_round = dl_output_roundoff(c->o_dtype);
     snprintf(r->model_schedule, sizeof r->model_schedule, "none");
-    if (have_model && g->have[m]) {
+    /* a model stored from a reverse walk of the KV cache (E8) is not what a forward kernel computes: as `run` does
+     * not judge a GPU variant by it, the claimed model's band decides here (exact and orig do not depend on it) */
+    const int reversed = have_model && g->have[m] && g->params.kv_order != DL_KV_FORWARD && m != DL_MODEL_EXACT &&
+                         m != DL_MODEL_ORIG;
+    if (have_model && g->have[m] && !reversed) {
         /* like run: the claimed model with the implementation limits (PASS / FAIL), and exact with that
          * model's expected band (within / above expected). A candidate carries no schedule: the model is
          * the stored (unsplit) one. */
@@ -509,7 +513,11 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
                            have_model ? " and no /golden/" : "", have_model ? mname : "",
                            have_model ? " to judge the candidate by" : " to judge a candidate without a model by");
         dl_model tm = DL_MODEL_BF16;
-        if (have_model) {
+        if (reversed) {
+            tm = m;
+            add_reason(r, "the golden file's %s model walks the KV cache in reverse (kv_order = reverse): judged by "
+                          "the %s band against exact", mname, mname);
+        } else if (have_model) {
             tm = m;
             add_reason(r, "the golden file has no /golden/%s: judged by the %s band against exact", mname,
                        mname);
@@ -528,6 +536,8 @@ int dl_candidate_score(const dl_golden *g, const char *golden_path, const dl_can
         snprintf(u, sizeof u, ": o limits widened by its unit roundoff %.3g", o_round);
         add_reason(r, "o stored as %s%s", dl_dtype_name(c->o_dtype), u);
     }
+    /* last: the judgement's notes above are what the row's fixed-width reason must keep */
+    if (c->settings[0]) add_reason(r, "settings: %s%s", c->settings, "");
 
     /* bytes, timing, device */
     dl_bytes b;

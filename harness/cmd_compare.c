@@ -30,7 +30,9 @@ static void compare_help(FILE *f)
             "o widens the o limits by its unit roundoff; beyond 1024 tokens they grow by sqrt(L / 1024)); and\n"
             "against exact: the precision, within or above the model's expected band (never a FAIL). A candidate\n"
             "that claims no model is judged by the band of its compute attribute (fp32, bf16, fp8), else of bf16:\n"
-            "PASS within, FAIL above.\n"
+            "PASS within, FAIL above, o widened by its roundoff as above, and every (request, head) row within 5x\n"
+            "the band's o (a zeroed or swapped head fails). A golden file made with --kv-order reverse judges a\n"
+            "candidate claiming an emulated model by that model's band (no forward kernel computes its order).\n"
             "A log2 LSE (lse_base \"2\", FlashInfer's) is converted to the natural log.\n"
             "The candidate must name the golden file's input hash (golden_hash): one made for another\n"
             "golden file is refused.\n\n"
@@ -110,7 +112,7 @@ static void print_row(const dl_result_row *r)
     else
         printf(" %10s\n", "not timed");
     printf("%-40s   %s\n", "", r->reason);
-    if (strcmp(r->verdict_model, "-"))
+    if (!isnan(r->limit_o_rel_l2)) /* a model's limits, or the band's when no model judges */
         printf("%-40s   limits: o rel L2 %.3g, per head %.3g, lse %.3g; worst head: row %lld (b=%lld h=%lld)\n", "",
                r->limit_o_rel_l2, r->limit_o_head_rel_l2, r->limit_lse_abs, (long long)r->model_o.head_worst,
                r->model_o.head_worst >= 0 ? (long long)(r->model_o.head_worst / r->num_qo_heads) : -1LL,

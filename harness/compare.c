@@ -371,6 +371,14 @@ int dl_within_band(const dl_scores *s, const dl_threshold *band)
     return 1;
 }
 
+void dl_band_limits(const dl_threshold *band, double o_round, dl_threshold *t)
+{
+    t->model = band->model;
+    t->o_rel_l2 = dl_limit_widened(band->o_rel_l2, o_round);
+    t->o_head_rel_l2 = dl_limit_widened(DL_BAND_HEAD_FACTOR * band->o_rel_l2, o_round);
+    t->lse_abs = band->lse_abs;
+}
+
 const char *dl_verdict_name(dl_verdict v) { return v == DL_PASS ? "PASS" : v == DL_FAIL ? "FAIL" : "?"; }
 
 const char *dl_band_name(int within_band) { return within_band ? "within" : "above expected"; }

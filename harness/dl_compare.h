@@ -113,6 +113,14 @@ dl_verdict dl_judge_impl(const dl_scores *s, const dl_threshold *t, double o_rou
 /* Precision against exact: 1 when the global o rel L2 and (with lse) the lse
  * error are finite and within the band, 0 otherwise ("above expected"). */
 int dl_within_band(const dl_scores *s, const dl_threshold *band);
+/* With no model to judge an implementation by (`compare` of a candidate that claims none), the band decides: *t gets
+ * its limits, o's widened by the output roundoff o_round as a model's are, and every (request, head) row held to
+ * DL_BAND_HEAD_FACTOR x the band's o (the band's global figure alone averaged a swapped or zeroed head away: two
+ * swapped heads of 32 x 32 rows passed fp8's band at 0.079). The factor: the CPU models' worst row against exact
+ * reached 2.8 x their band (fp8 on channel-outlier keys, 0.283 against 0.1; bf16simt 2.9 x; llama3-8B shapes,
+ * 2026-12-08), so 5 keeps room while a wrong, zeroed or swapped head (relative error ~1) still fails. */
+#define DL_BAND_HEAD_FACTOR 5.0
+void dl_band_limits(const dl_threshold *band, double o_round, dl_threshold *t);
 const char *dl_verdict_name(dl_verdict v); /* "PASS" "FAIL" */
 const char *dl_band_name(int within);      /* "within" "above expected" */
 

@@ -273,12 +273,21 @@ dl_verdict dl_run_judge(dl_result_row *r, const float *o, const float *lse, cons
         v = dl_judge_impl(&sm, t, o_round);
         snprintf(r->verdict_model, sizeof r->verdict_model, "%s", dl_verdict_name(v));
     } else {
-        /* no model to judge the implementation by: the precision band decides */
+        /* no model to judge the implementation by: the precision band decides, o widened by its roundoff and
+         * every (request, head) row held too (dl_band_limits) */
         if (exact) {
             r->model_o = r->exact_o;
             r->model_lse = r->exact_lse;
         }
-        v = exact && band && dl_within_band(&se, band) ? DL_PASS : DL_FAIL;
+        v = DL_FAIL;
+        if (exact && band) {
+            dl_threshold t;
+            dl_band_limits(band, o_round, &t);
+            r->limit_o_rel_l2 = t.o_rel_l2;
+            r->limit_o_head_rel_l2 = t.o_head_rel_l2;
+            r->limit_lse_abs = t.lse_abs;
+            v = dl_judge_impl(&se, &t, 0.0); /* t is widened already */
+        }
         snprintf(r->verdict_model, sizeof r->verdict_model, "-");
     }
     snprintf(r->verdict, sizeof r->verdict, "%s", dl_verdict_name(v));

@@ -158,7 +158,9 @@ START_TEST(exact_copy_passes_vs_exact)
     /* the band: bf16's vs-exact one for e4m3 when nothing is claimed */
     const dl_threshold *t = dl_threshold_vs_exact(DL_MODEL_BF16, DL_E4M3);
     ck_assert(r.band_o_rel_l2 == t->o_rel_l2 && r.band_lse_abs == t->lse_abs);
-    ck_assert(isnan(r.limit_o_rel_l2));
+    /* no model: the band's limits, each row held to DL_BAND_HEAD_FACTOR x the band's o (o stored f32: unwidened) */
+    ck_assert(r.limit_o_rel_l2 == t->o_rel_l2 && r.limit_lse_abs == t->lse_abs);
+    ck_assert(r.limit_o_head_rel_l2 == DL_BAND_HEAD_FACTOR * t->o_rel_l2);
     ck_assert_str_eq(r.timing_mode, "none");
     ck_assert(isnan(r.time_median_s));
     ck_assert_ptr_nonnull(strstr(r.reason, "no model claimed"));
@@ -663,8 +665,118 @@ START_TEST(python_targets_of_results)
 }
 END_TEST
 
+/* With no model claimed the band decides, and since 2026-12-08 every (request, head) row too: one zeroed head of
+ * 256 rows kept the global o error at 0.0625, under fp8's band (0.1), and passed; now it FAILs on its row (1.0 over
+ * 5 x the band), and the limits and worst head are printed. The same copy unharmed passes. */
+START_TEST(no_model_rows_judged)
+{
+    char big[300];
+    dl_test_path(big, sizeof big, "g_rows.h5");
+    int rc = DL_RUN("golden", "--num-qo-heads", "32", "--num-kv-heads", "8", "--head-dim", "64", "--page-size", "16",
+                    "--batch", "8", "--seq-len", "64", "--kv-dtype", "e4m3", "--models", "exact", "--seed", "11",
+                    "--out", big);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
+    dl_golden gb;
+    memset(&gb, 0, sizeof gb);
+    ck_assert_int_eq(dl_golden_read(big, &gb), 0);
+    const int64_t rows = gb.c.cfg.batch_size * gb.c.cfg.num_qo_heads, D = gb.c.cfg.head_dim;
+    ck_assert_int_eq(rows, 256);
+    dl_candidate c;
+    dl_candidate_init(&c);
+    snprintf(c.compute, sizeof c.compute, "fp8");
+    snprintf(c.producer, sizeof c.producer, "unit-test 1.0");
+    snprintf(c.backend, sizeof c.backend, "zeroed-head");
+    snprintf(c.settings, sizeof c.settings, "exact with one head zeroed");
+    dl_run_hash_string(dl_run_inputs_hash(&gb.c), c.golden_hash, sizeof c.golden_hash);
+    c.batch_size = gb.c.cfg.batch_size;
+    c.num_qo_heads = gb.c.cfg.num_qo_heads;
+    c.head_dim = D;
+    c.o_dtype = DL_F32;
+    c.o = malloc((size_t)(rows * D) * sizeof(float));
+    c.lse = malloc((size_t)rows * sizeof(float));
+    ck_assert(c.o && c.lse);
+    for (int64_t i = 0; i < rows * D; i++) c.o[i] = (float)gb.out[DL_MODEL_EXACT].o[i];
+    for (int64_t i = 0; i < rows; i++) c.lse[i] = (float)gb.out[DL_MODEL_EXACT].lse[i];
+    write_cand(&c, cand);
+    unlink_res();
+    ck_assert_int_eq(DL_RUN("compare", big, cand, "--out", res), 0); /* unharmed: PASS */
+    for (int64_t d = 0; d < D; d++) c.o[(3 * 32 + 7) * D + d] = 0.0f; /* request 3, head 7 */
+    write_cand(&c, cand);
+    unlink_res();
+    rc = DL_RUN("compare", big, cand, "--out", res);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, dl_test_out);
+    ck_assert_msg(strstr(dl_test_out, "worst head: row 103 (b=3 h=7)"), "%s", dl_test_out);
+    dl_result_row *r = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res, &r, &n), 0);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(r[0].verdict, "FAIL");
+    ck_assert_msg(r[0].exact_o.rel_l2 < 0.1, "%g", r[0].exact_o.rel_l2);           /* the band alone passed it */
+    ck_assert_msg(fabs(r[0].limit_o_head_rel_l2 - 5 * 0.1) < 1e-12, "%g", r[0].limit_o_head_rel_l2);
+    ck_assert_msg(r[0].exact_o.head_rel_l2 > 0.99, "%g", r[0].exact_o.head_rel_l2);
+    free(r);
+    dl_candidate_free(&c);
+    dl_golden_free(&gb);
+}
+END_TEST
+
+/* No model claimed, o stored in 16 bits: the band's limits are widened by the storage roundoff, as the reason says
+ * (the fp32 model's own output stored as bf16 failed fp32's band, 1e-5, on its rounding alone); the same output 2 %
+ * off still fails. */
+START_TEST(no_model_o_widened)
+{
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_FP32, 0.0, DL_BF16, 0, NULL, "fp32");
+    dl_result_row r;
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 0);
+    ck_assert_str_eq(r.verdict, "PASS");
+    ck_assert_msg(r.exact_o.rel_l2 > 1e-4, "%g", r.exact_o.rel_l2); /* bf16's rounding is in it */
+    ck_assert_msg(strstr(r.reason, "widened by its unit roundoff"), "%s", r.reason);
+    dl_candidate_free(&c);
+    make_cand(&c, DL_MODEL_FP32, 0.02, DL_BF16, 0, NULL, "fp32");
+    ck_assert_int_eq(compare_to_row(&c, NULL, &r), 1);
+    ck_assert_str_eq(r.verdict, "FAIL");
+    dl_candidate_free(&c);
+}
+END_TEST
+
+/* A golden file made with --kv-order reverse (E8): its bf16 model walked the cache backwards, which no forward
+ * kernel computes; the candidate claiming it is judged by the bf16 band against exact and the row says so, with the
+ * file's kv_order recorded (it FAILed, and the row's kv_order was empty). */
+START_TEST(reverse_model_judged_by_band)
+{
+    char rev[300];
+    dl_test_path(rev, sizeof rev, "g_rev.h5");
+    int rc = DL_RUN("golden", "--num-qo-heads", "8", "--num-kv-heads", "2", "--head-dim", "64", "--page-size", "16",
+                    "--seq-len", "1,16,17,200", "--kv-dtype", "e4m3", "--models", "exact,fp32,bf16", "--seed", "5",
+                    "--kv-order", "reverse", "--out", rev);
+    ck_assert_msg(rc == 0, "golden failed (%d): %s", rc, dl_test_err);
+    dl_candidate c;
+    make_cand(&c, DL_MODEL_BF16, 0.0, DL_F32, 0, "bf16", NULL); /* the forward bf16 model's output */
+    write_cand(&c, cand);
+    unlink_res();
+    rc = DL_RUN("compare", rev, cand, "--out", res);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, dl_test_out);
+    dl_result_row *r = NULL;
+    int64_t n = 0;
+    ck_assert_int_eq(dl_results_read(res, &r, &n), 0);
+    ck_assert_str_eq(r[0].verdict, "PASS");
+    ck_assert_str_eq(r[0].verdict_model, "-");
+    ck_assert_str_eq(r[0].kv_order, "reverse");
+    ck_assert_msg(strstr(r[0].reason, "in reverse (kv_order = reverse): judged by the bf16 band"), "%s", r[0].reason);
+    free(r);
+    /* the forward file judges it by its model, and records forward */
+    dl_result_row fr;
+    ck_assert_int_eq(compare_to_row(&c, NULL, &fr), 0);
+    ck_assert_str_eq(fr.verdict_model, "PASS");
+    ck_assert_str_eq(fr.kv_order, "forward");
+    dl_candidate_free(&c);
+}
+END_TEST
+
 DL_TEST_SUITE("compare_cli", 120, setup, teardown,
               help_and_hash, exact_copy_passes_vs_exact, bf16_model_as_bf16_passes_at_bf16_level, perturbed_fails,
               log2_lse_converted, timing_columns_from_attributes, refusals, python_baseline_writes_what_compare_reads,
               python_summary_of_results, python_targets_of_results, out_checked_first, fifo_refused,
-              fixed_utf8_dtype_accepted, candidate_write_names_failure)
+              fixed_utf8_dtype_accepted, candidate_write_names_failure, no_model_rows_judged, no_model_o_widened,
+              reverse_model_judged_by_band)
