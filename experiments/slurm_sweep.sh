@@ -11,7 +11,7 @@
 #SBATCH --output=slurm-%x-%A_%a.out
 #
 # usage (from the repository root, on a filesystem every node sees):
-#   experiments/slurm_sweep.sh FILE.cfg N [FLAGS]     submit the N tasks (--array=0-(N-1)) and the merge job
+#   experiments/slurm_sweep.sh FILE.cfg N [FLAGS]     submit the N tasks (--array=0-(N-1), N in 1..4096) and the merge job
 #                                                     (--dependency=afterok on the array); prints both job ids
 #   sbatch --array=0-(N-1) experiments/slurm_sweep.sh FILE.cfg N [FLAGS]   the array alone (N must match it)
 #   experiments/slurm_sweep.sh --merge FILE.cfg N     merge by hand, once every shard is done
@@ -38,8 +38,10 @@ if [ "${1:-}" = "--merge" ]; then merge=1; shift; fi
 file=$1 n=$2
 shift 2
 [ -f "$file" ] || die "FILE.cfg: '$file' is not a file"
-case "$n" in '' | *[!0-9]*) die "N: '$n' is not a number of shards";; esac
-[ "$n" -ge 1 ] || die "N: '$n' must be at least 1"
+case "$n" in '' | *[!0-9]*) die "N: '$n' is not a number of shards (1..4096)";; esac
+[ "${#n}" -le 6 ] || die "N: '$n' must be in 1..4096"
+n=$((10#$n)) # "08" is 8, not a bad octal number
+{ [ "$n" -ge 1 ] && [ "$n" -le 4096 ]; } || die "N: '$n' must be in 1..4096"
 
 # Under Slurm the script is a copy in the spool directory: work from where it was submitted.
 if [ -n "${SLURM_SUBMIT_DIR:-}" ]; then cd "$SLURM_SUBMIT_DIR"; fi
@@ -69,10 +71,14 @@ fi
 command -v sbatch >/dev/null || die "sbatch not found: run on a Slurm login node"
 [ -x "$bin" ] || die "DECODELAB: '$bin' is not an executable (make, or make static)"
 # the sweep must be valid before anything is queued: --shard 0/N with --stop-after 0 checks the file
-# and every point through golden's own parser and runs nothing (exit 3; 0 when shard 0 has no point)
+# and every point through golden's own parser and runs nothing (exit 3; 0 when shard 0 has no point).
+# The login node has no GPU, where decodelab takes the reduced sweep: check the full one the GPU tasks
+# run, unless FLAGS choose
+sweep=(--full)
+for f in "$@"; do case "$f" in --reduced | --full) sweep=();; esac; done
 chk=$(mktemp -d)
 set +e
-msg=$("$bin" experiment "$file" --shard "0/$n" --out "$chk/o" --cache "$chk/c" --stop-after 0 "$@" 2>&1 >/dev/null)
+msg=$("$bin" experiment "$file" --shard "0/$n" --out "$chk/o" --cache "$chk/c" --stop-after 0 "${sweep[@]}" "$@" 2>&1 >/dev/null)
 rc=$?
 set -e
 rm -rf "$chk"

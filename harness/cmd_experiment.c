@@ -1088,6 +1088,18 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
         if (realpath(o->merge[d], a) && realpath(r.dir, b) && !strcmp(a, b))
             rc = dl_fail("--out: '%s' is one of the shard directories: merge into another", r.dir);
     }
+    /* one process per OUT, as a run takes it: a run or another merge writing there meanwhile interleaved rows
+     * (twice counted); and a run's or a shard's folder (run.cfg, shard.cfg) is not a merge's to take */
+    int lock_fd = -1;
+    if (!rc) rc = mkdirs(r.dir);
+    if (!rc) rc = lock_out_dir(r.dir, &lock_fd);
+    for (int k = 0; k < 2 && !rc; k++) {
+        char m[1300];
+        snprintf(m, sizeof m, "%s/%s", r.dir, k ? "shard.cfg" : "run.cfg");
+        if (dl_file_size(m) >= 0)
+            rc = dl_fail("--out: %s holds %s (a %s's folder, not of a merge): merge into another directory", r.dir, m,
+                         k ? "shard" : "run");
+    }
     if (!rc && (dl_file_size(r.results) >= 0 || dl_file_size(r.census) >= 0)) {
         if (dl_file_size(mpath) < 0)
             rc = dl_fail("%s already holds results of a run (not of a merge): --out another directory", r.dir);
@@ -1097,7 +1109,6 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
             unlink(r.census);
         }
     }
-    if (!rc) rc = mkdirs(r.dir);
     if (!rc && nout > 0) rc = dl_results_append(r.results, out_rows, nout);
     if (!rc && ncout > 0) rc = dl_census_append(r.census, out_crows, ncout);
     if (!rc) {
@@ -1130,6 +1141,7 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
         free(r.rows);
         free(r.crows);
     }
+    if (lock_fd >= 0) close(lock_fd);
 done:
     for (int d = 0; man && d < nd; d++) manifest_free(&man[d]);
     for (int d = 0; srows && d < nd; d++) free(srows[d]);

@@ -362,8 +362,22 @@ static int load_hyp(const dl_experiment *x, const config_setting_t *g, int idx, 
     if (s) {
         snprintf(w2, sizeof w2, "%s.where", where);
         if (member(s, "variant")) return xfail(x, member(s, "variant"), w2, NULL, "variant belongs in num/den");
+        /* a SASS census row belongs to a kernel of the binary, not to a sweep point: nothing to select it by */
+        if (h->kind == DL_XP_CENSUS && !strcmp(h->source, "sass"))
+            return xfail(x, s, w2, NULL, "a sass census rule counts the binary's kernels, not sweep points: "
+                                         "select them by num/den's variant and kv_dtype");
         DL_TRY(load_terms(x, s, w2, h->where, &h->nwhere, 0));
     }
+    if (h->kind == DL_XP_CENSUS && !strcmp(h->source, "sass")) /* likewise any term but kv_dtype */
+        for (int side = 0; side < 2; side++) {
+            const dl_xp_sel *sel = side ? &h->den : &h->num;
+            for (int t = 0; t < sel->nterms; t++)
+                if (strcmp(sel->terms[t].key, "kv_dtype")) {
+                    snprintf(w2, sizeof w2, "%s.%s.%s", where, side ? "den" : "num", sel->terms[t].key);
+                    return xfail(x, member(member(g, side ? "den" : "num"), sel->terms[t].key), w2, NULL,
+                                 "a sass census rule selects kernels by variant and kv_dtype alone");
+                }
+        }
     h->lo = -INFINITY;
     h->hi = INFINITY;
     h->noise_k = 2.0;
@@ -377,7 +391,15 @@ static int load_hyp(const dl_experiment *x, const config_setting_t *g, int idx, 
         snprintf(v, sizeof v, "%g > %g", h->lo, h->hi);
         return xfail(x, member(g, "lo"), key, v, "an empty interval: lo must be <= hi");
     }
-    if (!(h->noise_k >= 0) || isinf(h->noise_k)) return xfail(x, member(g, "noise_k"), "noise_k", NULL, "must be >= 0");
+    if (!isfinite(h->lo) && !isfinite(h->hi))
+        return xfail(x, member(g, "lo") ? member(g, "lo") : member(g, "hi"), key, NULL,
+                     "a rule needs a finite lo or hi (with neither, no observation can lie outside)");
+    snprintf(key, sizeof key, "%s.noise_k", where);
+    if (!(h->noise_k >= 0) || isinf(h->noise_k)) {
+        char v[64];
+        snprintf(v, sizeof v, "%g", h->noise_k);
+        return xfail(x, member(g, "noise_k"), key, v, "must be finite and >= 0");
+    }
     return 0;
 }
 
@@ -886,6 +908,7 @@ static int noisy(const char *metric)
 static int classify(double v, double nz, const dl_xp_hyp *h)
 {
     if (v >= h->lo && v <= h->hi) return 0;
+    if (!isfinite(v)) return 1; /* x/0 outside the interval: no noise margin brings an infinity back */
     double bound = v < h->lo ? h->lo : h->hi;
     double margin = h->noise_k * nz * fabs(v);
     return fabs(v - bound) <= margin ? 2 : 1;
@@ -951,10 +974,13 @@ static void finish(dl_xp_result *r, const dl_xp_hyp *h, const char *missing_why)
     char iv[96];
     snprintf(iv, sizeof iv, "[%g, %g]", h->lo, h->hi);
     if (r->nout > 0) {
-        const dl_xp_obs *w = NULL;
-        for (int i = 0; i < r->nobs; i++)
-            if (r->obs[i].status == 1 && (!w || fabs(log(fabs(r->obs[i].value) + 1e-300)) > fabs(log(fabs(w->value) + 1e-300))))
-                w = &r->obs[i];
+        const dl_xp_obs *w = NULL; /* the example: the observation farthest outside, relative to its bound */
+        double wd = -1;
+        for (int i = 0; i < r->nobs; i++) {
+            const double v = r->obs[i].value, bound = v < h->lo ? h->lo : h->hi;
+            const double d = isfinite(v) ? fabs(v - bound) / fmax(fabs(bound), 1e-300) : INFINITY;
+            if (r->obs[i].status == 1 && (!w || d > wd)) w = &r->obs[i], wd = d;
+        }
         r->verdict = DL_XP_REJECTED;
         snprintf(r->reason, sizeof r->reason, "%d of %d observations outside %s beyond the noise, e.g. %.4g at %.400s",
                  r->nout, r->nobs, iv, w->value, w->what);
@@ -1035,6 +1061,13 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                         continue;
                     }
                     double nb = noisy(mden) && isfinite(b->time_stdrel) ? b->time_stdrel : 0;
+                    if (va == 0 && vb == 0) { /* 0/0 says nothing about the ratio: missing, named */
+                        r->nmissing++;
+                        if (!missing[0])
+                            snprintf(missing, sizeof missing, "0/0 (%.60s of %s and of %s both 0) at %.250s", mnum,
+                                     a->variant, b->variant, pn->label);
+                        continue;
+                    }
                     DL_TRY(add_obs(r, &cap));
                     dl_xp_obs *o = &r->obs[r->nobs - 1];
                     if (pd == pn) snprintf(o->what, sizeof o->what, "%s, %s / %s", pn->label, a->variant, b->variant);
@@ -1043,7 +1076,7 @@ static int eval_rows(const dl_experiment *x, const dl_xp_hyp *h, const dl_xp_poi
                     o->den = vb;
                     o->value = va / vb;
                     o->noise = sqrt(na * na + nb * nb);
-                    o->status = isfinite(o->value) ? classify(o->value, o->noise, h) : 1;
+                    o->status = classify(o->value, o->noise, h); /* x/0 = +-inf: inside [lo, inf] or out */
                     o->unconverged = (noisy(mnum) && a->time_converged == 0) || (noisy(mden) && b->time_converged == 0);
                 }
             }

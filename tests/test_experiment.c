@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,6 +253,94 @@ START_TEST(test_verdicts)
     ck_assert_ptr_nonnull(strstr(res.reason, "no data"));
     dl_xp_result_free(&res);
     dl_xp_points_free(pts, n);
+}
+END_TEST
+
+/* Zero denominators and the rules that could not fail (an audit, 2026-12-08): x/0 = inf lies inside [lo, inf] (it was
+ * always REJECTED), 0/0 is a missing observation named in the reason (it was REJECTED as NaN); the REJECTED example is
+ * the observation farthest outside (it was the one farthest from 1: the nearest miss below hi = 0.5); a rule whose
+ * bounds are both infinite, a sass census rule with a where or a term other than kv_dtype (both ignored), and a bad
+ * noise_k are refused at load, naming key and value. */
+START_TEST(test_zero_denominators_and_refusals)
+{
+    static dl_experiment x;
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP,
+             "hypotheses = ( { claim = \"fast is at least half of cast\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+             "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
+             "  where = { kv_dtype = \"e4m3\"; }; lo = 0.5; } );\n");
+    load_ok(text, &x);
+    dl_xp_point *pts = NULL;
+    int n = 0;
+    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
+    const dl_xp_point *a = NULL, *b = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
+            if (!a) a = &pts[i];
+            else b = &pts[i];
+        }
+    ck_assert_ptr_nonnull(b);
+    dl_result_row rows[4];
+    dl_xp_result res;
+    mkrow(&rows[0], a, "fp32-fast-simt", 100e-6, 0.002);
+    mkrow(&rows[1], a, "fp32-cast-simt", 0.0, 0.002); /* x/0 */
+    mkrow(&rows[2], b, "fp32-fast-simt", 100e-6, 0.002);
+    mkrow(&rows[3], b, "fp32-cast-simt", 100e-6, 0.002);
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_HOLDS);
+    ck_assert_int_eq(res.nin, 2);
+    ck_assert(isinf(res.vmax));
+    dl_xp_result_free(&res);
+    rows[0].time_median_s = 0.0; /* 0/0: missing, said */
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_INCONCLUSIVE);
+    ck_assert_int_eq(res.nmissing, 1);
+    ck_assert_int_eq(res.nobs, 1);
+    ck_assert_msg(strstr(res.reason, "0/0"), "%s", res.reason);
+    dl_xp_result_free(&res);
+    dl_xp_points_free(pts, n);
+
+    /* the example of a REJECTED rule: the farthest outside (0.9 with hi = 0.5), not the nearest miss (0.6) */
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP,
+             "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+             "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
+             "  where = { kv_dtype = \"e4m3\"; }; hi = 0.5; } );\n");
+    load_ok(text, &x);
+    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
+    a = b = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
+            if (!a) a = &pts[i];
+            else b = &pts[i];
+        }
+    mkrow(&rows[0], a, "fp32-fast-simt", 60e-6, 0.001);
+    mkrow(&rows[1], a, "fp32-cast-simt", 100e-6, 0.001);
+    mkrow(&rows[2], b, "fp32-fast-simt", 90e-6, 0.001);
+    mkrow(&rows[3], b, "fp32-cast-simt", 100e-6, 0.001);
+    ck_assert_int_eq(judge(&x, pts, n, rows, 4, &res), DL_XP_REJECTED);
+    ck_assert_msg(strstr(res.reason, "e.g. 0.9 at"), "%s", res.reason);
+    dl_xp_result_free(&res);
+    dl_xp_points_free(pts, n);
+
+    const char *rule = "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+                       "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; }; %s } );\n";
+    char r2[1024];
+    snprintf(r2, sizeof r2, rule, "lo = \"-inf\";");
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
+    expect_bad(text, "hypotheses[0].lo", "finite lo or hi", 0);
+    snprintf(r2, sizeof r2, rule, "lo = \"-inf\"; hi = \"inf\";");
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
+    expect_bad(text, "hypotheses[0].lo", "finite lo or hi", 0);
+    snprintf(r2, sizeof r2, rule, "hi = 1; noise_k = -1;");
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
+    expect_bad(text, "hypotheses[0].noise_k", "'-1'", 0);
+    const char *census = "measure = { census = true; };\n"
+                         "hypotheses = ( { claim = \"c\"; kind = \"census\"; metric = \"conv\";\n"
+                         "  num = { variant = \"fp32-fast-simt\"; %s }; den = { variant = \"fp32-cast-simt\"; }; hi = 0.5; %s } );\n";
+    snprintf(r2, sizeof r2, census, "", "where = { kv_dtype = \"e5m2\"; };");
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
+    expect_bad(text, "hypotheses[0].where", "not sweep points", 0);
+    snprintf(r2, sizeof r2, census, "seed = 1;", "");
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
+    expect_bad(text, "hypotheses[0].num.seed", "variant and kv_dtype alone", 0);
 }
 END_TEST
 
@@ -627,6 +717,22 @@ START_TEST(test_merge_refusals)
     }
     snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "shards missing: 1/3", "--shard 1/3");
+    /* OUT held by another experiment process (its .lock): refused, as a run is (a merge once wrote beside a run, and
+     * the rows were counted twice); a folder holding a shard's manifest is not a merge's either */
+    snprintf(p, sizeof p, "%s/held", dl_test_dir);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/held/.lock", dl_test_dir);
+    int lfd = open(p, O_RDWR | O_CREAT, 0644);
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(flock(lfd, LOCK_EX | LOCK_NB), 0);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/held'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
+    expect_exit2(args, "is in use by another decodelab experiment", NULL);
+    close(lfd);
+    snprintf(p, sizeof p, "%s/held/shard.cfg", dl_test_dir);
+    FILE *sf = fopen(p, "w");
+    ck_assert_ptr_nonnull(sf);
+    fclose(sf);
+    expect_exit2(args, "shard.cfg (a shard's folder, not of a merge)", NULL);
     snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s1' '%s/s2' --out '%s/m'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "shard 1/3 given twice", NULL);
     /* a one-piece run or another shard number in a shard directory */
@@ -1022,4 +1128,4 @@ DL_TEST_SUITE("experiment", 120, setup, teardown,
               test_end_to_end_and_resume, test_step_failure_named, test_shard_flag_validation, test_shard_merge_equals_one_piece,
               test_merge_refusals, test_long_value_refused, test_big_integers, test_float_round_trip,
               test_file_not_regular, test_wrong_type_and_include, test_resume_other_experiment_refused,
-              test_shared_cache_race, test_second_run_into_out_refused)
+              test_shared_cache_race, test_second_run_into_out_refused, test_zero_denominators_and_refusals)

@@ -24,6 +24,34 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 XP=experiments/E5_e4m3_vs_e5m2.cfg
 T0=$(date +%s)
 
+# Submit mode's checks, with a stand-in sbatch (no cluster needed): the check runs the full sweep the GPU tasks
+# run (the login node has no GPU, where decodelab takes the reduced one: a file whose full sweep was invalid got
+# queued), and N may have a leading zero ("08" died in bash's octal arithmetic with exit 1).
+F=$(mktemp -d /tmp/dl_slurm_submit.XXXXXX)
+mkdir -p "$F/bin"
+printf '#!/bin/sh\necho "$*" >> "%s/calls"\necho 4242\n' "$F" > "$F/bin/sbatch"
+chmod +x "$F/bin/sbatch"
+sed 's/^\(sweep = {\)/\1 num_qo_heads = [8, 6]; num_kv_heads = 4;/; s/^reduced = {/reduced = { num_qo_heads = 8;/' \
+    "$XP" > "$F/bad_full.cfg"
+grep -q 'num_qo_heads = \[8, 6\]' "$F/bad_full.cfg" && grep -q 'reduced = { num_qo_heads = 8;' "$F/bad_full.cfg" ||
+    { echo "FAIL test-slurm: could not make a sweep whose full form is invalid from $XP"; rm -rf "$F"; exit 1; }
+"$BIN" experiment "$F/bad_full.cfg" --out "$F/r" --cache "$F/c" --stop-after 0 --reduced > /dev/null 2>&1
+rc_r=$?
+out=$(PATH="$F/bin:$PATH" DECODELAB="$BIN" DL_SWEEP_OUT="$F/s" experiments/slurm_sweep.sh "$F/bad_full.cfg" 2 2>&1)
+rc=$?
+if [ "$rc_r" != 3 ] || [ "$rc" != 2 ] || [ -e "$F/calls" ] || ! grep -q "num_qo_heads = 6" <<< "$out"; then
+    echo "FAIL test-slurm: a sweep invalid in full (reduced exit $rc_r) was submitted or not named (exit $rc): $out"
+    rm -rf "$F"; exit 1
+fi
+out=$(PATH="$F/bin:$PATH" DECODELAB="$BIN" DL_SWEEP_OUT="$F/s" DL_SWEEP_MERGED="$F/m" experiments/slurm_sweep.sh "$XP" 08 2>&1)
+rc=$?
+if [ "$rc" != 0 ] || ! grep -q -- "--array=0-7" "$F/calls" 2>/dev/null; then
+    echo "FAIL test-slurm: N = 08 (exit $rc): $out; sbatch saw: $(cat "$F/calls" 2>/dev/null)"
+    rm -rf "$F"; exit 1
+fi
+rm -rf "$F"
+echo "test-slurm: submit checks (the full sweep checked, N = 08) passed"
+
 skip() { echo "SKIP test-slurm: $*"; exit 0; }
 for t in slurmctld slurmd sbatch squeue scancel scontrol sinfo munged munge; do
     command -v "$t" >/dev/null 2>&1 || skip "$t not found (Debian/Ubuntu: apt-get install slurm-wlm munge)"
