@@ -231,6 +231,23 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
     if (get_str(r, "compute", c->compute, sizeof c->compute, 0) < 0) return -1;
     if (get_str(r, "dequant", c->dequant, sizeof c->dequant, 0) < 0) return -1;
     if (get_str(r, "unit", c->unit, sizeof c->unit, 0) < 0) return -1;
+    /* the registry's axes: a value outside them (compute = "f32") fell back to bf16's band without a word */
+    static const char *const axes[3][6] = {{"fp32", "bf16", "fp8", NULL},
+                                           {"cast", "fast", "hw", "none", NULL},
+                                           {"simt", "mma", "stream", "wgmma", NULL}};
+    const char *const axis_name[3] = {"compute", "dequant", "unit"};
+    const char *const axis_val[3] = {c->compute, c->dequant, c->unit};
+    for (int a = 0; a < 3; a++) {
+        int ok = !axis_val[a][0] || (a == 0 && dl_candidate_model_ok(axis_val[a]) && strcmp(axis_val[a], "exact"));
+        char list[64] = "";
+        for (int k = 0; axes[a][k]; k++) {
+            ok |= !strcmp(axis_val[a], axes[a][k]);
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", axes[a][k]);
+        }
+        if (!ok)
+            return dl_fail("%s: %s is '%s', expected one of %s%s (the registry's axes), or no %s attribute", p,
+                           axis_name[a], axis_val[a], list, a == 0 ? " or a golden model's name" : "", axis_name[a]);
+    }
     if (get_str(r, "timing_mode", c->timing_mode, sizeof c->timing_mode, 0) < 0) return -1;
     if (get_str(r, "device_name", c->device_name, sizeof c->device_name, 0) < 0) return -1;
     if (get_str(r, "driver_version", c->driver_version, sizeof c->driver_version, 0) < 0) return -1;
@@ -263,7 +280,8 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
     }
     /* timing attributes hang together: a median, and min <= median <= max */
     int any_timing = !isnan(c->min_us) || !isnan(c->max_us) || !isnan(c->mean_us) || !isnan(c->stdrel) ||
-                     c->samples >= 0 || c->timing_mode[0];
+                     !isnan(c->elapsed_s) || !isnan(c->peak_read_gbps) || c->converged >= 0 || c->samples >= 0 ||
+                     c->timing_mode[0];
     if (any_timing && isnan(c->median_us))
         return dl_fail("%s: median_us is missing but other timing attributes are present", p);
     if (!isnan(c->median_us)) {
@@ -272,6 +290,9 @@ static int read_attrs(const rd *r, const dl_golden *g, dl_candidate *c)
             return dl_fail("%s: min_us %g is above median_us %g", p, c->min_us, c->median_us);
         if (!isnan(c->max_us) && c->max_us < c->median_us)
             return dl_fail("%s: max_us %g is below median_us %g", p, c->max_us, c->median_us);
+        if (!isnan(c->mean_us) && ((!isnan(c->min_us) && c->mean_us < c->min_us) ||
+                                   (!isnan(c->max_us) && c->mean_us > c->max_us)))
+            return dl_fail("%s: mean_us %g is outside min_us %g .. max_us %g", p, c->mean_us, c->min_us, c->max_us);
     }
     if (!isnan(c->peak_read_gbps) && !(c->peak_read_gbps > 0))
         return dl_fail("%s: peak_read_gbps is %g, expected > 0", p, c->peak_read_gbps);

@@ -59,7 +59,7 @@ static void row(const char *kind, const dl_golden *g, dl_model m, dl_model ref, 
     char v[64] = "-";
     if (verdict) {
         const dl_threshold *t = dl_threshold_vs_exact(m, g->c.cfg.kv_dtype);
-        snprintf(v, sizeof v, "%-14s (band: o <= %.0e, lse <= %.0e)", dl_band_name(dl_within_band(&sc, t)),
+        snprintf(v, sizeof v, "%-14s (band: o <= %.2g, lse <= %.2g)", dl_band_name(dl_within_band(&sc, t)),
                  t->o_rel_l2, t->lse_abs);
     }
     printf("  %-10s  %-8s  %-5s  %10.3e  %10.3e  %10.3e  %10.3e  %11.3e  %s\n", kind, dl_model_name(m),

@@ -332,6 +332,10 @@ START_TEST(refusals)
         {"/o", "dtype", "e4m3", "dtype 'e4m3'"},
         {"/o", "dtype", "bf16", "HDF5 type is float"}, /* says bf16, holds float32 */
         {"/", "model", "fp16", "model is 'fp16'"},
+        /* the axes hold the registry's values: "f32" fell back to bf16's band without a word */
+        {"/", "compute", "f32", "compute is 'f32', expected one of fp32, bf16, fp8"},
+        {"/", "dequant", "bittrick", "dequant is 'bittrick'"},
+        {"/", "unit", "tensorcore", "unit is 'tensorcore'"},
     };
     for (size_t i = 0; i < sizeof bad_str / sizeof bad_str[0]; i++) {
         write_cand(&c, cand);
@@ -351,6 +355,19 @@ START_TEST(refusals)
     write_cand(&c, cand);
     ck_assert_int_eq(gm_set_attr_i64(cand, "/", "samples", 12), 0);
     refused("median_us is missing");
+    write_cand(&c, cand); /* elapsed_s and converged are timing attributes too */
+    double three = 3, fifty = 50, nine = 9, eleven = 11, ten = 10;
+    ck_assert_int_eq(gm_set_attr(cand, "/", "elapsed_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &three), 0);
+    refused("median_us is missing");
+    write_cand(&c, cand);
+    ck_assert_int_eq(gm_set_attr_i64(cand, "/", "converged", 0), 0);
+    refused("median_us is missing");
+    write_cand(&c, cand); /* a mean outside min .. max */
+    ck_assert_int_eq(gm_set_attr(cand, "/", "median_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &ten), 0);
+    ck_assert_int_eq(gm_set_attr(cand, "/", "min_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &nine), 0);
+    ck_assert_int_eq(gm_set_attr(cand, "/", "max_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &eleven), 0);
+    ck_assert_int_eq(gm_set_attr(cand, "/", "mean_us", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &fifty), 0);
+    refused("mean_us 50 is outside min_us 9 .. max_us 11");
     write_cand(&c, cand);
     ck_assert_int_eq(gm_delete(cand, "/o"), 0);
     refused("dataset /o is missing");
