@@ -1004,6 +1004,16 @@ static int merge_main(const xp_opts *o, const dl_experiment *x)
                 rc = dl_fail("--merge: row of point %d (%s), variant %s, twice: in %s and in %s", a->point + 1,
                              pts[a->point].label, ra->variant, o->merge[b->shard], o->merge[a->shard]);
         }
+    for (int64_t i = 0; i < ncrefs && !rc; i++) /* the ncu rows (a point's): (point, variant, kernel, metric) once */
+        for (int64_t j = 0; crefs[i].point >= 0 && j < i && !rc; j++) {
+            const row_ref *a = &crefs[i], *b = &crefs[j];
+            if (a->point != b->point) continue;
+            const dl_census_row *ca = &scrows[a->shard][a->row], *cb = &scrows[b->shard][b->row];
+            if (!strcmp(ca->variant, cb->variant) && !strcmp(ca->kernel, cb->kernel) && !strcmp(ca->metric, cb->metric))
+                rc = dl_fail("--merge: %s census row of point %d (%s), variant %s, metric %s, twice: in %s and in %s",
+                             ca->source, a->point + 1, pts[a->point].label, ca->variant, ca->metric,
+                             o->merge[b->shard], o->merge[a->shard]);
+        }
     for (int64_t i = 0; i < nrefs && !rc; i++) pt_count[refs[i].point]++;
     /* 3. nothing missing: every point has its CPU model rows, and on a GPU a row per variant */
     const dl_variant *vars[64];

@@ -238,6 +238,12 @@ static int load_terms(const dl_experiment *x, const config_setting_t *g, const c
         dl_xp_term *tm = &t[(*n)++];
         snprintf(tm->key, sizeof tm->key, "%s", nm);
         DL_TRY(values_of(x, e, key, tm->vals, DL_XP_MAX_VALUES, &tm->nvals));
+        /* a census kv_dtype the sweep does not set must still name a KV type ("e4m4" matched no row, in silence) */
+        for (int v = 0; v < tm->nvals && census && !strcmp(nm, "kv_dtype") && !is_swept(x, nm); v++) {
+            dl_dtype d;
+            if (dl_dtype_parse(tm->vals[v], &d) || (d != DL_F16 && d != DL_BF16 && d != DL_E4M3 && d != DL_E5M2))
+                return xfail(x, e, key, tm->vals[v], "not a KV type (f16, bf16, e4m3, e5m2)");
+        }
         /* every value must be one the sweep can produce */
         const dl_xp_field *f = find_field(x->fields, x->nfields, nm);
         const dl_xp_field *fr = find_field(x->reduced, x->nreduced, nm);
@@ -1114,7 +1120,12 @@ static double census_sum(const dl_xp_hyp *h, const dl_xp_sel *s, const dl_xp_poi
         if (!strcmp(h->source, "ncu")) {
             const dl_xp_point *p = point_of(pts, npts, r->golden_path);
             if (!p || !point_ok(p, h->where, h->nwhere)) continue;
-            for (int t = 0; t < s->nterms && ok; t++) ok = term_ok(&s->terms[t], dl_xp_point_value(p, s->terms[t].key));
+            for (int t = 0; t < s->nterms && ok; t++) {
+                const char *pv = dl_xp_point_value(p, s->terms[t].key);
+                /* kv_dtype not swept: the point has no value for it, the row its instantiation's */
+                if (!strcmp(s->terms[t].key, "kv_dtype") && !pv[0]) pv = r->kv_dtype;
+                ok = term_ok(&s->terms[t], pv);
+            }
         }
         if (!ok || !isfinite(r->value)) continue;
         sum += r->value;
@@ -1133,8 +1144,10 @@ int dl_xp_evaluate(const dl_experiment *x, int hi, const dl_xp_point *pts, int n
     double sn = census_sum(h, &h->num, pts, npts, crows, ncrows, &cn);
     char missing[256] = "";
     if (cn == 0) {
-        snprintf(missing, sizeof missing, "no %s census rows for %s (%s)", h->source, h->num.variant,
-                 !strcmp(h->source, "ncu") ? "ncu runs on a GPU machine only" : "cuobjdump missing or no CUDA kernels");
+        snprintf(missing, sizeof missing, "no %s census rows %s for %s (%s)", h->source,
+                 ncrows ? "match the selector" : "at all", h->num.variant,
+                 ncrows ? "check its kv_dtype and variant"
+                 : !strcmp(h->source, "ncu") ? "ncu runs on a GPU machine only" : "cuobjdump missing or no CUDA kernels");
         r->nmissing = 1;
         finish(r, h, missing);
         return 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../ref/dl_common.h"
+#include "../harness/dl_census.h"
 #include "../harness/dl_experiment.h"
 #include "../harness/dl_results.h"
 #include "dl_test.h"
@@ -341,6 +342,18 @@ START_TEST(test_zero_denominators_and_refusals)
     snprintf(r2, sizeof r2, census, "seed = 1;", "");
     snprintf(text, sizeof text, "%s%s", BASE_SWEEP, r2);
     expect_bad(text, "hypotheses[0].num.seed", "variant and kv_dtype alone", 0);
+    /* a census kv_dtype the sweep does not set is still a KV type ("e4m4" matched nothing, in silence) */
+    snprintf(r2, sizeof r2, census, "kv_dtype = \"e4m4\";", "");
+    snprintf(text, sizeof text, "name = \"t1\";\nquestion = \"q?\";\nsweep = { num_qo_heads = 4; num_kv_heads = 2; "
+             "head_dim = 64; batch = 2; seq_len = \"1:40\"; seed = [0, 1]; };\nvariants = [\"fp32-cast-simt\", "
+             "\"fp32-fast-simt\"];\nmodels = \"exact,orig,fp8\";\n%s", r2);
+    expect_bad(text, "hypotheses[0].num.kv_dtype", "'e4m4'", 0);
+    char good[1024];
+    snprintf(good, sizeof good, census, "kv_dtype = \"e5m2\";", "");
+    snprintf(text, sizeof text, "name = \"t1\";\nquestion = \"q?\";\nsweep = { num_qo_heads = 4; num_kv_heads = 2; "
+             "head_dim = 64; batch = 2; seq_len = \"1:40\"; seed = [0, 1]; };\nvariants = [\"fp32-cast-simt\", "
+             "\"fp32-fast-simt\"];\nmodels = \"exact,orig,fp8\";\n%s", good);
+    load_ok(text, &x); /* a real KV type, not swept: taken */
 }
 END_TEST
 
@@ -539,7 +552,8 @@ static const char *tiny_six =
 static void expect_exit2(const char *args, const char *needle1, const char *needle2)
 {
     char out[8192];
-    ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
+    const int rc = run_bin(args, out, sizeof out);
+    ck_assert_msg(rc == 2, "exit %d (2 expected) of %s: %s", rc, args, out);
     ck_assert_msg(strstr(out, needle1) != NULL, "'%s' not in: %s", needle1, out);
     if (needle2) ck_assert_msg(strstr(out, needle2) != NULL, "'%s' not in: %s", needle2, out);
     ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
@@ -728,6 +742,37 @@ START_TEST(test_merge_refusals)
     snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/held'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     expect_exit2(args, "is in use by another decodelab experiment", NULL);
     close(lfd);
+    /* an ncu census row twice in shard 0 (the check compared results rows alone: the sum counted it twice) */
+    {
+        char s0res[1400], s0cen[1400];
+        snprintf(s0res, sizeof s0res, "%s/s0/results.h5", dl_test_dir);
+        snprintf(s0cen, sizeof s0cen, "%s/s0/census.csv", dl_test_dir);
+        dl_result_row *rr = NULL;
+        int64_t nr = 0;
+        ck_assert_int_eq(dl_results_read(s0res, &rr, &nr), 0);
+        ck_assert_int_gt(nr, 0);
+        dl_census_row cr[2];
+        for (int k = 0; k < 2; k++) {
+            dl_census_row_init(&cr[k]);
+            snprintf(cr[k].source, sizeof cr[k].source, "ncu");
+            snprintf(cr[k].variant, sizeof cr[k].variant, "bf16-fast-mma");
+            snprintf(cr[k].kernel, sizeof cr[k].kernel, "mma_decode_kernel<64, (dl_dtype)3, true>(dl_gpu_args)");
+            snprintf(cr[k].metric, sizeof cr[k].metric, "sm__inst_executed.sum");
+            snprintf(cr[k].golden_path, sizeof cr[k].golden_path, "%s", rr[0].golden_path);
+            cr[k].value = 1000;
+        }
+        free(rr);
+        char keep[6000];
+        snprintf(keep, sizeof keep, "cp '%s' '%s.keep' 2>/dev/null; true", s0cen, s0cen);
+        ck_assert_int_eq(system(keep), 0);
+        ck_assert_int_eq(dl_census_append(s0cen, cr, 2), 0);
+        snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/m_ncu'", cfg, dl_test_dir,
+                 dl_test_dir, dl_test_dir, dl_test_dir);
+        expect_exit2(args, "ncu census row of point", "twice");
+        snprintf(keep, sizeof keep, "rm -f '%s'; if [ -f '%s.keep' ]; then mv '%s.keep' '%s'; fi", s0cen, s0cen, s0cen, s0cen);
+        ck_assert_int_eq(system(keep), 0);
+    }
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s0' '%s/s1' '%s/s2' --out '%s/held'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     snprintf(p, sizeof p, "%s/held/shard.cfg", dl_test_dir);
     FILE *sf = fopen(p, "w");
     ck_assert_ptr_nonnull(sf);
