@@ -268,7 +268,11 @@ test: test-unit test-nv test-notebooks test-slurm test-local-sweep test-docs tes
 # The README's generated verdict tables are those of the committed runs (experiments/verdict_table.py).
 test-docs:
 	@if ! command -v python3 >/dev/null 2>&1; then echo "SKIP test-docs: python3 not found"; \
-	else python3 experiments/verdict_table.py --readme README.md --check && echo "PASS test-docs"; fi
+	else python3 experiments/verdict_table.py --readme README.md --check && \
+	  n=$$(python3 experiments/verdict_table.py results/h200_2026-12-01b results/h100_2026-12-08 | \
+	       grep -c '^| E3 H1 (h[0-9]*_2026-12-0[0-9]b*) |') && [ "$$n" = 2 ] || \
+	  { echo "FAIL test-docs: verdict_table.py over two runs of E3 must name each row's folder"; exit 1; }; \
+	  echo "PASS test-docs"; fi
 
 test-unit: $(BIN) $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \

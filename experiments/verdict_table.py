@@ -35,15 +35,15 @@ def rows_of(dirs):
         found = [own] if os.path.isfile(own) else sorted(glob.glob(os.path.join(d, "*", "verdicts.csv")))
         if not found:
             fail(f"{d}: no verdicts.csv in it or in its sub-folders")
-        files += found
+        files += [(f, d) for f in found]
     rows = []
-    for f in files:
+    for f, d in files:
         with open(f, newline="") as fh:
             rd = csv.DictReader(fh)
             need = {"experiment", "hypothesis", "claim", "verdict", "reason", "reduced"}
             if not rd.fieldnames or not need <= set(rd.fieldnames):
                 fail(f"{f}: not a verdicts table (columns {sorted(need)} expected)")
-            rows += [dict(r, _file=f) for r in rd]
+            rows += [dict(r, _file=f, _dir=d) for r in rd]
     key = lambda r: (r["experiment"], int(r["hypothesis"][1:]) if r["hypothesis"][1:].isdigit() else 0)
     return sorted(rows, key=key)
 
@@ -55,10 +55,15 @@ def cell(s):
 def table(dirs):
     rows = rows_of(dirs)
     out = ["| experiment | hypothesis | verdict | deciding numbers |", "|---|---|---|---|"]
+    # one hypothesis from two runs (two folders, e.g. two cards): each row names its folder, or they look alike
+    seen = {}
+    for r in rows:
+        seen[(r["experiment"], r["hypothesis"])] = seen.get((r["experiment"], r["hypothesis"]), 0) + 1
     for r in rows:
         exp = r["experiment"].split("_")[0]
         sweep = " (reduced sweep)" if r["reduced"] not in ("", "0") else ""
-        out.append(f"| {exp} {r['hypothesis']}{sweep} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['reason'])} |")
+        src = f" ({os.path.basename(os.path.normpath(r['_dir']))})" if seen[(r["experiment"], r["hypothesis"])] > 1 else ""
+        out.append(f"| {exp} {r['hypothesis']}{sweep}{src} | {cell(r['claim'])} | **{r['verdict']}** | {cell(r['reason'])} |")
     return "\n".join(out)
 
 

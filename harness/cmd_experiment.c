@@ -170,6 +170,13 @@ static int parse(int argc, char **argv, xp_opts *o)
         }
     }
     for (; optind < argc; optind++) DL_TRY(dl_cli_file_arg("experiment", "experiment file", argv[optind], &o->file));
+    if (!o->file && o->nmerge) { /* --merge takes every word after it: a FILE.cfg given last became a shard folder */
+        const char *last = o->merge[o->nmerge - 1];
+        const size_t l = strlen(last);
+        if (l > 4 && !strcmp(last + l - 4, ".cfg"))
+            return dl_fail("missing FILE.cfg: '%s', after --merge, was taken as a shard directory (give FILE.cfg "
+                           "first: decodelab experiment FILE.cfg --merge DIR...)", last);
+    }
     if (!o->file) return dl_fail("missing FILE.cfg (see decodelab experiment --help)");
     if (o->reduced && o->full) return dl_fail("--reduced and --full: choose one");
     if (o->nmerge && (o->shard_n || o->resume || o->reduced || o->full || o->cache || o->binary || o->stop_after >= 0))

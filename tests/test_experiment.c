@@ -604,6 +604,8 @@ START_TEST(test_shard_flag_validation)
     expect_exit2(args, "--merge", "only --out");
     snprintf(args, sizeof args, "experiment '%s' --merge", cfg);
     expect_exit2(args, "--merge", NULL);
+    snprintf(args, sizeof args, "experiment --merge '%s/s0' '%s/s1' '%s'", dl_test_dir, dl_test_dir, cfg);
+    expect_exit2(args, "after --merge, was taken as a shard directory", "give FILE.cfg first");
     snprintf(args, sizeof args, "experiment '%s' --merge '%s/nothing'", cfg, dl_test_dir);
     expect_exit2(args, "nothing/shard.cfg", "not a shard directory");
 }
