@@ -532,6 +532,27 @@ static int write_report(xp_run *r, const dl_xp_point *pts, int npts, int reduced
         for (int i = 0; i < x->nvariants; i++) fprintf(f, " `%s`", x->variants[i]);
     }
     fprintf(f, ". Rows: `results.csv` (%lld), census: `census.csv` (%lld).\n\n", (long long)r->nrows, (long long)r->ncrows);
+    /* rows of more than one build or card (a shard rerun after a rebuild, shards on two kinds of GPU, a --resume
+     * with another binary) all feed the verdicts below: say so, with each one's count */
+    for (int col = 0; col < 2; col++) {
+        enum { kMax = 8 };
+        const char *val[kMax];
+        int64_t cnt[kMax];
+        int nv = 0, more = 0;
+        for (int64_t i = 0; i < r->nrows; i++) {
+            const char *v = col == 0 ? r->rows[i].generator : r->rows[i].device_name;
+            if (col == 1 && (!strcmp(r->rows[i].unit, "cpu") || !v[0])) continue; /* CPU rows have no card */
+            int k = 0;
+            while (k < nv && strcmp(val[k], v)) k++;
+            if (k == nv && nv == kMax) more = 1;
+            else if (k == nv) val[nv] = v, cnt[nv++] = 1;
+            else cnt[k]++;
+        }
+        if (nv < 2) continue;
+        fprintf(f, "**The rows come from %d %s%s:**", nv + more, col == 0 ? "builds" : "devices", more ? " or more" : "");
+        for (int k = 0; k < nv; k++) fprintf(f, "%s `%s` (%lld rows)", k ? "," : "", val[k], (long long)cnt[k]);
+        fprintf(f, "; the verdicts below mix them.\n\n");
+    }
     if (!r->gpu) fprintf(f, "GPU steps not run: %s.\n\n", r->no_gpu);
     if (r->census_note[0]) fprintf(f, "Census: %s.\n\n", r->census_note);
     if (r->ncu_note[0]) fprintf(f, "Nsight Compute: %s.\n\n", r->ncu_note);

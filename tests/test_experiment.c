@@ -712,11 +712,31 @@ START_TEST(test_shard_merge_equals_one_piece)
     ck_assert_str_eq(va, vb);
     dl_test_path(p2, sizeof p2, "m/report.md");
     ck_assert_int_eq(count_lines_with(p2, "| H1 |"), 1);
+    ck_assert_int_eq(count_lines_with(p2, "The rows come from"), 0); /* one build, no card */
     /* merging again over its own output is allowed (it was a merge); over a one-piece run it is not */
     ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/one'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
     ck_assert_int_eq(run_bin(args, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "not of a merge"));
+    /* a shard whose rows another build made (a task rerun after a rebuild): the merge's report says the verdicts mix
+     * two builds, with each one's rows (it named one build, its own) */
+    char s2res[600], s2csv[600];
+    snprintf(s2res, sizeof s2res, "%s/s2/results.h5", dl_test_dir);
+    dl_results_csv_path(s2res, s2csv, sizeof s2csv);
+    dl_result_row *rr = NULL;
+    int64_t nr = 0;
+    ck_assert_int_eq(dl_results_read(s2res, &rr, &nr), 0);
+    ck_assert_int_gt(nr, 0);
+    for (int64_t i = 0; i < nr; i++) snprintf(rr[i].generator, sizeof rr[i].generator, "decodelab 0.1.0 (git other)");
+    unlink(s2res);
+    unlink(s2csv);
+    ck_assert_int_eq(dl_results_append(s2res, rr, nr), 0);
+    free(rr);
+    snprintf(args, sizeof args, "experiment '%s' --merge '%s/s2' '%s/s0' '%s/s1' --out '%s/m_two'", cfg, dl_test_dir, dl_test_dir, dl_test_dir, dl_test_dir);
+    ck_assert_msg(run_bin(args, out, sizeof out) == 0, "%s", out);
+    dl_test_path(p2, sizeof p2, "m_two/report.md");
+    ck_assert_int_eq(count_lines_with(p2, "**The rows come from 2 builds:**"), 1);
+    ck_assert_int_eq(count_lines_with(p2, "`decodelab 0.1.0 (git other)` ("), 1);
 }
 END_TEST
 
