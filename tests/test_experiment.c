@@ -185,6 +185,18 @@ static dl_xp_verdict judge(const dl_experiment *x, const dl_xp_point *pts, int n
     return res->verdict;
 }
 
+/* The two points of BASE_SWEEP whose kv_dtype is e4m3 (the seeds 0 and 1), in sweep order. */
+static void e4m3_points(const dl_xp_point *pts, int n, const dl_xp_point **a, const dl_xp_point **b)
+{
+    *a = *b = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
+            if (!*a) *a = &pts[i];
+            else *b = &pts[i];
+        }
+    ck_assert_ptr_nonnull(*b);
+}
+
 START_TEST(test_verdicts)
 {
     static dl_experiment x;
@@ -195,13 +207,8 @@ START_TEST(test_verdicts)
     int n = 0;
     ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
     /* the e4m3 points are the ones the rule looks at */
-    const dl_xp_point *a = NULL, *b = NULL;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
-            if (!a) a = &pts[i];
-            else b = &pts[i];
-        }
-    ck_assert_ptr_nonnull(b);
+    const dl_xp_point *a, *b;
+    e4m3_points(pts, n, &a, &b);
     dl_result_row rows[8];
     dl_xp_result res;
     /* ratios 1.00 and 1.05: both in [0.9, 1.1] -> HOLDS */
@@ -274,13 +281,8 @@ START_TEST(test_zero_denominators_and_refusals)
     dl_xp_point *pts = NULL;
     int n = 0;
     ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
-    const dl_xp_point *a = NULL, *b = NULL;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
-            if (!a) a = &pts[i];
-            else b = &pts[i];
-        }
-    ck_assert_ptr_nonnull(b);
+    const dl_xp_point *a, *b;
+    e4m3_points(pts, n, &a, &b);
     dl_result_row rows[4];
     dl_xp_result res;
     mkrow(&rows[0], a, "fp32-fast-simt", 100e-6, 0.002);
@@ -306,12 +308,7 @@ START_TEST(test_zero_denominators_and_refusals)
              "  where = { kv_dtype = \"e4m3\"; }; hi = 0.5; } );\n");
     load_ok(text, &x);
     ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
-    a = b = NULL;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(dl_xp_point_value(&pts[i], "kv_dtype"), "e4m3")) {
-            if (!a) a = &pts[i];
-            else b = &pts[i];
-        }
+    e4m3_points(pts, n, &a, &b);
     mkrow(&rows[0], a, "fp32-fast-simt", 60e-6, 0.001);
     mkrow(&rows[1], a, "fp32-cast-simt", 100e-6, 0.001);
     mkrow(&rows[2], b, "fp32-fast-simt", 90e-6, 0.001);
