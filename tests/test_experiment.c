@@ -197,18 +197,26 @@ static void e4m3_points(const dl_xp_point *pts, int n, const dl_xp_point **a, co
     ck_assert_ptr_nonnull(*b);
 }
 
+/* BASE_SWEEP with the hypotheses `rule` loaded into x, its points into *pts (*n), the two e4m3 ones into *a, *b. */
+static void rule_points(dl_experiment *x, const char *rule, dl_xp_point **pts, int *n, const dl_xp_point **a,
+                        const dl_xp_point **b)
+{
+    static char text[4096];
+    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, rule);
+    load_ok(text, x);
+    *pts = NULL;
+    *n = 0;
+    ck_assert_int_eq(dl_xp_points(x, 0, dl_test_dir, pts, n), 0);
+    e4m3_points(*pts, *n, a, b);
+}
+
 START_TEST(test_verdicts)
 {
     static dl_experiment x;
-    char text[4096];
-    snprintf(text, sizeof text, "%s%s", BASE_SWEEP, ratio_hyp);
-    load_ok(text, &x);
-    dl_xp_point *pts = NULL;
-    int n = 0;
-    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
-    /* the e4m3 points are the ones the rule looks at */
-    const dl_xp_point *a, *b;
-    e4m3_points(pts, n, &a, &b);
+    dl_xp_point *pts;
+    int n;
+    const dl_xp_point *a, *b; /* the e4m3 points are the ones the rule looks at */
+    rule_points(&x, ratio_hyp, &pts, &n, &a, &b);
     dl_result_row rows[8];
     dl_xp_result res;
     /* ratios 1.00 and 1.05: both in [0.9, 1.1] -> HOLDS */
@@ -273,16 +281,14 @@ START_TEST(test_zero_denominators_and_refusals)
 {
     static dl_experiment x;
     char text[4096];
-    snprintf(text, sizeof text, "%s%s", BASE_SWEEP,
-             "hypotheses = ( { claim = \"fast is at least half of cast\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
-             "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
-             "  where = { kv_dtype = \"e4m3\"; }; lo = 0.5; } );\n");
-    load_ok(text, &x);
-    dl_xp_point *pts = NULL;
-    int n = 0;
-    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
+    dl_xp_point *pts;
+    int n;
     const dl_xp_point *a, *b;
-    e4m3_points(pts, n, &a, &b);
+    rule_points(&x,
+                "hypotheses = ( { claim = \"fast is at least half of cast\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+                "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
+                "  where = { kv_dtype = \"e4m3\"; }; lo = 0.5; } );\n",
+                &pts, &n, &a, &b);
     dl_result_row rows[4];
     dl_xp_result res;
     mkrow(&rows[0], a, "fp32-fast-simt", 100e-6, 0.002);
@@ -302,13 +308,11 @@ START_TEST(test_zero_denominators_and_refusals)
     dl_xp_points_free(pts, n);
 
     /* the example of a REJECTED rule: the farthest outside (0.9 with hi = 0.5), not the nearest miss (0.6) */
-    snprintf(text, sizeof text, "%s%s", BASE_SWEEP,
-             "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
-             "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
-             "  where = { kv_dtype = \"e4m3\"; }; hi = 0.5; } );\n");
-    load_ok(text, &x);
-    ck_assert_int_eq(dl_xp_points(&x, 0, dl_test_dir, &pts, &n), 0);
-    e4m3_points(pts, n, &a, &b);
+    rule_points(&x,
+                "hypotheses = ( { claim = \"c\"; kind = \"ratio\"; metric = \"time_median_s\";\n"
+                "  num = { variant = \"fp32-fast-simt\"; }; den = { variant = \"fp32-cast-simt\"; };\n"
+                "  where = { kv_dtype = \"e4m3\"; }; hi = 0.5; } );\n",
+                &pts, &n, &a, &b);
     mkrow(&rows[0], a, "fp32-fast-simt", 60e-6, 0.001);
     mkrow(&rows[1], a, "fp32-cast-simt", 100e-6, 0.001);
     mkrow(&rows[2], b, "fp32-fast-simt", 90e-6, 0.001);
