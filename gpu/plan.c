@@ -149,14 +149,13 @@ int dl_plan_check_env(void)
                            "streaming family\"",
                            name, stream_knobs[near].name);
     }
-    int v, w;
+    int v;
     for (int i = 0; i < kNumStreamKnobs; i++) /* the integers' form and widest range */
         if (stream_knobs[i].lo <= stream_knobs[i].hi)
             DL_TRY(dl_env_int(stream_knobs[i].name, stream_knobs[i].lo, stream_knobs[i].hi, 0, NULL, &v));
     DL_TRY(dl_plan_order_of(getenv("DL_STREAM_ORDER"), &v));
     DL_TRY(dl_plan_stage_of(getenv("DL_STREAM_STAGE"), &v));
-    DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v));
-    DL_TRY(dl_plan_chain_knobs(&v, &w));
+    DL_TRY(dl_plan_merge_mode(getenv("DL_STREAM_MERGE"), &v)); /* the chain's knobs: integers of the table above */
     return dl_plan_hw_page_heads(0, &v); /* the default does not matter here: only a set value is checked */
 }
 

@@ -241,7 +241,7 @@ static int load_terms(const dl_experiment *x, const config_setting_t *g, const c
         /* a census kv_dtype the sweep does not set must still name a KV type ("e4m4" matched no row, in silence) */
         for (int v = 0; v < tm->nvals && census && !strcmp(nm, "kv_dtype") && !is_swept(x, nm); v++) {
             dl_dtype d;
-            if (dl_dtype_parse(tm->vals[v], &d) || (d != DL_F16 && d != DL_BF16 && d != DL_E4M3 && d != DL_E5M2))
+            if (dl_dtype_parse(tm->vals[v], &d) || !dl_dtype_is_kv(d))
                 return xfail(x, e, key, tm->vals[v], "not a KV type (f16, bf16, e4m3, e5m2)");
         }
         /* every value must be one the sweep can produce */
@@ -614,11 +614,12 @@ static int check_includes(const char *path, int depth)
             char name[1024];
             snprintf(name, sizeof name, "%.*s", (int)strcspn(a + 1, "\"\n"), a + 1);
             struct stat st;
-            if (stat(name, &st) == 0 && !S_ISREG(st.st_mode))
-                rc = dl_fail("%s:%d: @include: '%s': not a regular file (%s)", path, line, name,
-                             S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
-            else if (stat(name, &st) == 0)
-                rc = check_includes(name, depth + 1);
+            if (stat(name, &st) == 0)
+                rc = S_ISREG(st.st_mode) ? check_includes(name, depth + 1)
+                                         : dl_fail("%s:%d: @include: '%s': not a regular file (%s)", path, line, name,
+                                                   S_ISDIR(st.st_mode)    ? "a folder"
+                                                   : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                          : "a device or socket");
         }
         p += len + (p[len] == '\n');
     }

@@ -133,6 +133,8 @@ double dl_sm_scale(const dl_config *c)
                            (long long)c->field, (long long)(lo), (long long)(hi));        \
     } while (0)
 
+int dl_dtype_is_kv(dl_dtype d) { return d == DL_F16 || d == DL_BF16 || d == DL_E4M3 || d == DL_E5M2; }
+
 int dl_config_validate(const dl_config *c)
 {
     RANGE(batch_size, 1, DL_MAX_BATCH);
@@ -147,7 +149,7 @@ int dl_config_validate(const dl_config *c)
         return dl_fail("config: kv_layout = %d is not NHD or HND", (int)c->kv_layout);
     if (c->q_dtype != DL_F32 && c->q_dtype != DL_F16 && c->q_dtype != DL_BF16)
         return dl_fail("config: q_dtype = %s is not f32, f16 or bf16", dl_dtype_name(c->q_dtype));
-    if (c->kv_dtype != DL_F16 && c->kv_dtype != DL_BF16 && c->kv_dtype != DL_E4M3 && c->kv_dtype != DL_E5M2)
+    if (!dl_dtype_is_kv(c->kv_dtype))
         return dl_fail("config: kv_dtype = %s is not f16, bf16, e4m3 or e5m2", dl_dtype_name(c->kv_dtype));
     if (!(c->sm_scale >= 0.0) || !isfinite(c->sm_scale))
         return dl_fail("config: sm_scale = %g must be finite and >= 0 (0 means 1/sqrt(head_dim))", c->sm_scale);

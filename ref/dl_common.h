@@ -83,6 +83,8 @@ typedef struct {
 void dl_config_default(dl_config *cfg);
 /* Check every field for range and consistency; records the offending field. */
 int dl_config_validate(const dl_config *cfg);
+/* Is d a KV cache type (f16, bf16, e4m3, e5m2)? */
+int dl_dtype_is_kv(dl_dtype d);
 /* group size = num_qo_heads / num_kv_heads */
 static inline int64_t dl_group_size(const dl_config *c) { return c->num_qo_heads / c->num_kv_heads; }
 /* Effective sm_scale (1/sqrt(D) when cfg->sm_scale == 0). */
